@@ -1,0 +1,102 @@
+#include "fileio.h"
+
+#include "cleanup.h"
+#include "error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int cs_read_fd(int fd, const char *what, size_t max, char **ret_buf, size_t *ret_len,
+               struct cs_error *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+
+        for (;;) {
+                ssize_t n;
+
+                if (len == cap) {
+                        size_t ncap = cap ? cap * 2 : 4096;
+                        char *nb;
+
+                        if (cap > max)
+                                return cs_error_set(err, EFBIG,
+                                                    "%s is larger than the limit of %zu bytes",
+                                                    what, max);
+                        nb = realloc(buf, ncap + 1);
+                        if (!nb)
+                                return cs_error_set(err, ENOMEM, "read %s", what);
+                        buf = nb;
+                        cap = ncap;
+                }
+                n = read(fd, buf + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return cs_error_set(err, errno, "read %s", what);
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len > max)
+                        return cs_error_set(err, EFBIG, "%s is larger than the limit of %zu bytes",
+                                            what, max);
+        }
+        if (!buf) {
+                buf = malloc(1);
+                if (!buf)
+                        return cs_error_set(err, ENOMEM, "read %s", what);
+        }
+        buf[len] = '\0';
+        *ret_buf = cs_take_ptr(&buf);
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+int cs_read_file_at(int dirfd, const char *path, size_t max, bool nofollow, char **ret_buf,
+                    size_t *ret_len, struct cs_error *err)
+{
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
+
+        fd = openat(dirfd, path,
+                    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
+        if (fd < 0 && errno == ELOOP && nofollow)
+                return cs_error_set(err, ELOOP,
+                                    "open %s: it is a symlink, which csandbox does "
+                                    "not follow here",
+                                    path);
+        if (fd < 0)
+                return cs_error_set(err, errno, "open %s", path);
+        if (fstat(fd, &st) < 0)
+                return cs_error_set(err, errno, "stat %s", path);
+        if (!S_ISREG(st.st_mode))
+                return cs_error_set(err, EINVAL, "%s is not a regular file", path);
+        if ((size_t)st.st_size > max)
+                return cs_error_set(err, EFBIG, "%s is %lld bytes, over the limit of %zu bytes",
+                                    path, (long long)st.st_size, max);
+        r = cs_read_fd(fd, path, max, ret_buf, ret_len, err);
+        return r;
+}
+
+int cs_write_all(int fd, const void *buf, size_t len)
+{
+        const char *p = buf;
+
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}

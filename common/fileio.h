@@ -1,0 +1,17 @@
+/* Bounded reads of files csandbox parses. Every such file may be hostile input. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cs_error;
+
+/* Read a regular file into a NUL-terminated heap buffer. Refuses a file larger than max
+ * (naming the limit), anything that is not a regular file, and, with nofollow, a symlink
+ * as the last component. dirfd may be AT_FDCWD. *ret_buf is set only on success. */
+int cs_read_file_at(int dirfd, const char *path, size_t max, bool nofollow, char **ret_buf,
+                    size_t *ret_len, struct cs_error *err);
+/* Read everything from an open fd (bounded by max) into a NUL-terminated heap buffer. */
+int cs_read_fd(int fd, const char *what, size_t max, char **ret_buf, size_t *ret_len,
+               struct cs_error *err);
+/* write(2) all of buf, retrying on EINTR and short writes. */
+int cs_write_all(int fd, const void *buf, size_t len);

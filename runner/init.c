@@ -1,0 +1,81 @@
+/* pid 1 of the sandbox (after systemd-nspawn's stub pid 1): keep signals blocked and read
+ * them from a signalfd, start the payload, pass signals on to it, reap every orphan, and
+ * leave with the payload's status. Leaving tears the pid namespace down, so nothing the
+ * payload started outlives it. */
+#include "runner.h"
+
+#include "../common/error.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int errfd)
+{
+        static const int forwarded[] = RUNNER_FORWARDED_SIGNALS;
+        struct cs_error err = {0};
+        sigset_t mask;
+        pid_t payload;
+        int sfd;
+
+        /* The mask csandbox blocked is inherited; read the same signals here. */
+        sigemptyset(&mask);
+        for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+                sigaddset(&mask, forwarded[i]);
+        sigaddset(&mask, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        if (sfd < 0) {
+                cs_error_set(&err, errno, "pid 1: signalfd");
+                runner_child_fail(errfd, &err);
+        }
+
+        payload = fork();
+        if (payload < 0) {
+                cs_error_set(&err, errno, "pid 1: fork the payload");
+                runner_child_fail(errfd, &err);
+        }
+        if (payload == 0) {
+                close(sfd);
+                exec_payload(s, filter, errfd);
+        }
+        close(errfd);
+        /* pid 1 needs no privilege to reap and forward; keep none the payload could borrow. */
+        if (exec_drop_capabilities(&err) < 0)
+                _exit(CS_EXIT_SETUP);
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
+        for (;;) {
+                struct signalfd_siginfo si;
+                ssize_t n = read(sfd, &si, sizeof(si));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n != sizeof(si))
+                        _exit(CS_EXIT_SETUP);
+                if (si.ssi_signo != SIGCHLD) {
+                        /* Signals from outside arrive as SI_USER; the tty's own (SI_KERNEL)
+                         * already reached the payload in our process group. */
+                        if (si.ssi_code <= 0)
+                                kill(payload, (int)si.ssi_signo);
+                        continue;
+                }
+                for (;;) {
+                        int status;
+                        pid_t w = waitpid(-1, &status, WNOHANG);
+
+                        if (w <= 0)
+                                break;
+                        if (w != payload)
+                                continue;
+                        if (WIFEXITED(status))
+                                _exit(WEXITSTATUS(status));
+                        _exit(128 + WTERMSIG(status));
+                }
+        }
+}

@@ -1,0 +1,208 @@
+/* Clone into the namespaces, write the id maps, release the child, supervise. */
+#include "runner.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A child-side failure travels to the parent as one status byte and the message. */
+void runner_child_fail(int errfd, const struct cs_error *err)
+{
+        unsigned char status = (unsigned char)(err->status ? err->status : CS_EXIT_SETUP);
+        char buf[1 + CS_ERROR_MAX];
+        size_t len = strlen(err->msg);
+
+        buf[0] = (char)status;
+        memcpy(buf + 1, err->msg, len);
+        if (errfd >= 0)
+                (void)!write(errfd, buf, len + 1);
+        _exit(status);
+}
+
+static void child_main(const struct sandbox_spec *s, const struct sock_fprog *filter, int syncfd,
+                       int errfd)
+{
+        struct cs_error err = {0};
+        char go;
+
+        /* csandbox dying, even by SIGKILL, takes pid 1 and so the whole pid namespace. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                _exit(CS_EXIT_SETUP);
+        /* EOF here means the parent died or gave up before writing our id maps. */
+        if (read(syncfd, &go, 1) != 1)
+                _exit(CS_EXIT_SETUP);
+        close(syncfd);
+
+        if (s->net != SPEC_NET_HOST && netns_loopback_up(&err) < 0)
+                runner_child_fail(errfd, &err);
+        if (sethostname(s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME,
+                        strlen(s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME)) < 0) {
+                cs_error_set(&err, errno, "set the hostname");
+                if (errno == EPERM)
+                        diagnose_userns(&err);
+                runner_child_fail(errfd, &err);
+        }
+        if (mounts_prepare(s, &err) < 0 || mounts_setup(s, &err) < 0) {
+                if (err.err == EPERM)
+                        diagnose_userns(&err);
+                runner_child_fail(errfd, &err);
+        }
+        init_run(s, filter, errfd);
+}
+
+/* The message a failed child left, if any; sets err and its status. */
+static bool child_message(int errfd, struct cs_error *err)
+{
+        char buf[1 + CS_ERROR_MAX];
+        ssize_t n;
+
+        do
+                n = read(errfd, buf, sizeof(buf) - 1);
+        while (n < 0 && errno == EINTR);
+        if (n <= 1)
+                return false;
+        buf[n] = '\0';
+        snprintf(err->msg, sizeof(err->msg), "%s", buf + 1);
+        err->status = (unsigned char)buf[0];
+        err->err = 0;
+        return true;
+}
+
+static int exit_status_of(int wstatus)
+{
+        if (WIFEXITED(wstatus))
+                return WEXITSTATUS(wstatus);
+        if (WIFSIGNALED(wstatus))
+                return 128 + WTERMSIG(wstatus);
+        return CS_EXIT_SETUP;
+}
+
+static void raise_nofile_limit(void)
+{
+        struct rlimit rl;
+
+        /* One fd per bind source is open at once while the root is assembled. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max && rl.rlim_cur < 8192) {
+                rl.rlim_cur = rl.rlim_max < 8192 ? rl.rlim_max : 8192;
+                setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
+int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int *ret_status,
+               struct cs_error *err)
+{
+        static const int forwarded[] = RUNNER_FORWARDED_SIGNALS;
+        int syncp[2] = {-1, -1}, errp[2] = {-1, -1};
+        _cleanup_close_ int sfd = -1;
+        sigset_t mask, oldmask;
+        unsigned long flags;
+        int wstatus = 0, r;
+        pid_t pid;
+
+        r = idmap_check_range(s, err);
+        if (r < 0)
+                return r;
+        raise_nofile_limit();
+
+        sigemptyset(&mask);
+        for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+                sigaddset(&mask, forwarded[i]);
+        sigaddset(&mask, SIGCHLD);
+        if (sigprocmask(SIG_BLOCK, &mask, &oldmask) < 0)
+                return cs_error_set(err, errno, "block signals");
+        sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        if (sfd < 0)
+                return cs_error_set(err, errno, "signalfd");
+        if (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+                return cs_error_set(err, errno, "pipe");
+        /* Read once the sandbox is gone; never wait on a writer that leaked the pipe. */
+        fcntl(errp[0], F_SETFL, O_NONBLOCK);
+
+        flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+        if (s->net != SPEC_NET_HOST)
+                flags |= CLONE_NEWNET;
+        fflush(NULL);
+        pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+        if (pid < 0) {
+                r = errno;
+                close(syncp[0]), close(syncp[1]), close(errp[0]), close(errp[1]);
+                cs_error_set(err, r, "cannot create the sandbox's namespaces");
+                diagnose_userns(err);
+                return -r;
+        }
+        if (pid == 0) {
+                close(syncp[1]);
+                close(errp[0]);
+                child_main(s, filter, syncp[0], errp[1]);
+                _exit(CS_EXIT_SETUP);
+        }
+        close(syncp[0]);
+        close(errp[1]);
+
+        r = idmap_write(pid, s, err);
+        if (r < 0) {
+                kill(pid, SIGKILL);
+                close(syncp[1]);
+                waitpid(pid, NULL, 0);
+                close(errp[0]);
+                if (err->err == EPERM)
+                        diagnose_userns(err);
+                return r;
+        }
+        if (write(syncp[1], "g", 1) != 1) {
+                r = errno;
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                close(syncp[1]), close(errp[0]);
+                return cs_error_set(err, r, "release the sandbox");
+        }
+        close(syncp[1]);
+
+        /* Supervise: pass on what a process sent us; the kernel's own tty signals already
+         * reached the payload, which shares our process group. */
+        for (;;) {
+                struct signalfd_siginfo si;
+                ssize_t n = read(sfd, &si, sizeof(si));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n != sizeof(si)) {
+                        r = errno;
+                        kill(pid, SIGKILL);
+                        waitpid(pid, &wstatus, 0);
+                        close(errp[0]);
+                        return cs_error_set(err, r, "read signals");
+                }
+                if (si.ssi_signo == SIGCHLD) {
+                        pid_t w = waitpid(pid, &wstatus, WNOHANG);
+
+                        if (w == pid)
+                                break;
+                        continue;
+                }
+                if (si.ssi_code <= 0)
+                        kill(pid, (int)si.ssi_signo);
+        }
+        sigprocmask(SIG_SETMASK, &oldmask, NULL);
+        if (child_message(errp[0], err)) {
+                close(errp[0]);
+                return -1;
+        }
+        close(errp[0]);
+        *ret_status = exit_status_of(wstatus);
+        return 0;
+}

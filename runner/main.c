@@ -1,0 +1,451 @@
+/* csandbox: command dispatch. The only place that prints errors and decides exit codes. */
+#include "runner.h"
+#include "spec.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+#include "../policy/seccomp.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ENV_FILE_MAX  (1u << 20)
+#define COPY_FILE_MAX (16u << 20)
+
+static const char usage_exec[] =
+    "Usage: csandbox exec [OPTIONS] [--] COMMAND [ARG...]\n"
+    "\n"
+    "Run COMMAND in new user, mount, pid, ipc, uts and network namespaces, with every\n"
+    "capability dropped, no_new_privs set and a seccomp filter loaded.\n"
+    "\n"
+    "Root:\n"
+    "  --rootfs DIR            pivot into DIR, read-only (default: the host's / read-only,\n"
+    "                          with /home, /root, /tmp, /var/tmp, /run and $HOME empty)\n"
+    "  --writable              keep the root writable; writes go to a tmpfs and vanish\n"
+    "Mounts (in command-line order, parents before children):\n"
+    "  --bind SRC DST          bind SRC read-write at DST\n"
+    "  --ro-bind SRC DST       bind SRC read-only at DST (submounts too)\n"
+    "  --bind-try, --ro-bind-try SRC DST\n"
+    "                          the same, skipped when SRC does not exist\n"
+    "  --tmpfs DST             an empty tmpfs at DST\n"
+    "  --dir DST               create the directory DST\n"
+    "  --symlink TARGET DST    create the symlink DST pointing at TARGET\n"
+    "  --file SRC DST          a read-only copy of SRC's content at DST\n"
+    "Identity and namespaces:\n"
+    "  --uid N, --gid N        ids inside (default: your own)\n"
+    "  --map-range             map 65536 ids through newuidmap/newgidmap (/etc/subuid)\n"
+    "  --hostname NAME         hostname inside (default: csandbox)\n"
+    "  --net none|host         own network namespace with loopback only (default), or\n"
+    "                          the host's network (every loopback service reachable)\n"
+    "Process:\n"
+    "  --chdir DIR             working directory inside (default: the current one if it\n"
+    "                          exists inside, else /)\n"
+    "  --setenv KEY VALUE      set a variable (the environment starts with PATH, TERM)\n"
+    "  --unsetenv KEY          remove a variable\n"
+    "  --env-file FILE         KEY=VALUE lines from FILE (values kept out of --plan)\n"
+    "  --env-fd N              KEY=VALUE lines read from file descriptor N\n"
+    "  --seccomp PROFILE       default, strict, none, or an OCI/Docker JSON file\n"
+    "  --plan                  print the sandbox spec as JSON and exit\n"
+    "\n"
+    "Exit status: COMMAND's own; 128+N when it died of signal N; 125 when csandbox\n"
+    "failed; 126 when COMMAND cannot be executed; 127 when it was not found.\n";
+
+static const char usage_main[] =
+    "Usage: csandbox COMMAND [ARGS]\n"
+    "\n"
+    "Commands:\n"
+    "  exec [OPTIONS] [--] CMD [ARG...]   run CMD in a sandbox (see csandbox exec --help)\n"
+    "  help                               show this text\n"
+    "  version                            show the version\n";
+
+static int fail(const struct cs_error *err)
+{
+        fprintf(stderr, "csandbox: %s\n", err->msg);
+        return err->status ? err->status : CS_EXIT_SETUP;
+}
+
+struct exec_flag {
+        const char *name;
+        int nargs;
+};
+
+static const struct exec_flag exec_flags[] = {
+    {"--rootfs", 1},    {"--writable", 0},    {"--bind", 2},     {"--ro-bind", 2},
+    {"--bind-try", 2},  {"--ro-bind-try", 2}, {"--tmpfs", 1},    {"--dir", 1},
+    {"--symlink", 2},   {"--file", 2},        {"--uid", 1},      {"--gid", 1},
+    {"--map-range", 0}, {"--hostname", 1},    {"--net", 1},      {"--chdir", 1},
+    {"--setenv", 2},    {"--unsetenv", 1},    {"--env-file", 1}, {"--env-fd", 1},
+    {"--seccomp", 1},   {"--plan", 0},        {"--help", 0},
+};
+
+static const struct exec_flag *exec_flag_find(const char *arg)
+{
+        for (size_t i = 0; i < sizeof(exec_flags) / sizeof(exec_flags[0]); i++)
+                if (strcmp(exec_flags[i].name, arg) == 0)
+                        return &exec_flags[i];
+        return NULL;
+}
+
+static int parse_id(const char *flag, const char *v, unsigned *ret, struct cs_error *err)
+{
+        char *end;
+        unsigned long n;
+
+        errno = 0;
+        n = strtoul(v, &end, 10);
+        if (errno || end == v || *end || v[0] == '-' || n >= 4294967295UL)
+                return cs_error_set(err, EINVAL, "%s `%s`: expected a numeric id", flag, v);
+        *ret = (unsigned)n;
+        return 0;
+}
+
+/* A host path as the user gave it, made absolute against the cwd (not resolved: the runner
+ * resolves it when it opens it). */
+static int host_path(const char *flag, const char *p, char **ret, struct cs_error *err)
+{
+        char cwd[PATH_MAX];
+
+        if (p[0] == '\0')
+                return cs_error_set(err, EINVAL, "%s: the path is empty", flag);
+        if (p[0] == '/') {
+                *ret = strdup(p);
+        } else {
+                if (!getcwd(cwd, sizeof(cwd)))
+                        return cs_error_set(err, errno, "%s %s: cannot find the current directory",
+                                            flag, p);
+                if (asprintf(ret, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, p) < 0)
+                        *ret = NULL;
+        }
+        if (!*ret)
+                return cs_error_set(err, ENOMEM, "%s", flag);
+        return 0;
+}
+
+static int add_bind(struct sandbox_spec *s, const char *flag, const char *src, const char *dst,
+                    struct cs_error *err)
+{
+        bool ro = strstr(flag, "ro-") != NULL;
+        bool optional = strstr(flag, "-try") != NULL;
+        _cleanup_free_ char *abs = NULL;
+        struct stat st;
+        int r;
+
+        r = host_path(flag, src, &abs, err);
+        if (r < 0)
+                return r;
+        if (stat(abs, &st) < 0) {
+                if (errno == ENOENT && optional)
+                        return 0;
+                if (errno == ENOENT)
+                        return cs_error_set(err, ENOENT,
+                                            "%s %s %s: the source %s does not exist (use %s-try "
+                                            "to skip a missing source)",
+                                            flag, src, dst, abs, ro ? "--ro-bind" : "--bind");
+                return cs_error_set(err, errno, "%s %s %s: cannot use the source %s", flag, src,
+                                    dst, abs);
+        }
+        r = spec_add_mount(s, SPEC_MOUNT_BIND,
+                           (ro ? SPEC_MOUNT_RO : 0) | (optional ? SPEC_MOUNT_OPTIONAL : 0), abs,
+                           dst, err);
+        if (r < 0)
+                return cs_error_wrap(err, "%s", flag);
+        return 0;
+}
+
+static int add_file_copy(struct sandbox_spec *s, const char *src, const char *dst,
+                         struct cs_error *err)
+{
+        _cleanup_free_ char *abs = NULL;
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+        int r;
+
+        r = host_path("--file", src, &abs, err);
+        if (r < 0)
+                return r;
+        r = cs_read_file_at(AT_FDCWD, abs, COPY_FILE_MAX, false, &data, &len, err);
+        if (r < 0)
+                return cs_error_wrap(err, "--file %s %s", src, dst);
+        r = spec_add_file(s, dst, abs, data, len, 0, err);
+        if (r < 0)
+                return cs_error_wrap(err, "--file");
+        return 0;
+}
+
+static int read_env_file(struct sandbox_spec *s, const char *path, struct cs_error *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        char origin[PATH_MAX + 16];
+        size_t len;
+        int r;
+
+        r = cs_read_file_at(AT_FDCWD, path, ENV_FILE_MAX, false, &buf, &len, err);
+        if (r < 0)
+                return cs_error_wrap(err, "--env-file");
+        snprintf(origin, sizeof(origin), "--env-file %s", path);
+        r = spec_env_parse(s, buf, len, origin, true, err);
+        explicit_bzero(buf, len);
+        return r;
+}
+
+static int read_env_fd(struct sandbox_spec *s, const char *v, struct cs_error *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        unsigned fd;
+        size_t len;
+        char what[64];
+        int r;
+
+        r = parse_id("--env-fd", v, &fd, err);
+        if (r < 0)
+                return r;
+        if (fd <= 2 || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0)
+                return cs_error_set(err, EBADF, "--env-fd %s: not an open file descriptor above 2",
+                                    v);
+        snprintf(what, sizeof(what), "--env-fd %u", fd);
+        r = cs_read_fd((int)fd, what, ENV_FILE_MAX, &buf, &len, err);
+        close((int)fd);
+        if (r < 0)
+                return r;
+        r = spec_env_parse(s, buf, len, what, true, err);
+        explicit_bzero(buf, len);
+        return r;
+}
+
+static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_plan, bool *ret_help,
+                      struct cs_error *err)
+{
+        const char *term = getenv("TERM");
+        int i, r;
+
+        spec_init(s);
+        s->host_uid = getuid();
+        s->host_gid = getgid();
+        s->uid = s->host_uid;
+        s->gid = s->host_gid;
+        *ret_plan = false;
+        *ret_help = false;
+
+        r = spec_env_set(s, "PATH", SPEC_DEFAULT_PATH, false, err);
+        if (r < 0)
+                return r;
+        r = spec_env_set(s, "TERM", term && *term && spec_env_name_valid("TERM") ? term : "dumb",
+                         false, err);
+        if (r < 0)
+                return r;
+        r = spec_add_base_mounts(s, err);
+        if (r < 0)
+                return r;
+
+        for (i = 0; i < argc; i++) {
+                const char *a = argv[i];
+                const struct exec_flag *f;
+                const char *v1, *v2;
+
+                if (strcmp(a, "--") == 0) {
+                        i++;
+                        break;
+                }
+                if (a[0] != '-')
+                        break;
+                f = exec_flag_find(a);
+                if (!f)
+                        return cs_error_set(err, EINVAL,
+                                            "exec: unknown option `%s`; see `csandbox exec --help`",
+                                            a);
+                if (i + f->nargs >= argc)
+                        return cs_error_set(err, EINVAL,
+                                            "exec: %s needs %d argument%s; see `csandbox exec "
+                                            "--help`",
+                                            a, f->nargs, f->nargs > 1 ? "s" : "");
+                v1 = f->nargs > 0 ? argv[i + 1] : NULL;
+                v2 = f->nargs > 1 ? argv[i + 2] : NULL;
+                i += f->nargs;
+
+                if (strcmp(a, "--help") == 0) {
+                        *ret_help = true;
+                        return 0;
+                } else if (strcmp(a, "--rootfs") == 0) {
+                        struct stat st;
+
+                        free(s->root_path);
+                        s->root_path = NULL;
+                        r = host_path(a, v1, &s->root_path, err);
+                        if (r < 0)
+                                return r;
+                        if (stat(s->root_path, &st) < 0)
+                                return cs_error_set(err, errno, "--rootfs %s", s->root_path);
+                        if (!S_ISDIR(st.st_mode))
+                                return cs_error_set(err, ENOTDIR,
+                                                    "--rootfs %s: not a directory; give the "
+                                                    "directory that holds the root tree",
+                                                    s->root_path);
+                        s->root = SPEC_ROOT_DIR;
+                } else if (strcmp(a, "--writable") == 0) {
+                        s->writable = true;
+                } else if (strstr(a, "bind")) {
+                        r = add_bind(s, a, v1, v2, err);
+                } else if (strcmp(a, "--tmpfs") == 0) {
+                        r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, v1, err);
+                } else if (strcmp(a, "--dir") == 0) {
+                        r = spec_add_mount(s, SPEC_MOUNT_DIR, 0, NULL, v1, err);
+                } else if (strcmp(a, "--symlink") == 0) {
+                        r = spec_add_mount(s, SPEC_MOUNT_SYMLINK, 0, v1, v2, err);
+                } else if (strcmp(a, "--file") == 0) {
+                        r = add_file_copy(s, v1, v2, err);
+                } else if (strcmp(a, "--uid") == 0) {
+                        r = parse_id(a, v1, &s->uid, err);
+                } else if (strcmp(a, "--gid") == 0) {
+                        r = parse_id(a, v1, &s->gid, err);
+                } else if (strcmp(a, "--map-range") == 0) {
+                        s->map_range = true;
+                } else if (strcmp(a, "--hostname") == 0) {
+                        if (strlen(v1) == 0 || strlen(v1) > 64)
+                                return cs_error_set(err, EINVAL,
+                                                    "--hostname `%s`: a hostname has 1 to 64 "
+                                                    "characters",
+                                                    v1);
+                        free(s->hostname);
+                        s->hostname = strdup(v1);
+                } else if (strcmp(a, "--net") == 0) {
+                        if (strcmp(v1, "none") == 0)
+                                s->net = SPEC_NET_NONE;
+                        else if (strcmp(v1, "host") == 0)
+                                s->net = SPEC_NET_HOST;
+                        else
+                                return cs_error_set(err, EINVAL,
+                                                    "--net `%s`: expected none or host", v1);
+                } else if (strcmp(a, "--chdir") == 0) {
+                        free(s->cwd);
+                        s->cwd = NULL;
+                        r = spec_normalize_dest(v1, "--chdir", &s->cwd, err);
+                } else if (strcmp(a, "--setenv") == 0) {
+                        r = spec_env_set(s, v1, v2, false, err);
+                        if (r < 0)
+                                cs_error_wrap(err, "--setenv");
+                } else if (strcmp(a, "--unsetenv") == 0) {
+                        spec_env_unset(s, v1);
+                } else if (strcmp(a, "--env-file") == 0) {
+                        r = read_env_file(s, v1, err);
+                } else if (strcmp(a, "--env-fd") == 0) {
+                        r = read_env_fd(s, v1, err);
+                } else if (strcmp(a, "--seccomp") == 0) {
+                        free(s->seccomp_path);
+                        s->seccomp_path = NULL;
+                        if (strcmp(v1, "default") == 0) {
+                                s->seccomp = SPEC_SECCOMP_DEFAULT;
+                        } else if (strcmp(v1, "strict") == 0) {
+                                s->seccomp = SPEC_SECCOMP_STRICT;
+                        } else if (strcmp(v1, "none") == 0) {
+                                s->seccomp = SPEC_SECCOMP_NONE;
+                        } else {
+                                s->seccomp = SPEC_SECCOMP_FILE;
+                                r = host_path(a, v1, &s->seccomp_path, err);
+                        }
+                } else if (strcmp(a, "--plan") == 0) {
+                        *ret_plan = true;
+                }
+                if (r < 0)
+                        return r;
+        }
+        if (i >= argc)
+                return cs_error_set(err, EINVAL,
+                                    "exec: no COMMAND given; usage: csandbox exec [OPTIONS] [--] "
+                                    "COMMAND [ARG...]");
+        if (s->root == SPEC_ROOT_HOST) {
+                r = spec_add_host_hides(s, getenv("HOME"), err);
+                if (r < 0)
+                        return r;
+        }
+        r = spec_set_argv(s, argc - i, argv + i, err);
+        if (r < 0)
+                return r;
+        spec_sort_mounts(s);
+        return 0;
+}
+
+static int print_plan(const struct sandbox_spec *s)
+{
+        cJSON *j = spec_to_json(s);
+        char *text = j ? cJSON_Print(j) : NULL;
+        int r = 0;
+
+        if (!text || printf("%s\n", text) < 0 || fflush(stdout) != 0) {
+                fprintf(stderr, "csandbox: --plan: cannot write the plan to stdout\n");
+                r = CS_EXIT_SETUP;
+        }
+        free(text);
+        cJSON_Delete(j);
+        return r;
+}
+
+static int cmd_exec(int argc, char **argv)
+{
+        struct sandbox_spec s;
+        struct cs_error err = {0};
+        struct sock_fprog filter = {0};
+        bool plan, help, owned = false;
+        int status = CS_EXIT_SETUP;
+        int r;
+
+        r = parse_exec(argc, argv, &s, &plan, &help, &err);
+        if (r < 0) {
+                spec_free(&s);
+                return fail(&err);
+        }
+        if (help) {
+                fputs(usage_exec, stdout);
+                spec_free(&s);
+                return 0;
+        }
+        if (s.seccomp == SPEC_SECCOMP_FILE) {
+                r = seccomp_compile_file(s.seccomp_path, &filter, &err);
+                owned = true;
+        } else if (s.seccomp != SPEC_SECCOMP_NONE) {
+                r = seccomp_builtin(s.seccomp, &filter, &err);
+        }
+        if (r < 0) {
+                spec_free(&s);
+                return fail(&err);
+        }
+        if (plan) {
+                status = print_plan(&s);
+        } else {
+                r = launch_run(&s, s.seccomp == SPEC_SECCOMP_NONE ? NULL : &filter, &status, &err);
+                if (r < 0)
+                        status = fail(&err);
+        }
+        if (owned)
+                seccomp_fprog_free(&filter);
+        spec_free(&s);
+        return status;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                fputs(usage_main, stderr);
+                return CS_EXIT_SETUP;
+        }
+        if (strcmp(argv[1], "exec") == 0)
+                return cmd_exec(argc - 2, argv + 2);
+        if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+            strcmp(argv[1], "-h") == 0) {
+                fputs(usage_main, stdout);
+                return 0;
+        }
+        if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+                printf("csandbox %s\n", CSANDBOX_VERSION);
+                return 0;
+        }
+        fprintf(stderr, "csandbox: unknown command `%s`; see `csandbox help`\n", argv[1]);
+        return CS_EXIT_SETUP;
+}

@@ -1,0 +1,622 @@
+/* The new root: assembled on a tmpfs-backed layer, every destination resolved inside it
+ * (openat2 RESOLVE_IN_ROOT) and every mount attached through fds (open_tree, fsmount,
+ * move_mount), with mount_setattr making read-only/nosuid/nodev cover whole subtrees. */
+#include "runner.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Where the root is put together before pivot_root, in our own mount namespace. */
+#define STAGE       "/tmp"
+#define STAGE_ROOT  STAGE "/root"
+#define STAGE_FILES STAGE "/files"
+
+enum want { WANT_DIR, WANT_FILE, WANT_PARENT };
+
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+#define N_DEV_NODES (sizeof(dev_nodes) / sizeof(dev_nodes[0]))
+
+/* State of the one child that assembles the root; it lives until pivot_root. */
+static struct {
+        int *bind_trees; /* per spec mount: a detached clone of the source, or -1 */
+        bool *bind_is_dir;
+        int host_root; /* SPEC_ROOT_HOST: detached read-only clone of / */
+        int root_dir;  /* SPEC_ROOT_DIR: O_PATH fd of the tree */
+        int dev_trees[N_DEV_NODES];
+        int root;             /* the assembled root, once attached */
+        uint64_t scratch[64]; /* mount ids of layers that may hold new entries */
+        size_t n_scratch;
+        mode_t umask;
+} st = {.host_root = -1, .root_dir = -1, .root = -1};
+
+static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
+{
+        struct open_how how = {.flags = flags, .resolve = resolve};
+
+        return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+static int mount_id_of(int fd, uint64_t *ret)
+{
+        struct statx sx;
+
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &sx) < 0)
+                return -errno;
+        if (!(sx.stx_mask & STATX_MNT_ID))
+                return -ENOSYS;
+        *ret = sx.stx_mnt_id;
+        return 0;
+}
+
+static void scratch_add(int fd)
+{
+        uint64_t id;
+
+        if (st.n_scratch < sizeof(st.scratch) / sizeof(st.scratch[0]) && mount_id_of(fd, &id) == 0)
+                st.scratch[st.n_scratch++] = id;
+}
+
+static bool scratch_has(int fd)
+{
+        uint64_t id;
+
+        if (mount_id_of(fd, &id) < 0)
+                return false;
+        for (size_t i = 0; i < st.n_scratch; i++)
+                if (st.scratch[i] == id)
+                        return true;
+        return false;
+}
+
+static int set_tree_attrs(int tree, uint64_t attrs, bool recursive)
+{
+        struct mount_attr a = {.attr_set = attrs};
+
+        return mount_setattr(tree, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a,
+                             sizeof(a));
+}
+
+/* A detached recursive clone of a host path, with binds' attributes applied. */
+static int clone_tree(int dirfd, const char *path, unsigned flags, bool recursive, uint64_t attrs)
+{
+        int tree =
+            open_tree(dirfd, path,
+                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags | (recursive ? AT_RECURSIVE : 0));
+
+        if (tree < 0)
+                return -errno;
+        if (set_tree_attrs(tree, attrs, recursive) < 0) {
+                int e = errno;
+
+                close(tree);
+                return -e;
+        }
+        return tree;
+}
+
+int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
+{
+        st.umask = umask(0);
+        umask(st.umask);
+        /* Nothing we mount may travel back to the host's namespace. */
+        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+                return cs_error_set(err, errno, "make / a slave mount");
+
+        st.bind_trees = calloc(s->n_mounts ? s->n_mounts : 1, sizeof(int));
+        st.bind_is_dir = calloc(s->n_mounts ? s->n_mounts : 1, sizeof(bool));
+        if (!st.bind_trees || !st.bind_is_dir)
+                return cs_error_set(err, ENOMEM, "prepare mounts");
+        /* Clone every source now: the staging tmpfs on /tmp would hide sources under it. */
+        for (size_t i = 0; i < s->n_mounts; i++) {
+                const struct spec_mount *m = &s->mounts[i];
+                _cleanup_close_ int src = -1;
+                struct stat sb;
+                uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+                int tree;
+
+                st.bind_trees[i] = -1;
+                if (m->kind != SPEC_MOUNT_BIND)
+                        continue;
+                src = open(m->source,
+                           O_PATH | O_CLOEXEC | (m->flags & SPEC_MOUNT_NOFOLLOW ? O_NOFOLLOW : 0));
+                if (src < 0 && errno == ENOENT && (m->flags & SPEC_MOUNT_OPTIONAL))
+                        continue;
+                if (src < 0)
+                        return cs_error_set(err, errno, "bind %s: open the source %s", m->dest,
+                                            m->source);
+                if (fstat(src, &sb) < 0)
+                        return cs_error_set(err, errno, "bind %s: stat %s", m->dest, m->source);
+                if ((m->flags & SPEC_MOUNT_NOFOLLOW) && S_ISLNK(sb.st_mode))
+                        return cs_error_set(err, ELOOP,
+                                            "bind %s: the source %s is a symlink, which this "
+                                            "mount refuses to follow",
+                                            m->dest, m->source);
+                if (m->flags & SPEC_MOUNT_RO)
+                        attrs |= MOUNT_ATTR_RDONLY;
+                tree = clone_tree(src, "", AT_EMPTY_PATH, true, attrs);
+                if (tree < 0)
+                        return cs_error_set(err, -tree, "bind %s: clone the mount of %s", m->dest,
+                                            m->source);
+                st.bind_trees[i] = tree;
+                st.bind_is_dir[i] = S_ISDIR(sb.st_mode);
+        }
+        for (size_t i = 0; i < N_DEV_NODES; i++) {
+                char path[32];
+
+                snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+                /* Device nodes need a mount without nodev. */
+                st.dev_trees[i] = clone_tree(AT_FDCWD, path, 0, false, MOUNT_ATTR_NOSUID);
+        }
+        if (s->root == SPEC_ROOT_HOST) {
+                st.host_root = clone_tree(AT_FDCWD, "/", 0, true,
+                                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                if (st.host_root < 0)
+                        return cs_error_set(err, -st.host_root, "clone the host's root");
+        } else {
+                st.root_dir = open(s->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (st.root_dir < 0)
+                        return cs_error_set(err, errno, "--rootfs %s", s->root_path);
+        }
+        return 0;
+}
+
+static int mkdir_stage(const char *path, mode_t mode, struct cs_error *err)
+{
+        if (mkdir(path, mode) < 0)
+                return cs_error_set(err, errno, "create %s", path);
+        return 0;
+}
+
+static int attach_root(const struct sandbox_spec *s, struct cs_error *err)
+{
+        char opts[256];
+        int r;
+
+        if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
+                return cs_error_set(err, errno, "mount the staging tmpfs on " STAGE);
+        r = mkdir_stage(STAGE_ROOT, 0755, err);
+        if (r >= 0)
+                r = mkdir_stage(STAGE_FILES, 0700, err);
+        if (r < 0)
+                return r;
+        if (s->root == SPEC_ROOT_HOST) {
+                if (move_mount(st.host_root, "", AT_FDCWD, STAGE_ROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return cs_error_set(err, errno, "attach the host's root");
+                close(st.host_root);
+                st.host_root = -1;
+        } else {
+                /* The tree is the lower layer: it is never written; new mountpoints and
+                 * (with --writable) the payload's writes land in the tmpfs upper layer. */
+                r = mkdir_stage(STAGE "/upper", 0755, err);
+                if (r >= 0)
+                        r = mkdir_stage(STAGE "/work", 0700, err);
+                if (r < 0)
+                        return r;
+                snprintf(opts, sizeof(opts),
+                         "lowerdir=/proc/self/fd/%d,upperdir=" STAGE "/upper,workdir=" STAGE
+                         "/work,userxattr",
+                         st.root_dir);
+                if (mount("overlay", STAGE_ROOT, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+                        return cs_error_set(err, errno,
+                                            "mount an overlay on the rootfs %s (overlayfs in a "
+                                            "user namespace needs Linux 5.11 or later)",
+                                            s->root_path);
+                close(st.root_dir);
+                st.root_dir = -1;
+        }
+        st.root = open(STAGE_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (st.root < 0)
+                return cs_error_set(err, errno, "open the new root");
+        if (s->root == SPEC_ROOT_DIR)
+                scratch_add(st.root);
+        return 0;
+}
+
+/* Open the parent directory of dest inside the new root, creating missing directories in
+ * scratch layers only; *ret_name points at dest's last component. */
+static int dest_parent(const char *dest, int *ret_fd, const char **ret_name, struct cs_error *err)
+{
+        _cleanup_close_ int cur = fcntl(st.root, F_DUPFD_CLOEXEC, 3);
+        char prefix[SPEC_PATH_MAX];
+        const char *p = dest + 1, *name;
+
+        if (cur < 0)
+                return cs_error_set(err, errno, "%s", dest);
+        for (;;) {
+                const char *slash = strchr(p, '/');
+                size_t n;
+                int fd;
+
+                if (!slash)
+                        break;
+                n = (size_t)(slash - dest);
+                memcpy(prefix, dest, n);
+                prefix[n] = '\0';
+                fd = sys_openat2(st.root, prefix, O_PATH | O_CLOEXEC | O_DIRECTORY,
+                                 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+                if (fd < 0 && errno == ENOENT) {
+                        char comp[256];
+                        size_t cn = (size_t)(slash - p);
+                        struct stat sb;
+
+                        if (cn >= sizeof(comp))
+                                return cs_error_set(err, ENAMETOOLONG, "%s", dest);
+                        memcpy(comp, p, cn);
+                        comp[cn] = '\0';
+                        if (fstatat(cur, comp, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+                                return cs_error_set(err, ENOENT,
+                                                    "%s: %s is a symlink to a missing path "
+                                                    "inside the sandbox root",
+                                                    dest, prefix);
+                        if (!scratch_has(cur))
+                                return cs_error_set(err, EROFS,
+                                                    "%s: %s does not exist, and its parent is "
+                                                    "a host directory, where csandbox never "
+                                                    "creates anything: create it on the host "
+                                                    "first, or choose a destination under a "
+                                                    "tmpfs",
+                                                    dest, prefix);
+                        if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
+                                return cs_error_set(err, errno, "%s: create %s", dest, prefix);
+                        fd = openat(cur, comp, O_PATH | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW);
+                }
+                if (fd < 0)
+                        return cs_error_set(err, errno, "%s: resolve %s inside the sandbox root",
+                                            dest, prefix);
+                close(cur);
+                cur = fd;
+                p = slash + 1;
+        }
+        name = p;
+        *ret_name = name;
+        *ret_fd = cs_take_fd(&cur);
+        return 0;
+}
+
+/* Open dest inside the new root, creating it as a directory or an empty file when it is
+ * missing and its parent is a scratch layer. *ret_fd = -1 when optional and impossible. */
+static int dest_open(const char *dest, enum want want, bool optional, int *ret_fd,
+                     struct cs_error *err)
+{
+        _cleanup_close_ int parent = -1;
+        const char *name;
+        struct stat sb;
+        int fd, r;
+
+        fd =
+            sys_openat2(st.root, dest, O_PATH | O_CLOEXEC, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+        if (fd >= 0) {
+                *ret_fd = fd;
+                return 0;
+        }
+        if (errno != ENOENT)
+                return cs_error_set(err, errno, "%s: resolve it inside the sandbox root", dest);
+        r = dest_parent(dest, &parent, &name, err);
+        if (r < 0)
+                return optional && err->err == EROFS ? (*ret_fd = -1, 0) : r;
+        if (fstatat(parent, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+                return cs_error_set(
+                    err, ENOENT, "%s is a symlink to a missing path inside the sandbox root", dest);
+        if (!scratch_has(parent)) {
+                if (optional) {
+                        *ret_fd = -1;
+                        return 0;
+                }
+                return cs_error_set(err, EROFS,
+                                    "%s does not exist, and its parent is a host directory, "
+                                    "where csandbox never creates anything: create it on the "
+                                    "host first, or choose a destination under a tmpfs",
+                                    dest);
+        }
+        if (want == WANT_DIR) {
+                if (mkdirat(parent, name, 0755) < 0)
+                        return cs_error_set(err, errno, "create %s", dest);
+        } else {
+                int f = openat(parent, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+                               0644);
+
+                if (f < 0)
+                        return cs_error_set(err, errno, "create %s", dest);
+                close(f);
+        }
+        fd = openat(parent, name, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return cs_error_set(err, errno, "open %s", dest);
+        *ret_fd = fd;
+        return 0;
+}
+
+static int attach(int tree, int dst, const char *what, const char *dest, struct cs_error *err)
+{
+        if (move_mount(tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return cs_error_set(err, errno, "mount %s on %s", what, dest);
+        return 0;
+}
+
+/* A new filesystem instance as a detached mount. */
+static int new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd)
+{
+        _cleanup_close_ int fs = fsopen(type, FSOPEN_CLOEXEC);
+        int m;
+
+        if (fs < 0)
+                return -errno;
+        for (; opts && opts[0]; opts += 2)
+                if (fsconfig(fs, opts[1] ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG, opts[0],
+                             opts[1], 0) < 0)
+                        return -errno;
+        if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        m = fsmount(fs, FSMOUNT_CLOEXEC, (unsigned)attrs);
+        if (m < 0)
+                return -errno;
+        *ret_fd = m;
+        return 0;
+}
+
+static int mount_tmpfs_at(int dst, mode_t mode, const char *dest, struct cs_error *err)
+{
+        char modestr[16];
+        const char *opts[] = {"mode", modestr, NULL, NULL};
+        _cleanup_close_ int m = -1;
+        int r;
+
+        snprintf(modestr, sizeof(modestr), "%04o", (unsigned)mode);
+        r = new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &m);
+        if (r < 0)
+                return cs_error_set(err, -r, "create a tmpfs for %s", dest);
+        scratch_add(m);
+        return attach(m, dst, "a tmpfs", dest, err);
+}
+
+static int mount_proc_at(int dst, const char *dest, struct cs_error *err)
+{
+        static bool warned;
+        _cleanup_close_ int m = -1;
+        int r;
+
+        r = new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &m);
+        if (r == -EPERM) {
+                /* The kernel refuses a fresh proc when the visible one has locked
+                 * overmounts (container engines mask /proc this way). */
+                m = clone_tree(AT_FDCWD, "/proc", 0, true,
+                               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                   MOUNT_ATTR_NOEXEC);
+                if (m < 0)
+                        return cs_error_set(err, -m, "bind the existing /proc on %s", dest);
+                if (!warned)
+                        fprintf(stderr,
+                                "csandbox: the kernel refused a fresh /proc (the outer /proc has "
+                                "overmounts, as container engines make); binding the existing "
+                                "/proc read-only instead, so it shows the outer pid "
+                                "namespace\n");
+                warned = true;
+        } else if (r < 0) {
+                return cs_error_set(err, -r, "mount proc on %s", dest);
+        }
+        return attach(m, dst, "proc", dest, err);
+}
+
+static int mount_dev_at(int dst, const char *dest, struct cs_error *err)
+{
+        static const char *const links[][2] = {{"fd", "/proc/self/fd"},
+                                               {"stdin", "/proc/self/fd/0"},
+                                               {"stdout", "/proc/self/fd/1"},
+                                               {"stderr", "/proc/self/fd/2"},
+                                               {"ptmx", "pts/ptmx"}};
+        static const char *const pts_opts[] = {"newinstance", NULL,   "ptmxmode", "0666",
+                                               "mode",        "0620", NULL,       NULL};
+        _cleanup_close_ int dev = -1;
+        _cleanup_close_ int pts = -1;
+        _cleanup_close_ int m = -1;
+        int r;
+
+        r = mount_tmpfs_at(dst, 0755, dest, err);
+        if (r < 0)
+                return r;
+        /* dst still names the covered directory; reopen through the path to get the tmpfs. */
+        dev = sys_openat2(st.root, dest, O_PATH | O_DIRECTORY | O_CLOEXEC,
+                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+        if (dev < 0)
+                return cs_error_set(err, errno, "open %s", dest);
+        for (size_t i = 0; i < N_DEV_NODES; i++) {
+                int f, node;
+
+                if (st.dev_trees[i] < 0)
+                        continue;
+                f = openat(dev, dev_nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+                if (f < 0)
+                        return cs_error_set(err, errno, "create %s/%s", dest, dev_nodes[i]);
+                close(f);
+                node = openat(dev, dev_nodes[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+                if (node < 0)
+                        return cs_error_set(err, errno, "open %s/%s", dest, dev_nodes[i]);
+                r = attach(st.dev_trees[i], node, dev_nodes[i], dest, err);
+                close(node);
+                if (r < 0)
+                        return r;
+                close(st.dev_trees[i]);
+                st.dev_trees[i] = -1;
+        }
+        for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+                if (symlinkat(links[i][1], dev, links[i][0]) < 0)
+                        return cs_error_set(err, errno, "create %s/%s", dest, links[i][0]);
+        if (mkdirat(dev, "pts", 0755) < 0 || mkdirat(dev, "shm", 01777) < 0)
+                return cs_error_set(err, errno, "create %s/pts and shm", dest);
+        pts = openat(dev, "pts", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (pts < 0)
+                return cs_error_set(err, errno, "open %s/pts", dest);
+        r = new_fs("devpts", pts_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, &m);
+        if (r < 0)
+                return cs_error_set(err, -r, "mount devpts on %s/pts", dest);
+        r = attach(m, pts, "devpts", dest, err);
+        if (r < 0)
+                return r;
+        close(pts);
+        pts = openat(dev, "shm", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (pts < 0)
+                return cs_error_set(err, errno, "open %s/shm", dest);
+        return mount_tmpfs_at(pts, 01777, dest, err);
+}
+
+/* A file with content from memory: written to the staging tmpfs, bound read-only. */
+static int mount_file_at(const struct spec_mount *m, int dst, struct cs_error *err)
+{
+        _cleanup_close_ int files = open(STAGE_FILES, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int f = -1;
+        _cleanup_close_ int tree = -1;
+        char name[32];
+
+        snprintf(name, sizeof(name), "%zu", m->seq);
+        if (files < 0)
+                return cs_error_set(err, errno, "open " STAGE_FILES);
+        f = openat(files, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, m->mode ? m->mode : 0444);
+        if (f < 0 || cs_write_all(f, m->data, m->data_len) < 0)
+                return cs_error_set(err, errno, "write the copy for %s", m->dest);
+        tree = clone_tree(files, name, 0, false,
+                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (tree < 0)
+                return cs_error_set(err, -tree, "clone the copy for %s", m->dest);
+        return attach(tree, dst, "a file", m->dest, err);
+}
+
+static int make_symlink(const struct spec_mount *m, struct cs_error *err)
+{
+        _cleanup_close_ int parent = -1;
+        const char *name;
+        char cur[SPEC_PATH_MAX];
+        ssize_t n;
+        int r;
+
+        r = dest_parent(m->dest, &parent, &name, err);
+        if (r < 0)
+                return r;
+        n = readlinkat(parent, name, cur, sizeof(cur) - 1);
+        if (n >= 0) {
+                cur[n] = '\0';
+                if (strcmp(cur, m->source) == 0)
+                        return 0;
+                return cs_error_set(err, EEXIST, "--symlink %s: a different symlink is there",
+                                    m->dest);
+        }
+        if (!scratch_has(parent))
+                return cs_error_set(err, EROFS,
+                                    "--symlink %s: its parent is a host directory, where "
+                                    "csandbox never creates anything",
+                                    m->dest);
+        if (symlinkat(m->source, parent, name) < 0)
+                return cs_error_set(err, errno, "--symlink %s %s", m->source, m->dest);
+        return 0;
+}
+
+static int type_check(int dst, bool want_dir, const char *dest, const char *source,
+                      struct cs_error *err)
+{
+        struct stat sb;
+
+        if (fstat(dst, &sb) < 0)
+                return cs_error_set(err, errno, "stat %s", dest);
+        if (want_dir && !S_ISDIR(sb.st_mode))
+                return cs_error_set(err, ENOTDIR,
+                                    "%s is not a directory inside the sandbox, but %s is", dest,
+                                    source ? source : "the mount");
+        if (!want_dir && S_ISDIR(sb.st_mode))
+                return cs_error_set(err, EISDIR,
+                                    "%s is a directory inside the sandbox, but %s is a file", dest,
+                                    source ? source : "the mount");
+        return 0;
+}
+
+static int mount_one(const struct sandbox_spec *s, size_t i, struct cs_error *err)
+{
+        const struct spec_mount *m = &s->mounts[i];
+        bool optional = (m->flags & SPEC_MOUNT_OPTIONAL) != 0;
+        _cleanup_close_ int dst = -1;
+        int r;
+
+        switch (m->kind) {
+        case SPEC_MOUNT_SYMLINK:
+                return make_symlink(m, err);
+        case SPEC_MOUNT_BIND:
+                if (st.bind_trees[i] < 0)
+                        return 0; /* an optional source that is missing */
+                r = dest_open(m->dest, st.bind_is_dir[i] ? WANT_DIR : WANT_FILE, false, &dst, err);
+                if (r < 0)
+                        return r;
+                r = type_check(dst, st.bind_is_dir[i], m->dest, m->source, err);
+                if (r < 0)
+                        return r;
+                r = attach(st.bind_trees[i], dst, m->source, m->dest, err);
+                close(st.bind_trees[i]);
+                st.bind_trees[i] = -1;
+                return r;
+        case SPEC_MOUNT_FILE:
+                r = dest_open(m->dest, WANT_FILE, false, &dst, err);
+                if (r < 0)
+                        return r;
+                r = type_check(dst, false, m->dest, m->source, err);
+                return r < 0 ? r : mount_file_at(m, dst, err);
+        default:
+                break;
+        }
+        r = dest_open(m->dest, WANT_DIR, optional, &dst, err);
+        if (r < 0 || dst < 0)
+                return r;
+        r = type_check(dst, true, m->dest, NULL, err);
+        if (r < 0)
+                return r;
+        switch (m->kind) {
+        case SPEC_MOUNT_TMPFS:
+                return mount_tmpfs_at(dst, m->mode ? m->mode : 0755, m->dest, err);
+        case SPEC_MOUNT_PROC:
+                return mount_proc_at(dst, m->dest, err);
+        case SPEC_MOUNT_DEV:
+                return mount_dev_at(dst, m->dest, err);
+        default:
+                return 0; /* SPEC_MOUNT_DIR: it exists now */
+        }
+}
+
+int mounts_setup(const struct sandbox_spec *s, struct cs_error *err)
+{
+        int r;
+
+        r = attach_root(s, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s->n_mounts; i++) {
+                r = mount_one(s, i, err);
+                if (r < 0)
+                        return r;
+        }
+        if (s->root == SPEC_ROOT_DIR && !s->writable &&
+            set_tree_attrs(st.root, MOUNT_ATTR_RDONLY, false) < 0)
+                return cs_error_set(err, errno, "make the root read-only");
+        if (fchdir(st.root) < 0)
+                return cs_error_set(err, errno, "enter the new root");
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                return cs_error_set(err, errno, "pivot_root into the new root");
+        /* The old root is stacked under the new one; detach it so nothing of the host's
+         * tree stays reachable. */
+        if (umount2(".", MNT_DETACH) < 0)
+                return cs_error_set(err, errno, "detach the old root");
+        if (chdir("/") < 0)
+                return cs_error_set(err, errno, "chdir /");
+        close(st.root);
+        st.root = -1;
+        free(st.bind_trees);
+        free(st.bind_is_dir);
+        return 0;
+}

@@ -1,0 +1,48 @@
+/* Internal interface of runner/: the steps that execute a struct sandbox_spec. */
+#pragma once
+#include <linux/filter.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "spec.h"
+
+struct cs_error;
+
+/* Signals csandbox and its pid 1 pass on to the payload. */
+#define RUNNER_FORWARDED_SIGNALS                                                                   \
+        {                                                                                          \
+                SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH                       \
+        }
+
+/* Validate, clone into the namespaces, supervise; *ret_status is the exit status csandbox
+ * should return (the payload's, 128+N, or 125/126/127). */
+int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int *ret_status,
+               struct cs_error *err);
+
+/* Parent side: write the child's uid/gid maps (one id, or ranges through newuidmap). */
+int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err);
+/* Parent side, before anything exists: the caller's subordinate range for --map-range. */
+int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err);
+
+/* Child side, before anything is mounted: clone every host path the spec binds (so a
+ * later tmpfs cannot hide it). Then assemble the new root and pivot into it. */
+int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err);
+int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
+
+int netns_loopback_up(struct cs_error *err);
+
+/* pid 1 of the sandbox: start the payload, forward signals, reap, exit with its status. */
+__attribute__((noreturn)) void init_run(const struct sandbox_spec *s,
+                                        const struct sock_fprog *filter, int errfd);
+/* The payload's last steps: cwd, capabilities, no_new_privs, seccomp, execve. */
+__attribute__((noreturn)) void exec_payload(const struct sandbox_spec *s,
+                                            const struct sock_fprog *filter, int errfd);
+/* Drop every capability (effective, permitted, inheritable, ambient, bounding). */
+int exec_drop_capabilities(struct cs_error *err);
+
+/* Append the likely reason user namespaces are unavailable, and its fix, to err. */
+void diagnose_userns(struct cs_error *err);
+
+/* Report a child-side failure through errfd and leave with status. */
+__attribute__((noreturn)) void runner_child_fail(int errfd, const struct cs_error *err);

@@ -1,0 +1,524 @@
+#include "spec.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bounds on what a producer may put into one spec; a profile or a flag list past these is
+ * a mistake or an attack, not a sandbox. */
+#define SPEC_MAX_MOUNTS 4096
+#define SPEC_MAX_ENV    4096
+#define SPEC_MAX_ARGS   65536
+
+void spec_init(struct sandbox_spec *s)
+{
+        memset(s, 0, sizeof(*s));
+        s->root = SPEC_ROOT_HOST;
+        s->net = SPEC_NET_NONE;
+        s->seccomp = SPEC_SECCOMP_DEFAULT;
+}
+
+void spec_free(struct sandbox_spec *s)
+{
+        for (size_t i = 0; i < s->n_mounts; i++) {
+                free(s->mounts[i].source);
+                free(s->mounts[i].dest);
+                free(s->mounts[i].data);
+        }
+        free(s->mounts);
+        for (size_t i = 0; i < s->n_env; i++) {
+                free(s->env[i].name);
+                if (s->env[i].value)
+                        explicit_bzero(s->env[i].value, strlen(s->env[i].value));
+                free(s->env[i].value);
+        }
+        free(s->env);
+        for (size_t i = 0; i < s->argc; i++)
+                free(s->argv[i]);
+        free(s->argv);
+        free(s->root_path);
+        free(s->hostname);
+        free(s->cwd);
+        free(s->seccomp_path);
+        free(s->rlimits);
+        free(s->keep_fds);
+        memset(s, 0, sizeof(*s));
+}
+
+int spec_normalize_dest(const char *path, const char *what, char **ret, struct cs_error *err)
+{
+        size_t len = strlen(path);
+        _cleanup_free_ char *out = NULL;
+        size_t o = 0;
+        const char *p = path;
+
+        if (path[0] != '/')
+                return cs_error_set(err, EINVAL,
+                                    "%s `%s` is not an absolute path: paths inside the sandbox "
+                                    "start with /",
+                                    what, path);
+        if (len >= SPEC_PATH_MAX)
+                return cs_error_set(err, ENAMETOOLONG, "%s is longer than %d bytes", what,
+                                    SPEC_PATH_MAX);
+        out = malloc(len + 2);
+        if (!out)
+                return cs_error_set(err, ENOMEM, "%s", what);
+        while (*p) {
+                const char *c;
+                size_t n;
+
+                while (*p == '/')
+                        p++;
+                if (!*p)
+                        break;
+                c = p;
+                while (*p && *p != '/')
+                        p++;
+                n = (size_t)(p - c);
+                if (n == 1 && c[0] == '.')
+                        continue;
+                if (n == 2 && c[0] == '.' && c[1] == '.')
+                        return cs_error_set(err, EINVAL,
+                                            "%s `%s` contains `..`, which could point outside "
+                                            "the sandbox root: give the path without `..`",
+                                            what, path);
+                out[o++] = '/';
+                memcpy(out + o, c, n);
+                o += n;
+        }
+        if (o == 0)
+                out[o++] = '/';
+        out[o] = '\0';
+        *ret = cs_take_ptr(&out);
+        return 0;
+}
+
+static struct spec_mount *spec_mount_append(struct sandbox_spec *s, struct cs_error *err)
+{
+        struct spec_mount *n;
+
+        if (s->n_mounts >= SPEC_MAX_MOUNTS) {
+                cs_error_set(err, E2BIG, "more than %d mounts requested", SPEC_MAX_MOUNTS);
+                return NULL;
+        }
+        n = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*n));
+        if (!n) {
+                cs_error_set(err, ENOMEM, "add mount");
+                return NULL;
+        }
+        s->mounts = n;
+        n = &s->mounts[s->n_mounts];
+        memset(n, 0, sizeof(*n));
+        n->seq = s->n_mounts;
+        return n;
+}
+
+static const char *spec_mount_what(enum spec_mount_kind kind)
+{
+        switch (kind) {
+        case SPEC_MOUNT_BIND:
+                return "bind destination";
+        case SPEC_MOUNT_TMPFS:
+                return "--tmpfs destination";
+        case SPEC_MOUNT_DIR:
+                return "--dir destination";
+        case SPEC_MOUNT_FILE:
+                return "--file destination";
+        case SPEC_MOUNT_SYMLINK:
+                return "--symlink destination";
+        case SPEC_MOUNT_PROC:
+                return "proc destination";
+        case SPEC_MOUNT_DEV:
+                return "dev destination";
+        }
+        return "destination";
+}
+
+int spec_add_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned flags,
+                   const char *source, const char *dest, struct cs_error *err)
+{
+        _cleanup_free_ char *d = NULL;
+        _cleanup_free_ char *src = NULL;
+        struct spec_mount *m;
+        int r;
+
+        r = spec_normalize_dest(dest, spec_mount_what(kind), &d, err);
+        if (r < 0)
+                return r;
+        if (strcmp(d, "/") == 0 && kind != SPEC_MOUNT_BIND)
+                return cs_error_set(err, EINVAL, "%s cannot be / itself", spec_mount_what(kind));
+        if (source) {
+                if (strlen(source) >= SPEC_PATH_MAX)
+                        return cs_error_set(err, ENAMETOOLONG, "source of %s is too long", d);
+                src = strdup(source);
+                if (!src)
+                        return cs_error_set(err, ENOMEM, "add mount");
+        }
+        m = spec_mount_append(s, err);
+        if (!m)
+                return -err->err;
+        m->kind = kind;
+        m->flags = flags;
+        m->source = cs_take_ptr(&src);
+        m->dest = cs_take_ptr(&d);
+        m->mode = kind == SPEC_MOUNT_TMPFS || kind == SPEC_MOUNT_DIR ? 0755 : 0;
+        s->n_mounts++;
+        return 0;
+}
+
+int spec_add_file(struct sandbox_spec *s, const char *dest, const char *origin, const void *data,
+                  size_t len, unsigned flags, struct cs_error *err)
+{
+        _cleanup_free_ char *copy = malloc(len + 1);
+        int r;
+
+        if (!copy)
+                return cs_error_set(err, ENOMEM, "copy of %s", origin);
+        memcpy(copy, data, len);
+        copy[len] = '\0';
+        r = spec_add_mount(s, SPEC_MOUNT_FILE, flags | SPEC_MOUNT_RO, origin, dest, err);
+        if (r < 0)
+                return r;
+        s->mounts[s->n_mounts - 1].data = cs_take_ptr(&copy);
+        s->mounts[s->n_mounts - 1].data_len = len;
+        s->mounts[s->n_mounts - 1].mode = 0444;
+        return 0;
+}
+
+int spec_add_base_mounts(struct sandbox_spec *s, struct cs_error *err)
+{
+        int r;
+
+        r = spec_add_mount(s, SPEC_MOUNT_PROC, 0, NULL, "/proc", err);
+        if (r >= 0)
+                r = spec_add_mount(s, SPEC_MOUNT_DEV, 0, NULL, "/dev", err);
+        if (r >= 0)
+                r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, "/tmp", err);
+        if (r >= 0)
+                s->mounts[s->n_mounts - 1].mode = 01777;
+        return r;
+}
+
+int spec_add_host_hides(struct sandbox_spec *s, const char *home, struct cs_error *err)
+{
+        static const char *const hidden[] = {"/home", "/root", "/var/tmp", "/run"};
+        int r;
+
+        for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+                r = spec_add_mount(s, SPEC_MOUNT_TMPFS, SPEC_MOUNT_OPTIONAL, NULL, hidden[i], err);
+                if (r < 0)
+                        return r;
+                if (strcmp(hidden[i], "/var/tmp") == 0)
+                        s->mounts[s->n_mounts - 1].mode = 01777;
+        }
+        if (home && home[0] == '/' && strcmp(home, "/") != 0) {
+                _cleanup_free_ char *h = NULL;
+                struct cs_error ignored;
+
+                /* A $HOME that cannot be a destination (relative, with ..) is not hidden
+                 * by a tmpfs of its own; it is still under /home or /root in practice. */
+                if (spec_normalize_dest(home, "$HOME", &h, &ignored) == 0)
+                        return spec_add_mount(s, SPEC_MOUNT_TMPFS, SPEC_MOUNT_OPTIONAL, NULL, h,
+                                              err);
+        }
+        return 0;
+}
+
+static size_t dest_depth(const char *p)
+{
+        size_t d = 0;
+
+        if (strcmp(p, "/") == 0)
+                return 0;
+        for (; *p; p++)
+                if (*p == '/')
+                        d++;
+        return d;
+}
+
+static int mount_cmp(const void *a, const void *b)
+{
+        const struct spec_mount *x = a, *y = b;
+        size_t dx = dest_depth(x->dest), dy = dest_depth(y->dest);
+
+        if (dx != dy)
+                return dx < dy ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void spec_sort_mounts(struct sandbox_spec *s)
+{
+        if (s->n_mounts > 1)
+                qsort(s->mounts, s->n_mounts, sizeof(s->mounts[0]), mount_cmp);
+        for (size_t i = 0; i < s->n_mounts; i++)
+                s->mounts[i].seq = i;
+}
+
+bool spec_env_name_valid(const char *name)
+{
+        if (!name[0] || (name[0] >= '0' && name[0] <= '9'))
+                return false;
+        for (const char *p = name; *p; p++)
+                if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                      (*p >= '0' && *p <= '9')))
+                        return false;
+        return true;
+}
+
+static ssize_t spec_env_find(const struct sandbox_spec *s, const char *name)
+{
+        for (size_t i = 0; i < s->n_env; i++)
+                if (strcmp(s->env[i].name, name) == 0)
+                        return (ssize_t)i;
+        return -1;
+}
+
+const char *spec_env_get(const struct sandbox_spec *s, const char *name)
+{
+        ssize_t i = spec_env_find(s, name);
+
+        return i < 0 ? NULL : s->env[i].value;
+}
+
+int spec_env_set(struct sandbox_spec *s, const char *name, const char *value, bool secret,
+                 struct cs_error *err)
+{
+        ssize_t i = spec_env_find(s, name);
+        char *v;
+
+        if (!spec_env_name_valid(name))
+                return cs_error_set(err, EINVAL,
+                                    "`%s` is not a valid environment variable name (letters, "
+                                    "digits and _, not starting with a digit)",
+                                    name);
+        v = strdup(value);
+        if (!v)
+                return cs_error_set(err, ENOMEM, "set %s", name);
+        if (i >= 0) {
+                explicit_bzero(s->env[i].value, strlen(s->env[i].value));
+                free(s->env[i].value);
+                s->env[i].value = v;
+                s->env[i].secret = secret;
+                return 0;
+        }
+        if (s->n_env >= SPEC_MAX_ENV) {
+                free(v);
+                return cs_error_set(err, E2BIG, "more than %d environment variables", SPEC_MAX_ENV);
+        }
+        struct spec_env_var *n = realloc(s->env, (s->n_env + 1) * sizeof(*n));
+        if (!n) {
+                free(v);
+                return cs_error_set(err, ENOMEM, "set %s", name);
+        }
+        s->env = n;
+        s->env[s->n_env].name = strdup(name);
+        if (!s->env[s->n_env].name) {
+                free(v);
+                return cs_error_set(err, ENOMEM, "set %s", name);
+        }
+        s->env[s->n_env].value = v;
+        s->env[s->n_env].secret = secret;
+        s->n_env++;
+        return 0;
+}
+
+void spec_env_unset(struct sandbox_spec *s, const char *name)
+{
+        ssize_t i = spec_env_find(s, name);
+
+        if (i < 0)
+                return;
+        free(s->env[i].name);
+        explicit_bzero(s->env[i].value, strlen(s->env[i].value));
+        free(s->env[i].value);
+        memmove(&s->env[i], &s->env[i + 1], (s->n_env - (size_t)i - 1) * sizeof(s->env[0]));
+        s->n_env--;
+}
+
+int spec_env_parse(struct sandbox_spec *s, const char *buf, size_t len, const char *origin,
+                   bool secret, struct cs_error *err)
+{
+        size_t line = 0;
+        const char *p = buf, *end = buf + len;
+
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                const char *eol = nl ? nl : end;
+                const char *eq;
+                _cleanup_free_ char *name = NULL;
+                _cleanup_free_ char *value = NULL;
+                int r;
+
+                line++;
+                if (eol > p && eol[-1] == '\r')
+                        eol--;
+                if (eol == p || p[0] == '#') {
+                        p = nl ? nl + 1 : end;
+                        continue;
+                }
+                if (memchr(p, '\0', (size_t)(eol - p)))
+                        return cs_error_set(err, EINVAL, "%s, line %zu: contains a NUL byte",
+                                            origin, line);
+                eq = memchr(p, '=', (size_t)(eol - p));
+                if (!eq)
+                        return cs_error_set(err, EINVAL,
+                                            "%s, line %zu: expected KEY=VALUE, found no `=`",
+                                            origin, line);
+                name = strndup(p, (size_t)(eq - p));
+                value = strndup(eq + 1, (size_t)(eol - eq - 1));
+                if (!name || !value)
+                        return cs_error_set(err, ENOMEM, "%s", origin);
+                if (!spec_env_name_valid(name))
+                        return cs_error_set(err, EINVAL,
+                                            "%s, line %zu: `%s` is not a valid variable name",
+                                            origin, line, name);
+                r = spec_env_set(s, name, value, secret, err);
+                explicit_bzero(value, strlen(value));
+                if (r < 0)
+                        return r;
+                p = nl ? nl + 1 : end;
+        }
+        return 0;
+}
+
+int spec_set_argv(struct sandbox_spec *s, int argc, char *const *argv, struct cs_error *err)
+{
+        char **v;
+
+        if (argc <= 0)
+                return cs_error_set(err, EINVAL, "no command given");
+        if (argc > SPEC_MAX_ARGS)
+                return cs_error_set(err, E2BIG, "more than %d arguments", SPEC_MAX_ARGS);
+        v = calloc((size_t)argc + 1, sizeof(*v));
+        if (!v)
+                return cs_error_set(err, ENOMEM, "argv");
+        for (int i = 0; i < argc; i++) {
+                v[i] = strdup(argv[i]);
+                if (!v[i]) {
+                        for (int j = 0; j < i; j++)
+                                free(v[j]);
+                        free(v);
+                        return cs_error_set(err, ENOMEM, "argv");
+                }
+        }
+        for (size_t i = 0; i < s->argc; i++)
+                free(s->argv[i]);
+        free(s->argv);
+        s->argv = v;
+        s->argc = (size_t)argc;
+        return 0;
+}
+
+const char *spec_mount_kind_name(enum spec_mount_kind k)
+{
+        static const char *const names[] = {
+            [SPEC_MOUNT_BIND] = "bind",       [SPEC_MOUNT_TMPFS] = "tmpfs",
+            [SPEC_MOUNT_DIR] = "dir",         [SPEC_MOUNT_FILE] = "file",
+            [SPEC_MOUNT_SYMLINK] = "symlink", [SPEC_MOUNT_PROC] = "proc",
+            [SPEC_MOUNT_DEV] = "dev",
+        };
+        return names[k];
+}
+
+const char *spec_net_name(enum spec_net n)
+{
+        static const char *const names[] = {
+            [SPEC_NET_NONE] = "none", [SPEC_NET_HOST] = "host", [SPEC_NET_PASTA] = "pasta"};
+        return names[n];
+}
+
+const char *spec_seccomp_name(enum spec_seccomp k)
+{
+        static const char *const names[] = {[SPEC_SECCOMP_DEFAULT] = "default",
+                                            [SPEC_SECCOMP_STRICT] = "strict",
+                                            [SPEC_SECCOMP_NONE] = "none",
+                                            [SPEC_SECCOMP_FILE] = "file"};
+        return names[k];
+}
+
+static cJSON *json_str_or_null(const char *s)
+{
+        return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+static cJSON *spec_mount_to_json(const struct spec_mount *m)
+{
+        cJSON *o = cJSON_CreateObject();
+        char mode[16];
+
+        cJSON_AddStringToObject(o, "kind", spec_mount_kind_name(m->kind));
+        cJSON_AddStringToObject(o, "dest", m->dest);
+        if (m->source)
+                cJSON_AddStringToObject(o, "source", m->source);
+        cJSON_AddBoolToObject(o, "readonly", (m->flags & SPEC_MOUNT_RO) != 0);
+        cJSON_AddBoolToObject(o, "optional", (m->flags & SPEC_MOUNT_OPTIONAL) != 0);
+        if (m->kind == SPEC_MOUNT_DIR || m->kind == SPEC_MOUNT_TMPFS ||
+            m->kind == SPEC_MOUNT_FILE) {
+                snprintf(mode, sizeof(mode), "%04o", (unsigned)m->mode);
+                cJSON_AddStringToObject(o, "mode", mode);
+        }
+        if (m->kind == SPEC_MOUNT_FILE) {
+                cJSON_AddNumberToObject(o, "size", (double)m->data_len);
+                if (m->flags & SPEC_MOUNT_SECRET)
+                        cJSON_AddBoolToObject(o, "secret", true);
+        }
+        return o;
+}
+
+cJSON *spec_to_json(const struct sandbox_spec *s)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON *root = cJSON_AddObjectToObject(o, "root");
+        cJSON *mounts, *ns, *ids, *env, *argv, *sc;
+
+        cJSON_AddStringToObject(root, "kind", s->root == SPEC_ROOT_HOST ? "host" : "dir");
+        cJSON_AddItemToObject(root, "path", json_str_or_null(s->root_path));
+        cJSON_AddBoolToObject(root, "writable", s->writable);
+
+        mounts = cJSON_AddArrayToObject(o, "mounts");
+        for (size_t i = 0; i < s->n_mounts; i++)
+                cJSON_AddItemToArray(mounts, spec_mount_to_json(&s->mounts[i]));
+
+        ns = cJSON_AddArrayToObject(o, "namespaces");
+        static const char *const always[] = {"user", "mount", "pid", "ipc", "uts"};
+        for (size_t i = 0; i < 5; i++)
+                cJSON_AddItemToArray(ns, cJSON_CreateString(always[i]));
+        if (s->net != SPEC_NET_HOST)
+                cJSON_AddItemToArray(ns, cJSON_CreateString("net"));
+
+        ids = cJSON_AddObjectToObject(o, "ids");
+        cJSON_AddNumberToObject(ids, "uid", s->uid);
+        cJSON_AddNumberToObject(ids, "gid", s->gid);
+        cJSON_AddNumberToObject(ids, "host_uid", s->host_uid);
+        cJSON_AddNumberToObject(ids, "host_gid", s->host_gid);
+        cJSON_AddBoolToObject(ids, "map_range", s->map_range);
+
+        cJSON_AddStringToObject(o, "hostname", s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME);
+        cJSON_AddStringToObject(o, "net", spec_net_name(s->net));
+        if (s->net == SPEC_NET_PASTA)
+                cJSON_AddBoolToObject(o, "map_host_loopback", s->map_host_loopback);
+
+        env = cJSON_AddArrayToObject(o, "env");
+        for (size_t i = 0; i < s->n_env; i++) {
+                cJSON *e = cJSON_CreateObject();
+
+                cJSON_AddStringToObject(e, "name", s->env[i].name);
+                cJSON_AddStringToObject(e, "value",
+                                        s->env[i].secret ? "<redacted>" : s->env[i].value);
+                cJSON_AddItemToArray(env, e);
+        }
+        cJSON_AddItemToObject(o, "cwd", json_str_or_null(s->cwd));
+        argv = cJSON_AddArrayToObject(o, "argv");
+        for (size_t i = 0; i < s->argc; i++)
+                cJSON_AddItemToArray(argv, cJSON_CreateString(s->argv[i]));
+        sc = cJSON_AddObjectToObject(o, "seccomp");
+        cJSON_AddStringToObject(sc, "profile", spec_seccomp_name(s->seccomp));
+        cJSON_AddItemToObject(sc, "path", json_str_or_null(s->seccomp_path));
+        return o;
+}

@@ -1,0 +1,146 @@
+/* struct sandbox_spec: THE contract between the producers (the `exec` flags, policy/plan.c)
+ * and the one consumer, the runner. Everything a launch does is described here before any
+ * namespace exists, so it can be validated up front and printed (`--plan`). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+struct cs_error;
+typedef struct cJSON cJSON;
+
+enum spec_root {
+        SPEC_ROOT_HOST, /* the embedded default: the host's / read-only, homes hidden */
+        SPEC_ROOT_DIR,  /* a directory tree (--rootfs, or an image's unpacked rootfs) */
+};
+
+enum spec_mount_kind {
+        SPEC_MOUNT_BIND,    /* source: host path; recursive; nosuid,nodev always */
+        SPEC_MOUNT_TMPFS,   /* an empty tmpfs at dest */
+        SPEC_MOUNT_DIR,     /* create a directory (in a tmpfs-backed layer only) */
+        SPEC_MOUNT_FILE,    /* a read-only file with content from memory (data) */
+        SPEC_MOUNT_SYMLINK, /* source: the link target */
+        SPEC_MOUNT_PROC,    /* a fresh proc, or a read-only bind of /proc where refused */
+        SPEC_MOUNT_DEV,     /* a minimal /dev: tmpfs, device binds, devpts, shm */
+};
+
+enum {
+        SPEC_MOUNT_RO = 1u << 0,       /* read-only, covering every submount */
+        SPEC_MOUNT_OPTIONAL = 1u << 1, /* a missing source (tmpfs: destination) is skipped */
+        SPEC_MOUNT_SECRET = 1u << 2,   /* FILE data is redacted in plan output */
+        SPEC_MOUNT_NOFOLLOW = 1u << 3, /* BIND: refuse a source that is a symlink */
+};
+
+struct spec_mount {
+        enum spec_mount_kind kind;
+        unsigned flags;
+        char *source; /* BIND: host path; SYMLINK: target; FILE: where data came from */
+        char *dest;   /* absolute, normalised path inside the sandbox */
+        char *data;   /* FILE only */
+        size_t data_len;
+        mode_t mode; /* DIR, TMPFS, FILE; 0 = the kind's default */
+        size_t seq;  /* insertion order, to keep command-line order among equals */
+};
+
+enum spec_net {
+        SPEC_NET_NONE,  /* own netns, loopback up */
+        SPEC_NET_HOST,  /* the host's netns */
+        SPEC_NET_PASTA, /* own netns + pasta (the networking issue) */
+};
+
+enum spec_seccomp {
+        SPEC_SECCOMP_DEFAULT,
+        SPEC_SECCOMP_STRICT,
+        SPEC_SECCOMP_NONE,
+        SPEC_SECCOMP_FILE, /* an OCI/Docker JSON profile at seccomp_path */
+};
+
+struct spec_env_var {
+        char *name;
+        char *value;
+        bool secret; /* redacted in plan output */
+};
+
+struct spec_rlimit {
+        int resource;
+        struct rlimit limit;
+};
+
+struct sandbox_spec {
+        enum spec_root root;
+        char *root_path; /* SPEC_ROOT_DIR */
+        bool writable;   /* an overlay with a tmpfs upper dir stays writable */
+
+        struct spec_mount *mounts;
+        size_t n_mounts;
+
+        uid_t uid, gid; /* ids inside */
+        uid_t host_uid; /* the caller's ids, mapped onto uid/gid */
+        gid_t host_gid;
+        bool map_range; /* 65536 ids through newuidmap/newgidmap */
+
+        char *hostname; /* NULL: keep "csandbox" */
+        enum spec_net net;
+        bool map_host_loopback; /* pasta: 169.254.1.2 reaches the host's 127.0.0.1 */
+
+        struct spec_env_var *env; /* built from scratch, in order */
+        size_t n_env;
+
+        char *cwd;   /* NULL: the caller's cwd if it exists inside, else / */
+        char **argv; /* NULL-terminated */
+        size_t argc;
+
+        enum spec_seccomp seccomp;
+        char *seccomp_path;
+
+        struct spec_rlimit *rlimits;
+        size_t n_rlimits;
+
+        int *keep_fds; /* fds passed into the payload as they are */
+        size_t n_keep_fds;
+};
+
+#define SPEC_DEFAULT_PATH     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define SPEC_DEFAULT_HOSTNAME "csandbox"
+#define SPEC_PATH_MAX         4096
+
+void spec_init(struct sandbox_spec *s);
+void spec_free(struct sandbox_spec *s);
+
+/* Normalise an absolute path inside the sandbox: collapse "//" and ".", refuse ".." and
+ * relative paths (what names the path is `what`, e.g. "--bind destination"). */
+int spec_normalize_dest(const char *path, const char *what, char **ret, struct cs_error *err);
+
+int spec_add_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned flags,
+                   const char *source, const char *dest, struct cs_error *err);
+/* A read-only file at dest holding a copy of data (len bytes). */
+int spec_add_file(struct sandbox_spec *s, const char *dest, const char *origin, const void *data,
+                  size_t len, unsigned flags, struct cs_error *err);
+/* What every sandbox gets: proc at /proc, the minimal /dev, a tmpfs /tmp. */
+int spec_add_base_mounts(struct sandbox_spec *s, struct cs_error *err);
+/* The embedded default's hiding: /home, /root, /tmp, /var/tmp, /run and home become empty
+ * tmpfs dirs (home may be NULL). */
+int spec_add_host_hides(struct sandbox_spec *s, const char *home, struct cs_error *err);
+
+/* Put parents before children: a stable sort by destination depth, so command-line order
+ * holds among mounts of equal depth. */
+void spec_sort_mounts(struct sandbox_spec *s);
+
+int spec_env_set(struct sandbox_spec *s, const char *name, const char *value, bool secret,
+                 struct cs_error *err);
+void spec_env_unset(struct sandbox_spec *s, const char *name);
+const char *spec_env_get(const struct sandbox_spec *s, const char *name);
+/* KEY=VALUE lines; blank lines and lines starting with '#' are skipped. origin names the
+ * source in errors ("--env-file x"). */
+int spec_env_parse(struct sandbox_spec *s, const char *buf, size_t len, const char *origin,
+                   bool secret, struct cs_error *err);
+bool spec_env_name_valid(const char *name);
+
+int spec_set_argv(struct sandbox_spec *s, int argc, char *const *argv, struct cs_error *err);
+
+/* The spec as JSON (secrets redacted). Caller frees with cJSON_Delete. */
+cJSON *spec_to_json(const struct sandbox_spec *s);
+const char *spec_mount_kind_name(enum spec_mount_kind k);
+const char *spec_net_name(enum spec_net n);
+const char *spec_seccomp_name(enum spec_seccomp k);

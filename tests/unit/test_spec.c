@@ -1,0 +1,162 @@
+/* Unit tests for the spec: destination normalisation, mount order, env parsing, plan JSON. */
+#include "runner/spec.h"
+#include "common/error.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        printf("FAIL %s: %s (line %d)\n", __func__, #cond, __LINE__);              \
+                        failures++;                                                                \
+                        return;                                                                    \
+                }                                                                                  \
+        } while (0)
+#define PASS() printf("ok %s\n", __func__)
+
+static void test_dest_normalised_without_dots_or_double_slashes(void)
+{
+        struct cs_error err;
+        char *out = NULL;
+
+        CHECK(spec_normalize_dest("//a/./b//c/", "x", &out, &err) == 0);
+        CHECK(strcmp(out, "/a/b/c") == 0);
+        free(out);
+        CHECK(spec_normalize_dest("/", "x", &out, &err) == 0);
+        CHECK(strcmp(out, "/") == 0);
+        free(out);
+        PASS();
+}
+
+static void test_dest_with_dotdot_is_refused_and_named(void)
+{
+        struct cs_error err;
+        char *out = NULL;
+
+        CHECK(spec_normalize_dest("/a/../../etc", "--bind destination", &out, &err) < 0);
+        CHECK(strstr(err.msg, "--bind destination") && strstr(err.msg, "/a/../../etc"));
+        CHECK(strstr(err.msg, ".."));
+        PASS();
+}
+
+static void test_relative_dest_is_refused(void)
+{
+        struct cs_error err;
+        char *out = NULL;
+
+        CHECK(spec_normalize_dest("etc/x", "--tmpfs destination", &out, &err) < 0);
+        CHECK(strstr(err.msg, "not an absolute path"));
+        PASS();
+}
+
+static void test_parents_sorted_before_children_keeping_order(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+
+        spec_init(&s);
+        CHECK(spec_add_mount(&s, SPEC_MOUNT_BIND, 0, "/x", "/a/b", &err) == 0);
+        CHECK(spec_add_mount(&s, SPEC_MOUNT_TMPFS, 0, NULL, "/a", &err) == 0);
+        CHECK(spec_add_mount(&s, SPEC_MOUNT_BIND, 0, "/y", "/c", &err) == 0);
+        CHECK(spec_add_mount(&s, SPEC_MOUNT_BIND, 0, "/z", "/a/b", &err) == 0);
+        spec_sort_mounts(&s);
+        CHECK(strcmp(s.mounts[0].dest, "/a") == 0);
+        CHECK(strcmp(s.mounts[1].dest, "/c") == 0);
+        CHECK(strcmp(s.mounts[2].source, "/x") == 0);
+        CHECK(strcmp(s.mounts[3].source, "/z") == 0);
+        spec_free(&s);
+        PASS();
+}
+
+static void test_env_file_lines_parsed_and_comments_skipped(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+        const char text[] = "# comment\n\nA=1\nB=x=y\r\nA=2\n";
+
+        spec_init(&s);
+        CHECK(spec_env_parse(&s, text, sizeof(text) - 1, "f", true, &err) == 0);
+        CHECK(s.n_env == 2);
+        CHECK(strcmp(spec_env_get(&s, "A"), "2") == 0);
+        CHECK(strcmp(spec_env_get(&s, "B"), "x=y") == 0);
+        spec_env_unset(&s, "A");
+        CHECK(spec_env_get(&s, "A") == NULL && s.n_env == 1);
+        spec_free(&s);
+        PASS();
+}
+
+static void test_env_file_bad_line_names_origin_and_line(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+        const char text[] = "A=1\nnot a pair\n";
+
+        spec_init(&s);
+        CHECK(spec_env_parse(&s, text, sizeof(text) - 1, "--env-file /e", true, &err) < 0);
+        CHECK(strstr(err.msg, "--env-file /e, line 2"));
+        spec_free(&s);
+        spec_init(&s);
+        CHECK(spec_env_parse(&s, "1X=2\n", 5, "f", true, &err) < 0);
+        CHECK(strstr(err.msg, "not a valid variable name"));
+        spec_free(&s);
+        PASS();
+}
+
+static void test_plan_json_redacts_secrets(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+        char *argv[] = {"sh", "-c", "true"};
+        cJSON *j;
+        char *text;
+
+        spec_init(&s);
+        CHECK(spec_env_set(&s, "PUBLIC", "shown", false, &err) == 0);
+        CHECK(spec_env_set(&s, "TOKEN", "hunter2", true, &err) == 0);
+        CHECK(spec_set_argv(&s, 3, argv, &err) == 0);
+        CHECK(spec_add_base_mounts(&s, &err) == 0);
+        j = spec_to_json(&s);
+        text = cJSON_PrintUnformatted(j);
+        CHECK(strstr(text, "shown") && !strstr(text, "hunter2") && strstr(text, "<redacted>"));
+        CHECK(strstr(text, "\"kind\":\"proc\"") && strstr(text, "\"dest\":\"/tmp\""));
+        CHECK(strstr(text, "\"argv\":[\"sh\",\"-c\",\"true\"]"));
+        free(text);
+        cJSON_Delete(j);
+        spec_free(&s);
+        PASS();
+}
+
+static void test_host_hides_cover_homes_and_runtime_dirs(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+        const char *want[] = {"/home", "/root", "/var/tmp", "/run", "/srv/me"};
+
+        spec_init(&s);
+        CHECK(spec_add_host_hides(&s, "/srv//me/", &err) == 0);
+        CHECK(s.n_mounts == 5);
+        for (size_t i = 0; i < 5; i++) {
+                CHECK(s.mounts[i].kind == SPEC_MOUNT_TMPFS);
+                CHECK(strcmp(s.mounts[i].dest, want[i]) == 0);
+        }
+        spec_free(&s);
+        PASS();
+}
+
+int main(void)
+{
+        test_dest_normalised_without_dots_or_double_slashes();
+        test_dest_with_dotdot_is_refused_and_named();
+        test_relative_dest_is_refused();
+        test_parents_sorted_before_children_keeping_order();
+        test_env_file_lines_parsed_and_comments_skipped();
+        test_env_file_bad_line_names_origin_and_line();
+        test_plan_json_redacts_secrets();
+        test_host_hides_cover_homes_and_runtime_dirs();
+        return failures ? 1 : 0;
+}
