@@ -21,6 +21,18 @@ int cs_error_set(struct cs_error *e, int errnum, const char *fmt, ...)
         return errnum > 0 ? -errnum : -EINVAL;
 }
 
+int cs_error_setx(struct cs_error *e, int errnum, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+        va_end(ap);
+        e->err = errnum;
+        e->status = CS_EXIT_SETUP;
+        return errnum > 0 ? -errnum : -EINVAL;
+}
+
 int cs_error_hint(struct cs_error *e, const char *fmt, ...)
 {
         size_t n = strlen(e->msg);

@@ -22,6 +22,9 @@ struct cs_error {
  * (or -EINVAL when errnum is 0) so callers can `return cs_error_set(...)`. */
 int cs_error_set(struct cs_error *e, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same, but the message already says why: strerror(errnum) is not appended. */
+int cs_error_setx(struct cs_error *e, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Like cs_error_set, then appends a hint sentence after the message. */
 int cs_error_hint(struct cs_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prefix context as the error travels up: "mount /etc/hosts: open `x`: No such file". */

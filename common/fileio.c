@@ -24,9 +24,9 @@ int cs_read_fd(int fd, const char *what, size_t max, char **ret_buf, size_t *ret
                         char *nb;
 
                         if (cap > max)
-                                return cs_error_set(err, EFBIG,
-                                                    "%s is larger than the limit of %zu bytes",
-                                                    what, max);
+                                return cs_error_setx(err, EFBIG,
+                                                     "%s is larger than the limit of %zu bytes",
+                                                     what, max);
                         nb = realloc(buf, ncap + 1);
                         if (!nb)
                                 return cs_error_set(err, ENOMEM, "read %s", what);
@@ -42,8 +42,8 @@ int cs_read_fd(int fd, const char *what, size_t max, char **ret_buf, size_t *ret
                         break;
                 len += (size_t)n;
                 if (len > max)
-                        return cs_error_set(err, EFBIG, "%s is larger than the limit of %zu bytes",
-                                            what, max);
+                        return cs_error_setx(err, EFBIG, "%s is larger than the limit of %zu bytes",
+                                             what, max);
         }
         if (!buf) {
                 buf = malloc(1);
@@ -67,19 +67,19 @@ int cs_read_file_at(int dirfd, const char *path, size_t max, bool nofollow, char
         fd = openat(dirfd, path,
                     O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
         if (fd < 0 && errno == ELOOP && nofollow)
-                return cs_error_set(err, ELOOP,
-                                    "open %s: it is a symlink, which csandbox does "
-                                    "not follow here",
-                                    path);
+                return cs_error_setx(err, ELOOP,
+                                     "open %s: it is a symlink, which csandbox does "
+                                     "not follow here",
+                                     path);
         if (fd < 0)
                 return cs_error_set(err, errno, "open %s", path);
         if (fstat(fd, &st) < 0)
                 return cs_error_set(err, errno, "stat %s", path);
         if (!S_ISREG(st.st_mode))
-                return cs_error_set(err, EINVAL, "%s is not a regular file", path);
+                return cs_error_setx(err, EINVAL, "%s is not a regular file", path);
         if ((size_t)st.st_size > max)
-                return cs_error_set(err, EFBIG, "%s is %lld bytes, over the limit of %zu bytes",
-                                    path, (long long)st.st_size, max);
+                return cs_error_setx(err, EFBIG, "%s is %lld bytes, over the limit of %zu bytes",
+                                     path, (long long)st.st_size, max);
         r = cs_read_fd(fd, path, max, ret_buf, ret_len, err);
         return r;
 }

@@ -28,7 +28,7 @@ int exec_drop_capabilities(struct cs_error *err)
 {
         capng_clear(CAPNG_SELECT_ALL);
         if (capng_apply(CAPNG_SELECT_ALL) != 0)
-                return cs_error_set(err, EPERM, "drop capabilities");
+                return cs_error_setx(err, EPERM, "drop capabilities");
         /* Ambient capabilities are cleared by capng_apply(ALL) on libcap-ng >= 0.8; make
          * sure on older ones too. */
         prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);

@@ -59,12 +59,12 @@ static int subid_find(const char *file, uid_t id, struct subid_range *ret, struc
                 ret->count = count;
                 return 0;
         }
-        return cs_error_set(err, ENOENT,
-                            "--map-range: %s has no range of at least %u ids for user %s (uid "
-                            "%u); ask an administrator to add one (usermod --add-subuids "
-                            "100000-165535 --add-subgids 100000-165535 %s), or drop --map-range",
-                            file, RANGE_IDS, pw ? pw->pw_name : idstr, (unsigned)id,
-                            pw ? pw->pw_name : idstr);
+        return cs_error_setx(err, ENOENT,
+                             "--map-range: %s has no range of at least %u ids for user %s (uid "
+                             "%u); ask an administrator to add one (usermod --add-subuids "
+                             "100000-165535 --add-subgids 100000-165535 %s), or drop --map-range",
+                             file, RANGE_IDS, pw ? pw->pw_name : idstr, (unsigned)id,
+                             pw ? pw->pw_name : idstr);
 }
 
 static const char *helper_path(const char *name)
@@ -88,9 +88,9 @@ int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err)
         if (!s->map_range)
                 return 0;
         if (!helper_path("newuidmap") || !helper_path("newgidmap"))
-                return cs_error_set(err, ENOENT,
-                                    "--map-range needs newuidmap and newgidmap, which are not "
-                                    "installed: install the uidmap package, or drop --map-range");
+                return cs_error_setx(err, ENOENT,
+                                     "--map-range needs newuidmap and newgidmap, which are not "
+                                     "installed: install the uidmap package, or drop --map-range");
         ret = subid_find("/etc/subuid", s->host_uid, &r, err);
         if (ret < 0)
                 return ret;
@@ -128,7 +128,7 @@ static int run_map_helper(const char *name, pid_t child, const unsigned long *v,
         int status;
 
         if (!path)
-                return cs_error_set(err, ENOENT, "%s is not installed: install uidmap", name);
+                return cs_error_setx(err, ENOENT, "%s is not installed: install uidmap", name);
         argv[0] = (char *)name;
         snprintf(args[0], sizeof(args[0]), "%d", (int)child);
         argv[1] = args[0];
@@ -148,10 +148,10 @@ static int run_map_helper(const char *name, pid_t child, const unsigned long *v,
                 if (errno != EINTR)
                         return cs_error_set(err, errno, "wait for %s", name);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                return cs_error_set(err, EPERM,
-                                    "%s failed (status %d) mapping the id range: check the "
-                                    "ranges in /etc/subuid and /etc/subgid",
-                                    path, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+                return cs_error_setx(err, EPERM,
+                                     "%s failed (status %d) mapping the id range: check the "
+                                     "ranges in /etc/subuid and /etc/subgid",
+                                     path, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         return 0;
 }
 

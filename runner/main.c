@@ -102,7 +102,7 @@ static int parse_id(const char *flag, const char *v, unsigned *ret, struct cs_er
         errno = 0;
         n = strtoul(v, &end, 10);
         if (errno || end == v || *end || v[0] == '-' || n >= 4294967295UL)
-                return cs_error_set(err, EINVAL, "%s `%s`: expected a numeric id", flag, v);
+                return cs_error_setx(err, EINVAL, "%s `%s`: expected a numeric id", flag, v);
         *ret = (unsigned)n;
         return 0;
 }
@@ -114,7 +114,7 @@ static int host_path(const char *flag, const char *p, char **ret, struct cs_erro
         char cwd[PATH_MAX];
 
         if (p[0] == '\0')
-                return cs_error_set(err, EINVAL, "%s: the path is empty", flag);
+                return cs_error_setx(err, EINVAL, "%s: the path is empty", flag);
         if (p[0] == '/') {
                 *ret = strdup(p);
         } else {
@@ -145,10 +145,10 @@ static int add_bind(struct sandbox_spec *s, const char *flag, const char *src, c
                 if (errno == ENOENT && optional)
                         return 0;
                 if (errno == ENOENT)
-                        return cs_error_set(err, ENOENT,
-                                            "%s %s %s: the source %s does not exist (use %s-try "
-                                            "to skip a missing source)",
-                                            flag, src, dst, abs, ro ? "--ro-bind" : "--bind");
+                        return cs_error_setx(err, ENOENT,
+                                             "%s %s %s: the source %s does not exist (use %s-try "
+                                             "to skip a missing source)",
+                                             flag, src, dst, abs, ro ? "--ro-bind" : "--bind");
                 return cs_error_set(err, errno, "%s %s %s: cannot use the source %s", flag, src,
                                     dst, abs);
         }
@@ -208,8 +208,8 @@ static int read_env_fd(struct sandbox_spec *s, const char *v, struct cs_error *e
         if (r < 0)
                 return r;
         if (fd <= 2 || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0)
-                return cs_error_set(err, EBADF, "--env-fd %s: not an open file descriptor above 2",
-                                    v);
+                return cs_error_setx(err, EBADF, "--env-fd %s: not an open file descriptor above 2",
+                                     v);
         snprintf(what, sizeof(what), "--env-fd %u", fd);
         r = cs_read_fd((int)fd, what, ENV_FILE_MAX, &buf, &len, err);
         close((int)fd);
@@ -258,14 +258,14 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
                         break;
                 f = exec_flag_find(a);
                 if (!f)
-                        return cs_error_set(err, EINVAL,
-                                            "exec: unknown option `%s`; see `csandbox exec --help`",
-                                            a);
+                        return cs_error_setx(
+                            err, EINVAL, "exec: unknown option `%s`; see `csandbox exec --help`",
+                            a);
                 if (i + f->nargs >= argc)
-                        return cs_error_set(err, EINVAL,
-                                            "exec: %s needs %d argument%s; see `csandbox exec "
-                                            "--help`",
-                                            a, f->nargs, f->nargs > 1 ? "s" : "");
+                        return cs_error_setx(err, EINVAL,
+                                             "exec: %s needs %d argument%s; see `csandbox exec "
+                                             "--help`",
+                                             a, f->nargs, f->nargs > 1 ? "s" : "");
                 v1 = f->nargs > 0 ? argv[i + 1] : NULL;
                 v2 = f->nargs > 1 ? argv[i + 2] : NULL;
                 i += f->nargs;
@@ -284,10 +284,10 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
                         if (stat(s->root_path, &st) < 0)
                                 return cs_error_set(err, errno, "--rootfs %s", s->root_path);
                         if (!S_ISDIR(st.st_mode))
-                                return cs_error_set(err, ENOTDIR,
-                                                    "--rootfs %s: not a directory; give the "
-                                                    "directory that holds the root tree",
-                                                    s->root_path);
+                                return cs_error_setx(err, ENOTDIR,
+                                                     "--rootfs %s: not a directory; give the "
+                                                     "directory that holds the root tree",
+                                                     s->root_path);
                         s->root = SPEC_ROOT_DIR;
                 } else if (strcmp(a, "--writable") == 0) {
                         s->writable = true;
@@ -309,10 +309,10 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
                         s->map_range = true;
                 } else if (strcmp(a, "--hostname") == 0) {
                         if (strlen(v1) == 0 || strlen(v1) > 64)
-                                return cs_error_set(err, EINVAL,
-                                                    "--hostname `%s`: a hostname has 1 to 64 "
-                                                    "characters",
-                                                    v1);
+                                return cs_error_setx(err, EINVAL,
+                                                     "--hostname `%s`: a hostname has 1 to 64 "
+                                                     "characters",
+                                                     v1);
                         free(s->hostname);
                         s->hostname = strdup(v1);
                 } else if (strcmp(a, "--net") == 0) {
@@ -321,8 +321,8 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
                         else if (strcmp(v1, "host") == 0)
                                 s->net = SPEC_NET_HOST;
                         else
-                                return cs_error_set(err, EINVAL,
-                                                    "--net `%s`: expected none or host", v1);
+                                return cs_error_setx(err, EINVAL,
+                                                     "--net `%s`: expected none or host", v1);
                 } else if (strcmp(a, "--chdir") == 0) {
                         free(s->cwd);
                         s->cwd = NULL;
@@ -357,9 +357,9 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
                         return r;
         }
         if (i >= argc)
-                return cs_error_set(err, EINVAL,
-                                    "exec: no COMMAND given; usage: csandbox exec [OPTIONS] [--] "
-                                    "COMMAND [ARG...]");
+                return cs_error_setx(err, EINVAL,
+                                     "exec: no COMMAND given; usage: csandbox exec [OPTIONS] [--] "
+                                     "COMMAND [ARG...]");
         if (s->root == SPEC_ROOT_HOST) {
                 r = spec_add_host_hides(s, getenv("HOME"), err);
                 if (r < 0)

@@ -139,10 +139,10 @@ int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
                 if (fstat(src, &sb) < 0)
                         return cs_error_set(err, errno, "bind %s: stat %s", m->dest, m->source);
                 if ((m->flags & SPEC_MOUNT_NOFOLLOW) && S_ISLNK(sb.st_mode))
-                        return cs_error_set(err, ELOOP,
-                                            "bind %s: the source %s is a symlink, which this "
-                                            "mount refuses to follow",
-                                            m->dest, m->source);
+                        return cs_error_setx(err, ELOOP,
+                                             "bind %s: the source %s is a symlink, which this "
+                                             "mount refuses to follow",
+                                             m->dest, m->source);
                 if (m->flags & SPEC_MOUNT_RO)
                         attrs |= MOUNT_ATTR_RDONLY;
                 tree = clone_tree(src, "", AT_EMPTY_PATH, true, attrs);
@@ -252,22 +252,22 @@ static int dest_parent(const char *dest, int *ret_fd, const char **ret_name, str
                         struct stat sb;
 
                         if (cn >= sizeof(comp))
-                                return cs_error_set(err, ENAMETOOLONG, "%s", dest);
+                                return cs_error_setx(err, ENAMETOOLONG, "%s", dest);
                         memcpy(comp, p, cn);
                         comp[cn] = '\0';
                         if (fstatat(cur, comp, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-                                return cs_error_set(err, ENOENT,
-                                                    "%s: %s is a symlink to a missing path "
-                                                    "inside the sandbox root",
-                                                    dest, prefix);
+                                return cs_error_setx(err, ENOENT,
+                                                     "%s: %s is a symlink to a missing path "
+                                                     "inside the sandbox root",
+                                                     dest, prefix);
                         if (!scratch_has(cur))
-                                return cs_error_set(err, EROFS,
-                                                    "%s: %s does not exist, and its parent is "
-                                                    "a host directory, where csandbox never "
-                                                    "creates anything: create it on the host "
-                                                    "first, or choose a destination under a "
-                                                    "tmpfs",
-                                                    dest, prefix);
+                                return cs_error_setx(err, EROFS,
+                                                     "%s: %s does not exist, and its parent is "
+                                                     "a host directory, where csandbox never "
+                                                     "creates anything: create it on the host "
+                                                     "first, or choose a destination under a "
+                                                     "tmpfs",
+                                                     dest, prefix);
                         if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
                                 return cs_error_set(err, errno, "%s: create %s", dest, prefix);
                         fd = openat(cur, comp, O_PATH | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW);
@@ -314,11 +314,11 @@ static int dest_open(const char *dest, enum want want, bool optional, int *ret_f
                         *ret_fd = -1;
                         return 0;
                 }
-                return cs_error_set(err, EROFS,
-                                    "%s does not exist, and its parent is a host directory, "
-                                    "where csandbox never creates anything: create it on the "
-                                    "host first, or choose a destination under a tmpfs",
-                                    dest);
+                return cs_error_setx(err, EROFS,
+                                     "%s does not exist, and its parent is a host directory, "
+                                     "where csandbox never creates anything: create it on the "
+                                     "host first, or choose a destination under a tmpfs",
+                                     dest);
         }
         if (want == WANT_DIR) {
                 if (mkdirat(parent, name, 0755) < 0)
@@ -508,14 +508,14 @@ static int make_symlink(const struct spec_mount *m, struct cs_error *err)
                 cur[n] = '\0';
                 if (strcmp(cur, m->source) == 0)
                         return 0;
-                return cs_error_set(err, EEXIST, "--symlink %s: a different symlink is there",
-                                    m->dest);
+                return cs_error_setx(err, EEXIST, "--symlink %s: a different symlink is there",
+                                     m->dest);
         }
         if (!scratch_has(parent))
-                return cs_error_set(err, EROFS,
-                                    "--symlink %s: its parent is a host directory, where "
-                                    "csandbox never creates anything",
-                                    m->dest);
+                return cs_error_setx(err, EROFS,
+                                     "--symlink %s: its parent is a host directory, where "
+                                     "csandbox never creates anything",
+                                     m->dest);
         if (symlinkat(m->source, parent, name) < 0)
                 return cs_error_set(err, errno, "--symlink %s %s", m->source, m->dest);
         return 0;
@@ -529,13 +529,13 @@ static int type_check(int dst, bool want_dir, const char *dest, const char *sour
         if (fstat(dst, &sb) < 0)
                 return cs_error_set(err, errno, "stat %s", dest);
         if (want_dir && !S_ISDIR(sb.st_mode))
-                return cs_error_set(err, ENOTDIR,
-                                    "%s is not a directory inside the sandbox, but %s is", dest,
-                                    source ? source : "the mount");
+                return cs_error_setx(err, ENOTDIR,
+                                     "%s is not a directory inside the sandbox, but %s is", dest,
+                                     source ? source : "the mount");
         if (!want_dir && S_ISDIR(sb.st_mode))
-                return cs_error_set(err, EISDIR,
-                                    "%s is a directory inside the sandbox, but %s is a file", dest,
-                                    source ? source : "the mount");
+                return cs_error_setx(err, EISDIR,
+                                     "%s is a directory inside the sandbox, but %s is a file", dest,
+                                     source ? source : "the mount");
         return 0;
 }
 
@@ -597,9 +597,15 @@ int mounts_setup(const struct sandbox_spec *s, struct cs_error *err)
         if (r < 0)
                 return r;
         for (size_t i = 0; i < s->n_mounts; i++) {
+                const struct spec_mount *m = &s->mounts[i];
+
                 r = mount_one(s, i, err);
+                if (r < 0 && m->source)
+                        return cs_error_wrap(err, "%s %s on %s", spec_mount_kind_name(m->kind),
+                                             m->source, m->dest);
                 if (r < 0)
-                        return r;
+                        return cs_error_wrap(err, "%s on %s", spec_mount_kind_name(m->kind),
+                                             m->dest);
         }
         if (s->root == SPEC_ROOT_DIR && !s->writable &&
             set_tree_attrs(st.root, MOUNT_ATTR_RDONLY, false) < 0)

@@ -59,13 +59,13 @@ int spec_normalize_dest(const char *path, const char *what, char **ret, struct c
         const char *p = path;
 
         if (path[0] != '/')
-                return cs_error_set(err, EINVAL,
-                                    "%s `%s` is not an absolute path: paths inside the sandbox "
-                                    "start with /",
-                                    what, path);
+                return cs_error_setx(err, EINVAL,
+                                     "%s `%s` is not an absolute path: paths inside the sandbox "
+                                     "start with /",
+                                     what, path);
         if (len >= SPEC_PATH_MAX)
-                return cs_error_set(err, ENAMETOOLONG, "%s is longer than %d bytes", what,
-                                    SPEC_PATH_MAX);
+                return cs_error_setx(err, ENAMETOOLONG, "%s is longer than %d bytes", what,
+                                     SPEC_PATH_MAX);
         out = malloc(len + 2);
         if (!out)
                 return cs_error_set(err, ENOMEM, "%s", what);
@@ -84,10 +84,10 @@ int spec_normalize_dest(const char *path, const char *what, char **ret, struct c
                 if (n == 1 && c[0] == '.')
                         continue;
                 if (n == 2 && c[0] == '.' && c[1] == '.')
-                        return cs_error_set(err, EINVAL,
-                                            "%s `%s` contains `..`, which could point outside "
-                                            "the sandbox root: give the path without `..`",
-                                            what, path);
+                        return cs_error_setx(err, EINVAL,
+                                             "%s `%s` contains `..`, which could point outside "
+                                             "the sandbox root: give the path without `..`",
+                                             what, path);
                 out[o++] = '/';
                 memcpy(out + o, c, n);
                 o += n;
@@ -104,7 +104,7 @@ static struct spec_mount *spec_mount_append(struct sandbox_spec *s, struct cs_er
         struct spec_mount *n;
 
         if (s->n_mounts >= SPEC_MAX_MOUNTS) {
-                cs_error_set(err, E2BIG, "more than %d mounts requested", SPEC_MAX_MOUNTS);
+                cs_error_setx(err, E2BIG, "more than %d mounts requested", SPEC_MAX_MOUNTS);
                 return NULL;
         }
         n = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*n));
@@ -152,10 +152,10 @@ int spec_add_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned f
         if (r < 0)
                 return r;
         if (strcmp(d, "/") == 0 && kind != SPEC_MOUNT_BIND)
-                return cs_error_set(err, EINVAL, "%s cannot be / itself", spec_mount_what(kind));
+                return cs_error_setx(err, EINVAL, "%s cannot be / itself", spec_mount_what(kind));
         if (source) {
                 if (strlen(source) >= SPEC_PATH_MAX)
-                        return cs_error_set(err, ENAMETOOLONG, "source of %s is too long", d);
+                        return cs_error_setx(err, ENAMETOOLONG, "source of %s is too long", d);
                 src = strdup(source);
                 if (!src)
                         return cs_error_set(err, ENOMEM, "add mount");
@@ -293,10 +293,10 @@ int spec_env_set(struct sandbox_spec *s, const char *name, const char *value, bo
         char *v;
 
         if (!spec_env_name_valid(name))
-                return cs_error_set(err, EINVAL,
-                                    "`%s` is not a valid environment variable name (letters, "
-                                    "digits and _, not starting with a digit)",
-                                    name);
+                return cs_error_setx(err, EINVAL,
+                                     "`%s` is not a valid environment variable name (letters, "
+                                     "digits and _, not starting with a digit)",
+                                     name);
         v = strdup(value);
         if (!v)
                 return cs_error_set(err, ENOMEM, "set %s", name);
@@ -309,7 +309,8 @@ int spec_env_set(struct sandbox_spec *s, const char *name, const char *value, bo
         }
         if (s->n_env >= SPEC_MAX_ENV) {
                 free(v);
-                return cs_error_set(err, E2BIG, "more than %d environment variables", SPEC_MAX_ENV);
+                return cs_error_setx(err, E2BIG, "more than %d environment variables",
+                                     SPEC_MAX_ENV);
         }
         struct spec_env_var *n = realloc(s->env, (s->n_env + 1) * sizeof(*n));
         if (!n) {
@@ -363,21 +364,21 @@ int spec_env_parse(struct sandbox_spec *s, const char *buf, size_t len, const ch
                         continue;
                 }
                 if (memchr(p, '\0', (size_t)(eol - p)))
-                        return cs_error_set(err, EINVAL, "%s, line %zu: contains a NUL byte",
-                                            origin, line);
+                        return cs_error_setx(err, EINVAL, "%s, line %zu: contains a NUL byte",
+                                             origin, line);
                 eq = memchr(p, '=', (size_t)(eol - p));
                 if (!eq)
-                        return cs_error_set(err, EINVAL,
-                                            "%s, line %zu: expected KEY=VALUE, found no `=`",
-                                            origin, line);
+                        return cs_error_setx(err, EINVAL,
+                                             "%s, line %zu: expected KEY=VALUE, found no `=`",
+                                             origin, line);
                 name = strndup(p, (size_t)(eq - p));
                 value = strndup(eq + 1, (size_t)(eol - eq - 1));
                 if (!name || !value)
                         return cs_error_set(err, ENOMEM, "%s", origin);
                 if (!spec_env_name_valid(name))
-                        return cs_error_set(err, EINVAL,
-                                            "%s, line %zu: `%s` is not a valid variable name",
-                                            origin, line, name);
+                        return cs_error_setx(err, EINVAL,
+                                             "%s, line %zu: `%s` is not a valid variable name",
+                                             origin, line, name);
                 r = spec_env_set(s, name, value, secret, err);
                 explicit_bzero(value, strlen(value));
                 if (r < 0)
@@ -392,9 +393,9 @@ int spec_set_argv(struct sandbox_spec *s, int argc, char *const *argv, struct cs
         char **v;
 
         if (argc <= 0)
-                return cs_error_set(err, EINVAL, "no command given");
+                return cs_error_setx(err, EINVAL, "no command given");
         if (argc > SPEC_MAX_ARGS)
-                return cs_error_set(err, E2BIG, "more than %d arguments", SPEC_MAX_ARGS);
+                return cs_error_setx(err, E2BIG, "more than %d arguments", SPEC_MAX_ARGS);
         v = calloc((size_t)argc + 1, sizeof(*v));
         if (!v)
                 return cs_error_set(err, ENOMEM, "argv");
