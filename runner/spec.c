@@ -354,6 +354,7 @@ int spec_env_parse(struct sandbox_spec *s, const char *buf, size_t len, const ch
                 const char *eq;
                 _cleanup_free_ char *name = NULL;
                 _cleanup_free_ char *value = NULL;
+                size_t n;
                 int r;
 
                 line++;
@@ -363,10 +364,11 @@ int spec_env_parse(struct sandbox_spec *s, const char *buf, size_t len, const ch
                         p = nl ? nl + 1 : end;
                         continue;
                 }
-                if (memchr(p, '\0', (size_t)(eol - p)))
+                n = eol > p ? (size_t)(eol - p) : 0;
+                if (memchr(p, '\0', n))
                         return cs_error_setx(err, EINVAL, "%s, line %zu: contains a NUL byte",
                                              origin, line);
-                eq = memchr(p, '=', (size_t)(eol - p));
+                eq = memchr(p, '=', n);
                 if (!eq)
                         return cs_error_setx(err, EINVAL,
                                              "%s, line %zu: expected KEY=VALUE, found no `=`",
