@@ -65,17 +65,14 @@ static void mark_fds_cloexec(const struct sandbox_spec *s)
 void exec_payload(const struct sandbox_spec *s, const struct sock_fprog *filter, int errfd)
 {
         struct cs_error err = {0};
-        const char *cwd = s->cwd;
-        char host_cwd[SPEC_PATH_MAX];
+        const char *cwd = s->cwd ? s->cwd : "/";
         extern char **environ;
         sigset_t none;
         char **env;
         int e;
 
-        if (!cwd)
-                cwd = getcwd(host_cwd, sizeof(host_cwd)) ? host_cwd : "/";
         if (chdir(cwd) < 0) {
-                if (s->cwd) {
+                if (!s->cwd_optional) {
                         cs_error_set(&err, errno, "--chdir %s: cannot enter it inside the sandbox",
                                      s->cwd);
                         runner_child_fail(errfd, &err);

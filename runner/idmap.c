@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,10 @@ static int run_map_helper(const char *name, pid_t child, const unsigned long *v,
         if (pid < 0)
                 return cs_error_set(err, errno, "fork for %s", name);
         if (pid == 0) {
+                sigset_t none;
+
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
                 execv(path, argv);
                 _exit(127);
         }

@@ -14,7 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int errfd)
+void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int errfd,
+              int netready_fd)
 {
         static const int forwarded[] = RUNNER_FORWARDED_SIGNALS;
         struct cs_error err = {0};
@@ -34,6 +35,15 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int
                 runner_child_fail(errfd, &err);
         }
 
+        /* The user-mode network is configured while we mounted; the payload starts only
+         * once it is there. EOF: the helper failed and csandbox reports why. */
+        if (netready_fd >= 0) {
+                char c;
+
+                if (read(netready_fd, &c, 1) != 1)
+                        _exit(CS_EXIT_SETUP);
+                close(netready_fd);
+        }
         payload = fork();
         if (payload < 0) {
                 cs_error_set(&err, errno, "pid 1: fork the payload");

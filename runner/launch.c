@@ -37,6 +37,7 @@ static void child_main(const struct sandbox_spec *s, const struct sock_fprog *fi
                        int errfd)
 {
         struct cs_error err = {0};
+        bool usernet = s->net == SPEC_NET_PASTA;
         char go;
 
         /* csandbox dying, even by SIGKILL, takes pid 1 and so the whole pid namespace. */
@@ -45,7 +46,10 @@ static void child_main(const struct sandbox_spec *s, const struct sock_fprog *fi
         /* EOF here means the parent died or gave up before writing our id maps. */
         if (read(syncfd, &go, 1) != 1)
                 _exit(CS_EXIT_SETUP);
-        close(syncfd);
+        if (!usernet) {
+                close(syncfd);
+                syncfd = -1;
+        }
 
         if (s->net != SPEC_NET_HOST && netns_loopback_up(&err) < 0)
                 runner_child_fail(errfd, &err);
@@ -61,7 +65,7 @@ static void child_main(const struct sandbox_spec *s, const struct sock_fprog *fi
                         diagnose_userns(&err);
                 runner_child_fail(errfd, &err);
         }
-        init_run(s, filter, errfd);
+        init_run(s, filter, errfd, syncfd);
 }
 
 /* The message a failed child left, if any; sets err and its status. */
@@ -106,6 +110,7 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
                struct cs_error *err)
 {
         static const int forwarded[] = RUNNER_FORWARDED_SIGNALS;
+        struct net_helper net = {.pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
         int syncp[2] = {-1, -1}, errp[2] = {-1, -1};
         _cleanup_close_ int sfd = -1;
         sigset_t mask, oldmask;
@@ -116,6 +121,16 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         r = idmap_check_range(s, err);
         if (r < 0)
                 return r;
+        if (s->net == SPEC_NET_PASTA) {
+                r = netns_helper_find(s, &net, err);
+                if (r < 0)
+                        return r;
+                if (net.kind == NET_HELPER_SLIRP4NETNS)
+                        fprintf(stderr,
+                                "csandbox: pasta is not installed; using %s for the "
+                                "sandbox's network\n",
+                                net.path);
+        }
         raise_nofile_limit();
 
         sigemptyset(&mask);
@@ -124,6 +139,15 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         sigaddset(&mask, SIGCHLD);
         if (sigprocmask(SIG_BLOCK, &mask, &oldmask) < 0)
                 return cs_error_set(err, errno, "block signals");
+        {
+                /* A write to the child's pipe after it failed must be an error, not death;
+                 * every process we start clears its mask. */
+                sigset_t pipe_only;
+
+                sigemptyset(&pipe_only);
+                sigaddset(&pipe_only, SIGPIPE);
+                sigprocmask(SIG_BLOCK, &pipe_only, NULL);
+        }
         sfd = signalfd(-1, &mask, SFD_CLOEXEC);
         if (sfd < 0)
                 return cs_error_set(err, errno, "signalfd");
@@ -154,23 +178,28 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         close(errp[1]);
 
         r = idmap_write(pid, s, err);
+        if (r >= 0 && s->net == SPEC_NET_PASTA)
+                r = netns_helper_start(s, pid, &net, err);
+        /* Release the child: it assembles the root while the network helper starts. */
+        if (r >= 0 && write(syncp[1], "g", 1) != 1)
+                r = cs_error_set(err, errno, "release the sandbox");
+        if (r >= 0 && s->net == SPEC_NET_PASTA) {
+                r = netns_helper_wait_ready(&net, err);
+                if (r >= 0 && write(syncp[1], "n", 1) != 1)
+                        r = cs_error_set(err, errno, "release the sandbox");
+        }
+        close(syncp[1]);
         if (r < 0) {
                 kill(pid, SIGKILL);
-                close(syncp[1]);
                 waitpid(pid, NULL, 0);
+                netns_helper_stop(&net);
+                /* A set-up error of the child's own explains more than ours. */
+                child_message(errp[0], err);
                 close(errp[0]);
                 if (err->err == EPERM)
                         diagnose_userns(err);
                 return r;
         }
-        if (write(syncp[1], "g", 1) != 1) {
-                r = errno;
-                kill(pid, SIGKILL);
-                waitpid(pid, NULL, 0);
-                close(syncp[1]), close(errp[0]);
-                return cs_error_set(err, r, "release the sandbox");
-        }
-        close(syncp[1]);
 
         /* Supervise: pass on what a process sent us; the kernel's own tty signals already
          * reached the payload, which shares our process group. */
@@ -184,6 +213,7 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
                         r = errno;
                         kill(pid, SIGKILL);
                         waitpid(pid, &wstatus, 0);
+                        netns_helper_stop(&net);
                         close(errp[0]);
                         return cs_error_set(err, r, "read signals");
                 }
@@ -197,6 +227,7 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
                 if (si.ssi_code <= 0)
                         kill(pid, (int)si.ssi_signo);
         }
+        netns_helper_stop(&net);
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
         if (child_message(errp[0], err)) {
                 close(errp[0]);

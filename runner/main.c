@@ -78,12 +78,18 @@ struct exec_flag {
 };
 
 static const struct exec_flag exec_flags[] = {
-    {"--rootfs", 1},    {"--writable", 0},    {"--bind", 2},     {"--ro-bind", 2},
-    {"--bind-try", 2},  {"--ro-bind-try", 2}, {"--tmpfs", 1},    {"--dir", 1},
-    {"--symlink", 2},   {"--file", 2},        {"--uid", 1},      {"--gid", 1},
-    {"--map-range", 0}, {"--hostname", 1},    {"--net", 1},      {"--chdir", 1},
-    {"--setenv", 2},    {"--unsetenv", 1},    {"--env-file", 1}, {"--env-fd", 1},
-    {"--seccomp", 1},   {"--plan", 0},        {"--help", 0},
+    {"--rootfs", 1},    {"--writable", 0},
+    {"--bind", 2},      {"--ro-bind", 2},
+    {"--bind-try", 2},  {"--ro-bind-try", 2},
+    {"--tmpfs", 1},     {"--dir", 1},
+    {"--symlink", 2},   {"--file", 2},
+    {"--uid", 1},       {"--gid", 1},
+    {"--map-range", 0}, {"--map-host-loopback", 0},
+    {"--hostname", 1},  {"--net", 1},
+    {"--chdir", 1},     {"--setenv", 2},
+    {"--unsetenv", 1},  {"--env-file", 1},
+    {"--env-fd", 1},    {"--seccomp", 1},
+    {"--plan", 0},      {"--help", 0},
 };
 
 static const struct exec_flag *exec_flag_find(const char *arg)
@@ -320,9 +326,13 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
                                 s->net = SPEC_NET_NONE;
                         else if (strcmp(v1, "host") == 0)
                                 s->net = SPEC_NET_HOST;
+                        else if (strcmp(v1, "pasta") == 0)
+                                s->net = SPEC_NET_PASTA;
                         else
-                                return cs_error_setx(err, EINVAL,
-                                                     "--net `%s`: expected none or host", v1);
+                                return cs_error_setx(
+                                    err, EINVAL, "--net `%s`: expected none, pasta or host", v1);
+                } else if (strcmp(a, "--map-host-loopback") == 0) {
+                        s->map_host_loopback = true;
                 } else if (strcmp(a, "--chdir") == 0) {
                         free(s->cwd);
                         s->cwd = NULL;
@@ -364,6 +374,23 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
                 r = spec_add_host_hides(s, getenv("HOME"), err);
                 if (r < 0)
                         return r;
+        }
+        if (s->map_host_loopback && s->net != SPEC_NET_PASTA)
+                return cs_error_setx(err, EINVAL,
+                                     "--map-host-loopback needs --net pasta (with --net host the "
+                                     "host's loopback is reachable anyway; with --net none "
+                                     "nothing is)");
+        r = spec_add_net_files(s, err);
+        if (r < 0)
+                return r;
+        if (!s->cwd) {
+                char cwd[PATH_MAX];
+
+                /* The caller's cwd, when it exists inside; / otherwise. */
+                if (getcwd(cwd, sizeof(cwd)) && cwd[0] == '/') {
+                        s->cwd = strdup(cwd);
+                        s->cwd_optional = true;
+                }
         }
         r = spec_set_argv(s, argc - i, argv + i, err);
         if (r < 0)

@@ -224,9 +224,58 @@ static int attach_root(const struct sandbox_spec *s, struct cs_error *err)
         return 0;
 }
 
+/* Where a symlink at dest points, as a path inside the root: relative targets against
+ * dest's directory, ".." stopping at / as RESOLVE_IN_ROOT does. */
+static int symlink_dest(const char *dest, const char *target, char *out, size_t size)
+{
+        char joined[2 * SPEC_PATH_MAX + 2];
+        size_t o = 0;
+        const char *p;
+
+        if (target[0] == '/') {
+                snprintf(joined, sizeof(joined), "%s", target);
+        } else {
+                const char *slash = strrchr(dest, '/');
+
+                snprintf(joined, sizeof(joined), "%.*s/%s", (int)(slash - dest), dest, target);
+        }
+        out[0] = '\0';
+        for (p = joined; *p;) {
+                const char *c;
+                size_t n;
+
+                while (*p == '/')
+                        p++;
+                c = p;
+                while (*p && *p != '/')
+                        p++;
+                n = (size_t)(p - c);
+                if (n == 0 || (n == 1 && c[0] == '.'))
+                        continue;
+                if (n == 2 && c[0] == '.' && c[1] == '.') {
+                        while (o > 0 && out[o - 1] != '/')
+                                o--;
+                        if (o > 0)
+                                o--;
+                        out[o] = '\0';
+                        continue;
+                }
+                if (o + 1 + n + 1 > size)
+                        return -ENAMETOOLONG;
+                out[o++] = '/';
+                memcpy(out + o, c, n);
+                o += n;
+                out[o] = '\0';
+        }
+        if (o == 0)
+                snprintf(out, size, "/");
+        return 0;
+}
+
 /* Open the parent directory of dest inside the new root, creating missing directories in
  * scratch layers only; *ret_name points at dest's last component. */
-static int dest_parent(const char *dest, int *ret_fd, const char **ret_name, struct cs_error *err)
+static int dest_parent_once(const char *dest, int *ret_fd, const char **ret_name, char *rewrite,
+                            struct cs_error *err)
 {
         _cleanup_close_ int cur = fcntl(st.root, F_DUPFD_CLOEXEC, 3);
         char prefix[SPEC_PATH_MAX];
@@ -255,11 +304,28 @@ static int dest_parent(const char *dest, int *ret_fd, const char **ret_name, str
                                 return cs_error_setx(err, ENAMETOOLONG, "%s", dest);
                         memcpy(comp, p, cn);
                         comp[cn] = '\0';
-                        if (fstatat(cur, comp, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-                                return cs_error_setx(err, ENOENT,
-                                                     "%s: %s is a symlink to a missing path "
-                                                     "inside the sandbox root",
-                                                     dest, prefix);
+                        if (fstatat(cur, comp, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+                                /* A symlink to a path missing inside the root: go on along
+                                 * what it points at (still resolved inside the root). */
+                                char target[SPEC_PATH_MAX], head[SPEC_PATH_MAX];
+                                ssize_t tn = S_ISLNK(sb.st_mode)
+                                                 ? readlinkat(cur, comp, target, sizeof(target) - 1)
+                                                 : -1;
+
+                                if (tn <= 0)
+                                        return cs_error_setx(err, ENOENT,
+                                                             "%s: %s is not a directory inside "
+                                                             "the sandbox root",
+                                                             dest, prefix);
+                                target[tn] = '\0';
+                                if (symlink_dest(prefix, target, head, sizeof(head)) < 0 ||
+                                    snprintf(rewrite, SPEC_PATH_MAX, "%s%s",
+                                             strcmp(head, "/") == 0 ? "" : head,
+                                             slash) >= SPEC_PATH_MAX)
+                                        return cs_error_setx(err, ENAMETOOLONG,
+                                                             "%s: symlink target too long", dest);
+                                return 1;
+                        }
                         if (!scratch_has(cur))
                                 return cs_error_setx(err, EROFS,
                                                      "%s: %s does not exist, and its parent is "
@@ -285,11 +351,42 @@ static int dest_parent(const char *dest, int *ret_fd, const char **ret_name, str
         return 0;
 }
 
+/* dest_parent_once, following symlinks to missing paths (at most 8) inside the root. path
+ * (SPEC_PATH_MAX bytes) holds the path that was finally resolved; *ret_name points into it. */
+static int dest_parent(const char *dest, char *path, int *ret_fd, const char **ret_name,
+                       struct cs_error *err)
+{
+        snprintf(path, SPEC_PATH_MAX, "%s", dest);
+        for (int depth = 0;; depth++) {
+                char next[SPEC_PATH_MAX];
+                int r = dest_parent_once(path, ret_fd, ret_name, next, err);
+
+                if (r <= 0)
+                        return r;
+                if (depth >= 8)
+                        return cs_error_setx(err, ELOOP,
+                                             "%s: too many levels of symlinks inside the "
+                                             "sandbox root",
+                                             dest);
+                snprintf(path, SPEC_PATH_MAX, "%s", next);
+        }
+}
+
 /* Open dest inside the new root, creating it as a directory or an empty file when it is
  * missing and its parent is a scratch layer. *ret_fd = -1 when optional and impossible. */
+static int dest_open_at_depth(const char *dest, enum want want, bool optional, int *ret_fd,
+                              int depth, struct cs_error *err);
+
 static int dest_open(const char *dest, enum want want, bool optional, int *ret_fd,
                      struct cs_error *err)
 {
+        return dest_open_at_depth(dest, want, optional, ret_fd, 0, err);
+}
+
+static int dest_open_at_depth(const char *dest, enum want want, bool optional, int *ret_fd,
+                              int depth, struct cs_error *err)
+{
+        char path[SPEC_PATH_MAX];
         _cleanup_close_ int parent = -1;
         const char *name;
         struct stat sb;
@@ -303,12 +400,27 @@ static int dest_open(const char *dest, enum want want, bool optional, int *ret_f
         }
         if (errno != ENOENT)
                 return cs_error_set(err, errno, "%s: resolve it inside the sandbox root", dest);
-        r = dest_parent(dest, &parent, &name, err);
+        r = dest_parent(dest, path, &parent, &name, err);
         if (r < 0)
                 return optional && err->err == EROFS ? (*ret_fd = -1, 0) : r;
-        if (fstatat(parent, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-                return cs_error_set(
-                    err, ENOENT, "%s is a symlink to a missing path inside the sandbox root", dest);
+        if (fstatat(parent, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+                /* A dangling symlink (resolv.conf into an emptied /run): create what it
+                 * points at, inside the root. */
+                char target[SPEC_PATH_MAX], next[SPEC_PATH_MAX];
+                ssize_t n =
+                    S_ISLNK(sb.st_mode) ? readlinkat(parent, name, target, sizeof(target) - 1) : -1;
+
+                if (n <= 0 || depth >= 8)
+                        return cs_error_setx(err, ENOENT,
+                                             "%s is a symlink to a missing path inside the "
+                                             "sandbox root",
+                                             dest);
+                target[n] = '\0';
+                if (symlink_dest(path, target, next, sizeof(next)) < 0)
+                        return cs_error_setx(err, ENAMETOOLONG, "%s: symlink target too long",
+                                             dest);
+                return dest_open_at_depth(next, want, optional, ret_fd, depth + 1, err);
+        }
         if (!scratch_has(parent)) {
                 if (optional) {
                         *ret_fd = -1;
@@ -494,13 +606,14 @@ static int mount_file_at(const struct spec_mount *m, int dst, struct cs_error *e
 
 static int make_symlink(const struct spec_mount *m, struct cs_error *err)
 {
+        char path[SPEC_PATH_MAX];
         _cleanup_close_ int parent = -1;
         const char *name;
         char cur[SPEC_PATH_MAX];
         ssize_t n;
         int r;
 
-        r = dest_parent(m->dest, &parent, &name, err);
+        r = dest_parent(m->dest, path, &parent, &name, err);
         if (r < 0)
                 return r;
         n = readlinkat(parent, name, cur, sizeof(cur) - 1);
@@ -563,8 +676,8 @@ static int mount_one(const struct sandbox_spec *s, size_t i, struct cs_error *er
                 st.bind_trees[i] = -1;
                 return r;
         case SPEC_MOUNT_FILE:
-                r = dest_open(m->dest, WANT_FILE, false, &dst, err);
-                if (r < 0)
+                r = dest_open(m->dest, WANT_FILE, optional, &dst, err);
+                if (r < 0 || dst < 0)
                         return r;
                 r = type_check(dst, false, m->dest, m->source, err);
                 return r < 0 ? r : mount_file_at(m, dst, err);

@@ -32,9 +32,27 @@ int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
 
 int netns_loopback_up(struct cs_error *err);
 
+enum net_helper_kind { NET_HELPER_PASTA, NET_HELPER_SLIRP4NETNS };
+#define NET_HELPER_TIMEOUT_MS 10000
+struct net_helper {
+        enum net_helper_kind kind;
+        char path[4096];
+        pid_t pid;
+        int ready_fd; /* readable once the helper has configured the namespace */
+        int err_fd;   /* the helper's stderr, shown when it fails */
+        int exit_fd;  /* slirp4netns exits when this closes */
+};
+/* Before anything exists: which helper, and can it work (/dev/net/tun)? */
+int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, struct cs_error *err);
+/* Attach the helper to the network namespace of child. */
+int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_helper *h,
+                       struct cs_error *err);
+int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err);
+void netns_helper_stop(struct net_helper *h);
+
 /* pid 1 of the sandbox: start the payload, forward signals, reap, exit with its status. */
-__attribute__((noreturn)) void init_run(const struct sandbox_spec *s,
-                                        const struct sock_fprog *filter, int errfd);
+__attribute__((noreturn)) void
+init_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int errfd, int netready_fd);
 /* The payload's last steps: cwd, capabilities, no_new_privs, seccomp, execve. */
 __attribute__((noreturn)) void exec_payload(const struct sandbox_spec *s,
                                             const struct sock_fprog *filter, int errfd);

@@ -195,11 +195,11 @@ int spec_add_base_mounts(struct sandbox_spec *s, struct cs_error *err)
 {
         int r;
 
-        r = spec_add_mount(s, SPEC_MOUNT_PROC, 0, NULL, "/proc", err);
+        r = spec_add_mount(s, SPEC_MOUNT_PROC, SPEC_MOUNT_DEFAULT, NULL, "/proc", err);
         if (r >= 0)
-                r = spec_add_mount(s, SPEC_MOUNT_DEV, 0, NULL, "/dev", err);
+                r = spec_add_mount(s, SPEC_MOUNT_DEV, SPEC_MOUNT_DEFAULT, NULL, "/dev", err);
         if (r >= 0)
-                r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, "/tmp", err);
+                r = spec_add_mount(s, SPEC_MOUNT_TMPFS, SPEC_MOUNT_DEFAULT, NULL, "/tmp", err);
         if (r >= 0)
                 s->mounts[s->n_mounts - 1].mode = 01777;
         return r;
@@ -224,10 +224,48 @@ int spec_add_host_hides(struct sandbox_spec *s, const char *home, struct cs_erro
                 /* A $HOME that cannot be a destination (relative, with ..) is not hidden
                  * by a tmpfs of its own; it is still under /home or /root in practice. */
                 if (spec_normalize_dest(home, "$HOME", &h, &ignored) == 0)
-                        return spec_add_mount(s, SPEC_MOUNT_TMPFS, SPEC_MOUNT_OPTIONAL, NULL, h,
+                        return spec_add_mount(s, SPEC_MOUNT_TMPFS,
+                                              SPEC_MOUNT_OPTIONAL | SPEC_MOUNT_DEFAULT, NULL, h,
                                               err);
         }
         return 0;
+}
+
+int spec_add_net_files(struct sandbox_spec *s, struct cs_error *err)
+{
+        const char *host = s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME;
+        char hostname[128], hosts[512], resolv[256];
+        const unsigned flags = SPEC_MOUNT_OPTIONAL | SPEC_MOUNT_DEFAULT;
+        int r;
+
+        if (s->net == SPEC_NET_HOST)
+                return 0;
+        snprintf(hostname, sizeof(hostname), "%s\n", host);
+        snprintf(hosts, sizeof(hosts),
+                 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                 "127.0.1.1\t%s\n%s",
+                 host,
+                 s->net == SPEC_NET_PASTA && s->map_host_loopback ? SPEC_NET_HOST_LOOPBACK
+                     "\thost.containers.internal "
+                     "host.csandbox.internal\n"
+                                                                  : "");
+        if (s->net == SPEC_NET_PASTA)
+                snprintf(resolv, sizeof(resolv),
+                         "# csandbox: queries go through the sandbox's network to the host's "
+                         "resolver\nnameserver %s\n",
+                         SPEC_NET_DNS);
+        else
+                snprintf(resolv, sizeof(resolv),
+                         "# csandbox: this sandbox has no network (--net none)\n");
+        r = spec_add_file(s, "/etc/hostname", "csandbox: hostname", hostname, strlen(hostname),
+                          flags, err);
+        if (r >= 0)
+                r = spec_add_file(s, "/etc/hosts", "csandbox: hosts", hosts, strlen(hosts), flags,
+                                  err);
+        if (r >= 0)
+                r = spec_add_file(s, "/etc/resolv.conf", "csandbox: resolv.conf", resolv,
+                                  strlen(resolv), flags, err);
+        return r;
 }
 
 static size_t dest_depth(const char *p)
@@ -247,8 +285,13 @@ static int mount_cmp(const void *a, const void *b)
         const struct spec_mount *x = a, *y = b;
         size_t dx = dest_depth(x->dest), dy = dest_depth(y->dest);
 
+        bool ax = (x->flags & SPEC_MOUNT_DEFAULT) != 0, ay = (y->flags & SPEC_MOUNT_DEFAULT) != 0;
+
         if (dx != dy)
                 return dx < dy ? -1 : 1;
+        /* What every sandbox gets comes first, so a flag on the same path overrides it. */
+        if (ax != ay)
+                return ax ? -1 : 1;
         return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
@@ -360,7 +403,7 @@ int spec_env_parse(struct sandbox_spec *s, const char *buf, size_t len, const ch
                 line++;
                 if (eol > p && eol[-1] == '\r')
                         eol--;
-                if (eol == p || p[0] == '#') {
+                if (eol == p || p[0] == '#' || strspn(p, " \t") >= (size_t)(eol - p)) {
                         p = nl ? nl + 1 : end;
                         continue;
                 }

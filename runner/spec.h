@@ -30,6 +30,7 @@ enum {
         SPEC_MOUNT_OPTIONAL = 1u << 1, /* a missing source (tmpfs: destination) is skipped */
         SPEC_MOUNT_SECRET = 1u << 2,   /* FILE data is redacted in plan output */
         SPEC_MOUNT_NOFOLLOW = 1u << 3, /* BIND: refuse a source that is a symlink */
+        SPEC_MOUNT_DEFAULT = 1u << 4,  /* what every sandbox gets; a flag on the same path wins */
 };
 
 struct spec_mount {
@@ -87,8 +88,9 @@ struct sandbox_spec {
         struct spec_env_var *env; /* built from scratch, in order */
         size_t n_env;
 
-        char *cwd;   /* NULL: the caller's cwd if it exists inside, else / */
-        char **argv; /* NULL-terminated */
+        char *cwd;         /* working directory inside; NULL: / */
+        bool cwd_optional; /* cwd is the caller's: fall back to / when it is missing inside */
+        char **argv;       /* NULL-terminated */
         size_t argc;
 
         enum spec_seccomp seccomp;
@@ -104,6 +106,11 @@ struct sandbox_spec {
 #define SPEC_DEFAULT_PATH     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define SPEC_DEFAULT_HOSTNAME "csandbox"
 #define SPEC_PATH_MAX         4096
+
+/* The user-mode network's fixed addresses inside (pasta and slirp4netns alike). */
+#define SPEC_NET_CIDR          "169.254.1.0/24"
+#define SPEC_NET_HOST_LOOPBACK "169.254.1.2" /* the host's 127.0.0.1, when mapped */
+#define SPEC_NET_DNS           "169.254.1.3" /* forwarded to the host's resolver */
 
 void spec_init(struct sandbox_spec *s);
 void spec_free(struct sandbox_spec *s);
@@ -122,6 +129,10 @@ int spec_add_base_mounts(struct sandbox_spec *s, struct cs_error *err);
 /* The embedded default's hiding: /home, /root, /tmp, /var/tmp, /run and home become empty
  * tmpfs dirs (home may be NULL). */
 int spec_add_host_hides(struct sandbox_spec *s, const char *home, struct cs_error *err);
+
+/* /etc/hostname, /etc/hosts and /etc/resolv.conf generated for the sandbox's own network
+ * (none for --net host, which shares the host's). Call once net and hostname are final. */
+int spec_add_net_files(struct sandbox_spec *s, struct cs_error *err);
 
 /* Put parents before children: a stable sort by destination depth, so command-line order
  * holds among mounts of equal depth. */

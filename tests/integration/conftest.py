@@ -1,0 +1,247 @@
+"""Integration tests for csandbox: the built binary, driven as an unprivileged user.
+
+How to run:
+    tests/run                      # as root it creates/reuses a test user and drops to it
+or, as an ordinary user, directly:
+    CSANDBOX=$PWD/build/csandbox CSANDBOX_PROBE=$PWD/build/tests/probe \\
+        /usr/bin/python3 -m pytest -p no:cacheprovider tests/integration
+Both binaries must be readable and executable by that user, and pytest's temporary directory
+(by default /tmp/pytest-of-$USER) must be owned by it. Nothing here needs root, a network
+address other than loopback, or a pre-built image: rootfs fixtures are built per session
+from busybox-static (tests/fixtures/rootfs.py).
+
+Helpers:
+    csb.run(args)            csandbox exec ARGS, as a CompletedProcess
+    csb.probe(...)           run the probe inside (host root or a rootfs) and parse its JSON
+    tier                     "direct", "userns" (inside `unshare -Urm` with a /proc file
+                             overmounted, as container engines mask it) or "csandbox"
+                             (inside an outer csandbox, host root, default seccomp)
+"""
+import json
+import os
+import pwd
+import select
+import shlex
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
+import rootfs as rootfs_builder  # noqa: E402
+
+CSANDBOX = os.path.abspath(os.environ.get("CSANDBOX", "build/csandbox"))
+PROBE = os.path.abspath(os.environ.get("CSANDBOX_PROBE", "build/tests/probe"))
+# In host-root mode /tmp, /run, /home... are empty tmpfs inside; the probe is bound here.
+HOST_PROBE = "/run/probe"
+TIMEOUT = 30
+
+# Masks a /proc file the way podman does, then runs "$@". The first file that exists is used.
+MASK_PROC = ("for f in /proc/kcore /proc/timer_list /proc/keys /proc/sched_debug; do "
+             "[ -e $f ] && mount --bind /dev/null $f && break; done; exec \"$@\"")
+
+ZERO_CAPS = {k: "0000000000000000" for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}
+
+
+def base_env(**extra):
+    """The environment csandbox itself is started with: the test user's, plus a marker
+    that must never reach the payload."""
+    env = dict(os.environ)
+    env["CSB_LEAK_MARKER"] = "leaked-if-you-see-this"
+    env.setdefault("HOME", pwd.getpwuid(os.getuid()).pw_dir)
+    for k, v in extra.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env
+
+
+def parse_json(proc):
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstderr:\n{proc.stderr}\nstdout:\n{proc.stdout}"
+    try:
+        return json.loads(proc.stdout)
+    except ValueError as e:
+        raise AssertionError(f"stdout is not one JSON object ({e}):\n{proc.stdout}\nstderr:\n{proc.stderr}")
+
+
+def mountinfo_entries(lines):
+    """mountinfo lines as dicts: mountpoint, opts (per-mount), fstype, source, root."""
+    out = []
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        f = left.split()
+        r = right.split()
+        if len(f) < 6 or len(r) < 2:
+            continue
+        out.append({"root": f[3], "mountpoint": f[4], "opts": f[5].split(","),
+                    "fstype": r[0], "source": r[1], "super": r[2] if len(r) > 2 else ""})
+    return out
+
+
+def mount_at(report, path):
+    """The topmost mount at path in a probe report, or None."""
+    found = [m for m in mountinfo_entries(report["mountinfo"]) if m["mountpoint"] == path]
+    return found[-1] if found else None
+
+
+def procs_with(marker):
+    """Host pids whose argv contains marker (the calling process excluded)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in argv:
+            pids.append(int(name))
+    return pids
+
+
+def wait_until(predicate, deadline=15.0):
+    """Poll predicate until it holds or the deadline passes; returns its last value.
+    (A deadline for something to happen, not a timing assertion.)"""
+    end = time.monotonic() + deadline
+    while True:
+        value = predicate()
+        if value or time.monotonic() > end:
+            return value
+        time.sleep(0.05)
+
+
+def read_line(stream, deadline=TIMEOUT):
+    """One line from a pipe, or "" when nothing arrived before the deadline."""
+    end = time.monotonic() + deadline
+    buf = b""
+    fd = stream.fileno()
+    while not buf.endswith(b"\n"):
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        buf += chunk
+    return buf.decode(errors="replace")
+
+
+class Csandbox:
+    def __init__(self, basetemp):
+        self.binary = CSANDBOX
+        self.probe_path = PROBE
+        self.basetemp = str(basetemp)
+
+    def argv(self, args, tier="direct", share=()):
+        """The full command line for `csandbox exec ARGS`, wrapped for a nested tier.
+        share: extra host paths the outer csandbox must expose at the same path."""
+        inner = [self.binary, "exec", *args]
+        if tier == "direct":
+            return inner
+        if tier == "userns":
+            return ["unshare", "-Urm", "sh", "-c", MASK_PROC, "sh", *inner]
+        if tier == "csandbox":
+            outer = [self.binary, "exec", "--bind", self.basetemp, self.basetemp,
+                     "--ro-bind", self.binary, self.binary,
+                     "--ro-bind", self.probe_path, self.probe_path]
+            for p in share:
+                outer += ["--bind", p, p]
+            return [*outer, "--", *inner]
+        raise ValueError(tier)
+
+    def run(self, args, *, tier="direct", share=(), env=None, timeout=TIMEOUT, cwd="/",
+            pass_fds=(), input=None):
+        return subprocess.run(self.argv(list(args), tier, share), capture_output=True,
+                              text=True, timeout=timeout, env=env or base_env(), cwd=cwd,
+                              pass_fds=pass_fds, input=input,
+                              stdin=None if input is not None else subprocess.DEVNULL)
+
+    def popen(self, args, *, env=None, cwd="/"):
+        return subprocess.Popen([self.binary, "exec", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                env=env or base_env(), cwd=cwd)
+
+    def probe_argv(self, opts=(), probe_args=("report",), rootfs=None):
+        """Options and command running the probe, in host-root mode or inside rootfs."""
+        if rootfs is None:
+            return [*opts, "--ro-bind", self.probe_path, HOST_PROBE, "--", HOST_PROBE,
+                    *probe_args]
+        return ["--rootfs", str(rootfs), *opts, "--", "/probe", *probe_args]
+
+    def run_probe(self, *probe_args, opts=(), rootfs=None, **kw):
+        return self.run(self.probe_argv(opts, probe_args or ("report",), rootfs), **kw)
+
+    def probe(self, *probe_args, opts=(), rootfs=None, **kw):
+        """Run the probe and return its parsed JSON (asserting exit 0)."""
+        return parse_json(self.run_probe(*probe_args, opts=opts, rootfs=rootfs, **kw))
+
+    def plan(self, args, **kw):
+        return parse_json(self.run(["--plan", *args], **kw))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _binaries_present():
+    for path in (CSANDBOX, PROBE):
+        assert os.access(path, os.X_OK), f"{path} is missing or not executable (set CSANDBOX / CSANDBOX_PROBE)"
+    assert os.getuid() != 0, "the integration suite must run as an unprivileged user (tests/run drops to one)"
+
+
+@pytest.fixture(scope="session")
+def csb(tmp_path_factory):
+    return Csandbox(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="session")
+def rootfs(tmp_path_factory):
+    """A plain busybox rootfs shared by the whole session: tests must not change it (the
+    ones that check it stays unchanged snapshot it)."""
+    return rootfs_builder.build(str(tmp_path_factory.mktemp("rootfs") / "plain"), PROBE)
+
+
+@pytest.fixture
+def make_rootfs(tmp_path):
+    """make_rootfs(variant, outside=None, mirror=False) -> path of a fresh rootfs."""
+    count = [0]
+
+    def make(variant="plain", outside=None, mirror=False):
+        count[0] += 1
+        return rootfs_builder.build(str(tmp_path / f"rootfs-{variant}-{count[0]}"), PROBE,
+                                    variant, outside, mirror)
+    return make
+
+
+@pytest.fixture
+def outside():
+    """A host directory *outside* pytest's /tmp (under /var/tmp, which a rootfs also has),
+    holding one file. Hostile rootfs symlinks point here; it must stay untouched."""
+    path = f"/var/tmp/csb-outside-{uuid.uuid4().hex[:12]}"
+    os.mkdir(path)
+    with open(os.path.join(path, "host-file"), "w") as f:
+        f.write("host\n")
+    yield path
+    subprocess.run(["rm", "-rf", "--one-file-system", path], check=False)
+
+
+@pytest.fixture
+def marker():
+    return f"csb-marker-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(params=["direct", "userns", "csandbox"])
+def tier(request):
+    return request.param
+
+
+def host_ns(name):
+    return os.readlink(f"/proc/self/ns/{name}")
+
+
+def shell_quote(args):
+    return " ".join(shlex.quote(a) for a in args)

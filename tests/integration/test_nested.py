@@ -1,0 +1,77 @@
+"""The nested tier: key behaviours inside an outer user namespace whose /proc has an
+overmount (as container engines mask it, so a fresh proc mount is refused), and inside an
+outer csandbox (host root, default seccomp)."""
+import os
+
+import pytest
+
+import rootfs as rootfs_builder
+from conftest import ZERO_CAPS, parse_json
+
+
+def _probe(csb, tier, opts=(), probe_args=("report",), rootfs=None, share=()):
+    p = csb.run(csb.probe_argv(opts, probe_args, rootfs), tier=tier, share=share)
+    return p, parse_json(p)
+
+
+@pytest.mark.parametrize("mode", ["host", "rootfs"])
+def test_nested_payload_is_confined(csb, rootfs, tier, mode):
+    p, r = _probe(csb, tier, rootfs=rootfs if mode == "rootfs" else None)
+    assert r["caps"] == ZERO_CAPS
+    assert r["no_new_privs"] == 1
+    assert r["seccomp"] == 2
+    assert r["pid"] == 2
+    assert r["blocked"]["tiocsti"] == "EPERM"
+    assert r["blocked"]["tiocsti_high"] == "EPERM"
+    assert r["blocked"]["keyctl"] == "EPERM"
+    if tier == "direct":
+        assert p.stderr == ""
+
+
+@pytest.mark.parametrize("mode", ["host", "rootfs"])
+def test_masked_proc_falls_back_to_read_only_bind_and_says_so_once(csb, rootfs, mode):
+    p, r = _probe(csb, "userns", rootfs=rootfs if mode == "rootfs" else None)
+    proc_lines = [l for l in p.stderr.splitlines() if "/proc" in l]
+    assert len(proc_lines) == 1, p.stderr
+    proc = [l for l in r["mountinfo"] if l.split()[4] == "/proc"]
+    assert proc, r["mountinfo"]
+    assert "ro" in proc[-1].split()[5].split(","), proc
+
+
+def test_csandbox_inside_csandbox_gets_fresh_proc_and_namespaces(csb):
+    p, r = _probe(csb, "csandbox")
+    assert p.stderr == ""
+    assert r["procs"] == [1, 2]
+    assert r["blocked"]["clone3"] == "ENOSYS"
+
+
+def test_nested_ro_and_rw_binds(csb, tier, tmp_path):
+    rw = tmp_path / "rw"
+    rw.mkdir()
+    opts = ["--ro-bind", str(rw), "/run/ro", "--bind", str(rw), "/run/rw"]
+    _, r = _probe(csb, tier, opts, ("write", "/run/ro/x"))
+    assert r["errno"] == "EROFS"
+    _, r = _probe(csb, tier, opts, ("write", "/run/rw/y", "nested\n"))
+    assert r["errno"] == "ok"
+    assert (rw / "y").read_text() == "nested\n"
+    assert sorted(os.listdir(rw)) == ["y"]
+
+
+def test_nested_bind_destination_symlink_cannot_escape_rootfs(csb, make_rootfs, outside, tier,
+                                                              tmp_path):
+    root = make_rootfs("etc-dotdot", outside, mirror=True)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "payload").write_text("bound\n")
+    before = rootfs_builder.snapshot(outside)
+    _, r = _probe(csb, tier, ["--ro-bind", str(src), "/etc/sub", "--dir", "/etc/d"],
+                  ("read", "/etc/sub/payload"), rootfs=root, share=[outside])
+    assert r["content"] == "bound\n"
+    assert rootfs_builder.snapshot(outside) == before
+
+
+def test_nested_exit_status_and_missing_command(csb, rootfs, tier):
+    p = csb.run(csb.probe_argv((), ("exit", "5"), rootfs), tier=tier)
+    assert p.returncode == 5, p.stderr
+    p = csb.run(["--rootfs", rootfs, "--", "/no/such"], tier=tier)
+    assert p.returncode == 127, p.stderr

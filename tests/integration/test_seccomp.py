@@ -1,0 +1,107 @@
+"""Seccomp profiles: default, strict, none, OCI/Docker JSON files (podman's included).
+
+The probe calls each syscall with harmless (mostly invalid) arguments, so the kernel's own
+answer (EFAULT, EINVAL, "ok"...) differs from the filter's EPERM/ENOSYS; the `none` test
+checks exactly that, so a probe bug cannot make the other tests pass."""
+import json
+
+import pytest
+
+PODMAN_PROFILE = "/usr/share/containers/seccomp.json"
+
+DEFAULT_DENIED_EPERM = ["tiocsti", "tiocsti_high", "tioclinux", "keyctl", "add_key", "bpf",
+                        "perf_event_open", "userfaultfd", "io_uring_setup"]
+
+
+@pytest.mark.parametrize("mode,opts", [("host", []), ("rootfs", []),
+                                       ("host", ["--seccomp", "default"])],
+                         ids=["host", "rootfs", "explicit-default"])
+def test_default_seccomp_denies_kernel_global_calls_with_eperm(csb, rootfs, mode, opts):
+    blocked = csb.probe(rootfs=rootfs if mode == "rootfs" else None, opts=opts)["blocked"]
+    for name in DEFAULT_DENIED_EPERM:
+        assert blocked[name] == "EPERM", f"{name}: {blocked[name]}"
+
+
+def test_tiocsti_with_high_bits_set_is_still_denied(csb):
+    # A plain 64-bit compare of the request is bypassed by 0x100005412: the kernel only
+    # looks at the low 32 bits.
+    assert csb.probe()["blocked"]["tiocsti_high"] == "EPERM"
+
+
+def test_default_seccomp_makes_clone3_enosys(csb):
+    # ENOSYS, not EPERM: libc then falls back to clone(), whose flags the filter can see.
+    assert csb.probe()["blocked"]["clone3"] == "ENOSYS"
+
+
+def test_default_seccomp_keeps_nested_user_namespaces_and_mounts(csb):
+    blocked = csb.probe()["blocked"]
+    assert blocked["unshare_user"] == "ok"
+    assert blocked["mount"] == "ok"
+
+
+def test_default_seccomp_covers_x32_and_i386_abis(csb):
+    blocked = csb.probe()["blocked"]
+    # ENOSYS where the kernel lacks the ABI, EPERM/SIGSYS where the filter stops it;
+    # "ok" would be a bypass of the keyctl denial through another ABI.
+    assert blocked["keyctl_x32"] in ("EPERM", "ENOSYS", "SIGSYS"), blocked["keyctl_x32"]
+    assert blocked["keyctl_i386"] in ("EPERM", "ENOSYS", "SIGSYS"), blocked["keyctl_i386"]
+
+
+def test_strict_seccomp_denies_new_user_namespaces_and_mount(csb):
+    r = csb.probe(opts=["--seccomp", "strict"])
+    assert r["seccomp"] == 2
+    assert r["blocked"]["unshare_user"] == "EPERM"
+    assert r["blocked"]["mount"] == "EPERM"
+    for name in DEFAULT_DENIED_EPERM:
+        assert r["blocked"][name] == "EPERM", f"{name}: {r['blocked'][name]}"
+    assert r["blocked"]["clone3"] == "ENOSYS"
+
+
+def test_seccomp_none_leaves_blocked_calls_reachable(csb):
+    r = csb.probe(opts=["--seccomp", "none"])
+    assert r["seccomp"] == 0
+    assert r["no_new_privs"] == 1
+    b = r["blocked"]
+    # The kernel's own answers to the probe's arguments: never the filter's.
+    assert b["keyctl"] == "ok"
+    assert b["add_key"] == "EFAULT"
+    assert b["perf_event_open"] == "EFAULT"
+    assert b["io_uring_setup"] == "EFAULT"
+    assert b["clone3"] == "EINVAL"
+    assert b["tiocsti"] in ("ok", "EIO")  # EIO: dev.tty.legacy_tiocsti=0
+    assert b["unshare_user"] == "ok"
+
+
+def test_podman_seccomp_profile_loads_and_denies_what_it_denies(csb):
+    r = csb.probe(opts=["--seccomp", PODMAN_PROFILE])
+    assert r["seccomp"] == 2
+    b = r["blocked"]
+    # Not in its allow list: the profile's defaultErrnoRet, ENOSYS.
+    assert b["add_key"] == "ENOSYS"
+    assert b["io_uring_setup"] == "ENOSYS"
+    # An explicit SCMP_ACT_ERRNO rule with errnoRet 1.
+    assert b["userfaultfd"] == "EPERM"
+    # Allowed only with CAP_SYS_ADMIN, which the payload does not have: EPERM.
+    assert b["bpf"] == "EPERM"
+    assert b["perf_event_open"] == "EPERM"
+    # Allowed by podman's profile (so this is really that profile, not the default).
+    assert b["keyctl"] == "ok"
+    assert b["clone3"] == "EINVAL"
+
+
+def test_seccomp_json_file_applies_errno_ret_per_syscall(csb, tmp_path):
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+        "syscalls": [
+            {"names": ["keyctl"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13},
+            {"names": ["bpf", "add_key"], "action": "SCMP_ACT_ERRNO"},
+        ],
+    }))
+    r = csb.probe(opts=["--seccomp", str(profile)])
+    assert r["seccomp"] == 2
+    assert r["blocked"]["keyctl"] == "EACCES"
+    assert r["blocked"]["bpf"] == "EPERM"
+    assert r["blocked"]["add_key"] == "EPERM"
+    assert r["blocked"]["perf_event_open"] == "EFAULT"  # not listed: allowed

@@ -1,0 +1,722 @@
+/* probe: a static multi-call helper placed inside sandboxes by the integration tests.
+ * `probe` / `probe report` prints what the process sees as one JSON object; the other
+ * subcommands are the small actions the tests need (write, read, exit, signals, sleepers,
+ * connect). It only uses libc, never crashes on a missing file, and every call that a
+ * seccomp profile may deny is made with harmless arguments (mostly invalid ones, so the
+ * kernel's own answer, e.g. EFAULT, differs from the filter's EPERM/ENOSYS). */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int first; /* JSON: no comma before the next member */
+
+static void json_str(const char *s)
+{
+        putchar('"');
+        for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+                if (*p == '"' || *p == '\\')
+                        printf("\\%c", *p);
+                else if (*p == '\n')
+                        fputs("\\n", stdout);
+                else if (*p == '\t')
+                        fputs("\\t", stdout);
+                else if (*p < 0x20 || *p >= 0x7f)
+                        printf("\\u%04x", *p); /* bytes as code points: lossless enough */
+                else
+                        putchar(*p);
+        }
+        putchar('"');
+}
+
+static void key(const char *k)
+{
+        if (!first)
+                putchar(',');
+        first = 0;
+        json_str(k);
+        putchar(':');
+}
+
+static void kv_str(const char *k, const char *v)
+{
+        key(k);
+        if (v)
+                json_str(v);
+        else
+                fputs("null", stdout);
+}
+
+static void kv_int(const char *k, long long v)
+{
+        key(k);
+        printf("%lld", v);
+}
+
+static void open_obj(const char *k)
+{
+        if (k)
+                key(k);
+        putchar('{');
+        first = 1;
+}
+
+static void open_arr(const char *k)
+{
+        key(k);
+        putchar('[');
+        first = 1;
+}
+
+static void close_obj(void)
+{
+        putchar('}');
+        first = 0;
+}
+
+static void close_arr(void)
+{
+        putchar(']');
+        first = 0;
+}
+
+static void item_str(const char *s)
+{
+        if (!first)
+                putchar(',');
+        first = 0;
+        json_str(s);
+}
+
+/* "ok" for 0, else the errno's symbolic name (glibc's table: one source of truth). */
+static const char *errno_name(int e)
+{
+        static char buf[32];
+        if (e == 0)
+                return "ok";
+        const char *n = strerrorname_np(e);
+        if (n)
+                return n;
+        snprintf(buf, sizeof(buf), "E%d", e);
+        return buf;
+}
+
+static int signal_number(const char *s)
+{
+        if (s[0] >= '0' && s[0] <= '9')
+                return atoi(s);
+        if (!strncmp(s, "SIG", 3))
+                s += 3;
+        for (int sig = 1; sig < NSIG; sig++) {
+                const char *n = sigabbrev_np(sig);
+                if (n && !strcmp(n, s))
+                        return sig;
+        }
+        return -1;
+}
+
+static const char *signal_name(int sig)
+{
+        static char buf[24];
+        const char *n = sigabbrev_np(sig);
+        if (n)
+                snprintf(buf, sizeof(buf), "SIG%s", n);
+        else
+                snprintf(buf, sizeof(buf), "SIG%d", sig);
+        return buf;
+}
+
+/* The whole file, NUL-terminated, or NULL; bounded so a huge file cannot hurt. */
+static char *slurp(const char *path)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        size_t cap = 1 << 20, len = 0;
+        char *buf = malloc(cap + 1);
+        if (!buf) {
+                close(fd);
+                return NULL;
+        }
+        for (;;) {
+                ssize_t n = read(fd, buf + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                len += (size_t)n;
+                if (len == cap)
+                        break;
+        }
+        close(fd);
+        buf[len] = '\0';
+        return buf;
+}
+
+/* The value of "Name:\t..." in /proc/self/status, whitespace trimmed. */
+static void status_field(const char *status, const char *name, char *out, size_t outlen)
+{
+        out[0] = '\0';
+        size_t nl = strlen(name);
+        for (const char *p = status; p && *p;) {
+                if (!strncmp(p, name, nl) && p[nl] == ':') {
+                        p += nl + 1;
+                        while (*p == ' ' || *p == '\t')
+                                p++;
+                        size_t n = strcspn(p, "\n");
+                        if (n >= outlen)
+                                n = outlen - 1;
+                        memcpy(out, p, n);
+                        out[n] = '\0';
+                        return;
+                }
+                p = strchr(p, '\n');
+                if (p)
+                        p++;
+        }
+}
+
+static void kv_file(const char *k, const char *path)
+{
+        char *s = slurp(path);
+        kv_str(k, s);
+        free(s);
+}
+
+static void kv_link(const char *k, const char *path)
+{
+        char buf[4096];
+        ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+        if (n < 0) {
+                kv_str(k, NULL);
+                return;
+        }
+        buf[n] = '\0';
+        kv_str(k, buf);
+}
+
+/* Run fn in a forked child and report how it went: fn returns an errno (0 = ok). */
+static const char *in_child(int (*fn)(void))
+{
+        static char buf[32];
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0)
+                return errno_name(errno);
+        if (pid == 0)
+                _exit(fn() & 0xff);
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return "ECHILD";
+        if (WIFSIGNALED(st)) {
+                snprintf(buf, sizeof(buf), "%s", signal_name(WTERMSIG(st)));
+                return buf;
+        }
+        return errno_name(WEXITSTATUS(st));
+}
+
+static int pty_request; /* which ioctl the tty child issues */
+
+/* TIOCSTI only works on the caller's controlling tty (otherwise the kernel itself says
+ * EPERM), so the child makes a fresh pty its controlling terminal first. */
+static int tty_child(void)
+{
+        if (setsid() < 0)
+                return errno;
+        int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (m < 0)
+                return errno;
+        if (unlockpt(m) < 0)
+                return errno;
+        char *name = ptsname(m);
+        if (!name)
+                return errno;
+        int s = open(name, O_RDWR | O_CLOEXEC); /* no O_NOCTTY: becomes ours */
+        if (s < 0)
+                return errno;
+        ioctl(s, TIOCSCTTY, 0);
+        char c = ' ';
+        char sub = 0x7f; /* no such TIOCLINUX subcode: harmless where it reaches the kernel */
+        long r;
+        if (pty_request == 0)
+                r = syscall(SYS_ioctl, s, (unsigned long)TIOCSTI, &c);
+        else if (pty_request == 1)
+                r = syscall(SYS_ioctl, s, 0x100000000UL | TIOCSTI, &c);
+        else
+                r = syscall(SYS_ioctl, s, (unsigned long)TIOCLINUX, &sub);
+        return r < 0 ? errno : 0;
+}
+
+static int unshare_user_child(void)
+{
+        return unshare(CLONE_NEWUSER) < 0 ? errno : 0;
+}
+
+/* mount needs CAP_SYS_ADMIN, which only a nested user namespace gives back; the result
+ * reported is the mount call's own. */
+static int mount_child(void)
+{
+        unshare(CLONE_NEWUSER | CLONE_NEWNS);
+        return mount("probe", "/tmp", "tmpfs", 0, "size=16k") < 0 ? errno : 0;
+}
+
+#ifdef __x86_64__
+static int keyctl_i386_child(void)
+{
+        long ret = 288; /* i386 __NR_keyctl; KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING */
+        __asm__ volatile("int $0x80" : "+a"(ret) : "b"(0), "c"(-3), "d"(0) : "memory");
+        return ret < 0 && ret > -4096 ? (int)-ret : 0;
+}
+#endif
+
+static const char *sys_result(long r)
+{
+        return errno_name(r < 0 ? errno : 0);
+}
+
+static void report_blocked(void)
+{
+        open_obj("blocked");
+        pty_request = 0;
+        kv_str("tiocsti", in_child(tty_child));
+        pty_request = 1;
+        kv_str("tiocsti_high", in_child(tty_child));
+        pty_request = 2;
+        kv_str("tioclinux", in_child(tty_child));
+        kv_str("keyctl", sys_result(syscall(SYS_keyctl, 0 /* GET_KEYRING_ID */, -3, 0)));
+        /* A NULL type is refused by the kernel with EFAULT before any key is made. */
+        kv_str("add_key", sys_result(syscall(SYS_add_key, NULL, "probe", "x", 1, -2)));
+        kv_str("bpf", sys_result(syscall(SYS_bpf, 0x7fff, NULL, 0)));
+        kv_str("perf_event_open", sys_result(syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0)));
+        /* UFFD_USER_MODE_ONLY passes the sysctl gate; the O_RDWR bit makes it EINVAL. */
+        kv_str("userfaultfd", sys_result(syscall(SYS_userfaultfd, 1 | O_RDWR)));
+        kv_str("io_uring_setup", sys_result(syscall(SYS_io_uring_setup, 1, NULL)));
+        kv_str("clone3", sys_result(syscall(SYS_clone3, NULL, 0)));
+        kv_str("unshare_user", in_child(unshare_user_child));
+        kv_str("mount", in_child(mount_child));
+#ifdef __x86_64__
+        kv_str("keyctl_x32", sys_result(syscall(0x40000000 | SYS_keyctl, 0, -3, 0)));
+        kv_str("keyctl_i386", in_child(keyctl_i386_child));
+#endif
+        close_obj();
+}
+
+static void report_interfaces(void)
+{
+        open_arr("interfaces");
+        FILE *f = fopen("/proc/net/dev", "re");
+        int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        char line[512];
+        int lineno = 0;
+        while (f && fgets(line, sizeof(line), f)) {
+                if (++lineno <= 2)
+                        continue; /* two header lines */
+                char *colon = strchr(line, ':');
+                if (!colon)
+                        continue;
+                *colon = '\0';
+                char *name = line + strspn(line, " ");
+                if (!first)
+                        putchar(',');
+                putchar('{');
+                first = 1;
+                kv_str("name", name);
+                struct ifreq ifr;
+                memset(&ifr, 0, sizeof(ifr));
+                snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+                key("up");
+                if (sock >= 0 && ioctl(sock, SIOCGIFFLAGS, &ifr) == 0)
+                        fputs(ifr.ifr_flags & IFF_UP ? "true" : "false", stdout);
+                else
+                        fputs("null", stdout);
+                close_obj();
+        }
+        if (f)
+                fclose(f);
+        if (sock >= 0)
+                close(sock);
+        close_arr();
+}
+
+static void report_lines(const char *k, const char *path)
+{
+        open_arr(k);
+        char *s = slurp(path);
+        for (char *p = s, *nl; p && *p; p = nl + 1) {
+                nl = strchr(p, '\n');
+                if (nl)
+                        *nl = '\0';
+                item_str(p);
+                if (!nl)
+                        break;
+        }
+        free(s);
+        close_arr();
+}
+
+/* Numeric entries of /proc (the processes this pid namespace sees) and open fds. */
+static void report_dir_numbers(const char *k, const char *path, int with_target)
+{
+        open_arr(k);
+        DIR *d = opendir(path);
+        while (d) {
+                struct dirent *e = readdir(d);
+                if (!e)
+                        break;
+                if (e->d_name[0] < '0' || e->d_name[0] > '9')
+                        continue;
+                if (with_target && atoi(e->d_name) == dirfd(d))
+                        continue;
+                if (!first)
+                        putchar(',');
+                if (!with_target) {
+                        printf("%d", atoi(e->d_name));
+                        first = 0;
+                        continue;
+                }
+                putchar('{');
+                first = 1;
+                kv_int("fd", atoi(e->d_name));
+                char p[512];
+                snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+                kv_link("target", p);
+                close_obj();
+        }
+        if (d)
+                closedir(d);
+        close_arr();
+}
+
+/* NUL-separated arguments as an array. */
+static void report_cmdline(const char *k, const char *path)
+{
+        char buf[4096];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+                close(fd);
+        open_arr(k);
+        for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+                buf[n] = '\0';
+                item_str(buf + i);
+        }
+        close_arr();
+}
+
+static int report(int argc, char **argv)
+{
+        char *status = slurp("/proc/self/status");
+        char buf[256];
+        open_obj(NULL);
+        /* First, before this probe forks anything. */
+        report_dir_numbers("procs", "/proc", 0);
+        report_dir_numbers("fds", "/proc/self/fd", 1);
+        kv_int("uid", getuid());
+        kv_int("gid", getgid());
+        kv_int("euid", geteuid());
+        kv_int("egid", getegid());
+        open_arr("groups");
+        gid_t groups[256];
+        int n = getgroups(256, groups);
+        for (int i = 0; i < n; i++) {
+                printf("%s%u", first ? "" : ",", (unsigned)groups[i]);
+                first = 0;
+        }
+        close_arr();
+        kv_file("uid_map", "/proc/self/uid_map");
+        kv_file("gid_map", "/proc/self/gid_map");
+        kv_file("setgroups", "/proc/self/setgroups");
+        open_obj("caps");
+        static const char *const caps[] = {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"};
+        for (size_t i = 0; i < 5; i++) {
+                status_field(status, caps[i], buf, sizeof(buf));
+                kv_str(caps[i], status ? buf : NULL);
+        }
+        close_obj();
+        status_field(status, "NoNewPrivs", buf, sizeof(buf));
+        kv_int("no_new_privs", buf[0] ? atoi(buf) : -1);
+        status_field(status, "Seccomp", buf, sizeof(buf));
+        kv_int("seccomp", buf[0] ? atoi(buf) : -1);
+        kv_int("prctl_no_new_privs", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0));
+        status_field(status, "SigBlk", buf, sizeof(buf));
+        kv_str("sigblk", buf);
+        status_field(status, "SigIgn", buf, sizeof(buf));
+        kv_str("sigign", buf);
+        kv_int("pid", getpid());
+        kv_int("ppid", getppid());
+        kv_file("pid1_comm", "/proc/1/comm");
+        report_cmdline("pid1_cmdline", "/proc/1/cmdline");
+        open_obj("ns");
+        static const char *const nss[] = {"user", "mnt", "pid", "ipc", "uts", "net", "cgroup"};
+        for (size_t i = 0; i < sizeof(nss) / sizeof(nss[0]); i++) {
+                char p[64];
+                snprintf(p, sizeof(p), "/proc/self/ns/%s", nss[i]);
+                kv_link(nss[i], p);
+        }
+        close_obj();
+        struct utsname u;
+        kv_str("hostname", uname(&u) == 0 ? u.nodename : NULL);
+        char cwd[4096];
+        kv_str("cwd", getcwd(cwd, sizeof(cwd)));
+        open_arr("argv");
+        for (int i = 0; i < argc; i++)
+                item_str(argv[i]);
+        close_arr();
+        open_obj("env");
+        for (char **e = environ; e && *e; e++) {
+                char *eq = strchr(*e, '=');
+                if (!eq)
+                        continue;
+                *eq = '\0';
+                kv_str(*e, eq + 1);
+                *eq = '=';
+        }
+        close_obj();
+        report_lines("mountinfo", "/proc/self/mountinfo");
+        report_interfaces();
+        report_blocked();
+        close_obj();
+        putchar('\n');
+        free(status);
+        return 0;
+}
+
+static int cmd_write(const char *path, const char *content)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+        int e = 0;
+        if (fd < 0)
+                e = errno;
+        else if (write(fd, content, strlen(content)) < 0 || close(fd) < 0)
+                e = errno;
+        printf("{\"errno\":\"%s\"}\n", errno_name(e));
+        return 0;
+}
+
+static int cmd_read(const char *path)
+{
+        errno = 0;
+        char *s = slurp(path);
+        open_obj(NULL);
+        kv_str("errno", errno_name(s ? 0 : errno));
+        kv_str("content", s);
+        close_obj();
+        putchar('\n');
+        free(s);
+        return 0;
+}
+
+static int cmd_stat(const char *path)
+{
+        struct stat st;
+        open_obj(NULL);
+        if (lstat(path, &st) < 0) {
+                kv_str("errno", errno_name(errno));
+                close_obj();
+                putchar('\n');
+                return 0;
+        }
+        kv_str("errno", "ok");
+        const char *type = S_ISREG(st.st_mode)   ? "file"
+                           : S_ISDIR(st.st_mode) ? "dir"
+                           : S_ISLNK(st.st_mode) ? "symlink"
+                           : S_ISCHR(st.st_mode) ? "char"
+                           : S_ISBLK(st.st_mode) ? "block"
+                                                 : "other";
+        kv_str("type", type);
+        char mode[8];
+        snprintf(mode, sizeof(mode), "%04o", (unsigned)(st.st_mode & 07777));
+        kv_str("mode", mode);
+        kv_int("uid", st.st_uid);
+        kv_int("gid", st.st_gid);
+        kv_int("size", st.st_size);
+        kv_link("target", path);
+        close_obj();
+        putchar('\n');
+        return 0;
+}
+
+static int cmd_ls(const char *path)
+{
+        DIR *d = opendir(path);
+        open_obj(NULL);
+        kv_str("errno", errno_name(d ? 0 : errno));
+        open_arr("entries");
+        while (d) {
+                struct dirent *e = readdir(d);
+                if (!e)
+                        break;
+                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                        item_str(e->d_name);
+        }
+        if (d)
+                closedir(d);
+        close_arr();
+        close_obj();
+        putchar('\n');
+        return 0;
+}
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+        got_signal = sig;
+}
+
+/* Prints "ready", waits for one signal, prints its name, then dies of it (exit 128+N where
+ * its default is to be ignored), so both the delivery and the exit status are visible. */
+static int cmd_wait_signal(void)
+{
+        static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+                sigaction(sigs[i], &sa, NULL);
+        puts("ready");
+        fflush(stdout);
+        while (!got_signal)
+                pause();
+        int sig = got_signal;
+        puts(signal_name(sig));
+        fflush(stdout);
+        signal(sig, SIG_DFL);
+        if (sig != SIGWINCH) {
+                sigset_t set;
+                sigemptyset(&set);
+                sigaddset(&set, sig);
+                sigprocmask(SIG_UNBLOCK, &set, NULL);
+                raise(sig);
+        }
+        return 128 + sig;
+}
+
+static void sleep_seconds(const char *s)
+{
+        unsigned left = (unsigned)atoi(s);
+        while (left > 0)
+                left = sleep(left);
+}
+
+/* A grandchild (re-exec'd, so the marker is in its argv) that outlives its parent. */
+static int cmd_spawn_sleeper(const char *seconds, const char *marker, int then_exit)
+{
+        fflush(stdout);
+        pid_t child = fork();
+        if (child == 0) {
+                if (fork() == 0) {
+                        execl("/proc/self/exe", "probe", "sleep", seconds, marker, (char *)NULL);
+                        _exit(127);
+                }
+                _exit(0);
+        }
+        if (child > 0)
+                waitpid(child, NULL, 0);
+        puts("ready");
+        fflush(stdout);
+        if (!then_exit)
+                sleep_seconds(seconds);
+        return 0;
+}
+
+static int cmd_connect(const char *host, const char *port)
+{
+        struct sockaddr_storage ss;
+        memset(&ss, 0, sizeof(ss));
+        socklen_t len;
+        struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        int e = 0;
+        if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+                in4->sin_family = AF_INET;
+                in4->sin_port = htons((uint16_t)atoi(port));
+                len = sizeof(*in4);
+        } else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+                in6->sin6_family = AF_INET6;
+                in6->sin6_port = htons((uint16_t)atoi(port));
+                len = sizeof(*in6);
+        } else {
+                printf("{\"errno\":\"EINVAL\"}\n");
+                return 0;
+        }
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                e = errno;
+        else if (connect(fd, (struct sockaddr *)&ss, len) < 0)
+                e = errno;
+        if (fd >= 0)
+                close(fd);
+        printf("{\"errno\":\"%s\"}\n", errno_name(e));
+        return 0;
+}
+
+static int usage(void)
+{
+        fputs("usage: probe [report [ARG...]] | write PATH [CONTENT] | read PATH | stat PATH |"
+              " ls PATH | exit N | kill-self SIG | wait-signal | sleep SECONDS |"
+              " spawn-sleeper SECONDS MARKER [--exit] | connect HOST PORT\n",
+              stderr);
+        return 2;
+}
+
+int main(int argc, char **argv)
+{
+        const char *cmd = argc > 1 ? argv[1] : "report";
+        if (!strcmp(cmd, "report"))
+                return report(argc, argv);
+        if (!strcmp(cmd, "write") && argc >= 3)
+                return cmd_write(argv[2], argc >= 4 ? argv[3] : "probe\n");
+        if (!strcmp(cmd, "read") && argc >= 3)
+                return cmd_read(argv[2]);
+        if (!strcmp(cmd, "stat") && argc >= 3)
+                return cmd_stat(argv[2]);
+        if (!strcmp(cmd, "ls") && argc >= 3)
+                return cmd_ls(argv[2]);
+        if (!strcmp(cmd, "exit") && argc >= 3)
+                return atoi(argv[2]);
+        if (!strcmp(cmd, "kill-self") && argc >= 3) {
+                int sig = signal_number(argv[2]);
+                if (sig <= 0)
+                        return usage();
+                sigset_t set;
+                sigemptyset(&set);
+                sigaddset(&set, sig);
+                signal(sig, SIG_DFL);
+                sigprocmask(SIG_UNBLOCK, &set, NULL);
+                kill(getpid(), sig);
+                return 1; /* still alive: the signal was not fatal */
+        }
+        if (!strcmp(cmd, "wait-signal"))
+                return cmd_wait_signal();
+        if (!strcmp(cmd, "sleep") && argc >= 3) {
+                sleep_seconds(argv[2]);
+                return 0;
+        }
+        if (!strcmp(cmd, "spawn-sleeper") && argc >= 4)
+                return cmd_spawn_sleeper(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "--exit"));
+        if (!strcmp(cmd, "connect") && argc >= 4)
+                return cmd_connect(argv[2], argv[3]);
+        return usage();
+}
