@@ -9,14 +9,13 @@
 struct cs_error;
 
 /* Limits on an untrusted JSON profile. */
-#define SECCOMP_FILE_MAX  (4u << 20)
+#define SECCOMP_FILE_MAX (4u << 20)
 
 /* The precompiled program of a builtin profile (DEFAULT or STRICT); ret->filter points at
  * static storage: do not free. */
 int seccomp_builtin(enum spec_seccomp kind, struct sock_fprog *ret, struct cs_error *err);
 /* Compile a builtin profile with libseccomp now (used by seccomp-gen and the unit tests). */
-int seccomp_compile_builtin(enum spec_seccomp kind, struct sock_fprog *ret,
-                            struct cs_error *err);
+int seccomp_compile_builtin(enum spec_seccomp kind, struct sock_fprog *ret, struct cs_error *err);
 /* Compile an OCI/Docker JSON seccomp profile. origin names it in errors (the file path);
  * parse errors carry line:column. */
 int seccomp_compile_oci(const char *json, size_t len, const char *origin, struct sock_fprog *ret,
