@@ -122,9 +122,7 @@ static void helper_child(const struct net_helper *h, char *const argv[], pid_t p
                 dup2(devnull, 1);
         }
         dup2(errw, 2);
-        for (int fd = 3; fd < 1024; fd++)
-                if (fd != keep1 && fd != keep2)
-                        close(fd);
+        /* Everything else of ours is close-on-exec already; only the two pipes go along. */
         if (keep1 >= 0)
                 fcntl(keep1, F_SETFD, 0);
         if (keep2 >= 0)
@@ -160,10 +158,11 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_hel
                  * loopback); the gateway address maps to the host's loopback only when
                  * asked, and then it is 169.254.1.2; DNS to 169.254.1.3 goes to the host's
                  * resolver. pasta writes the pid file once the namespace is configured. */
-                static char *const fixed[] = {
-                    "--config-net", "--quiet",       "--foreground", "-t",   "none",
-                    "-u",           "none",          "-T",           "none", "-U",
-                    "none",         "--dns-forward", SPEC_NET_DNS};
+                static char *const fixed[] = {"--config-net", "--quiet", "--foreground",
+                                              /* addresses come from --config-net */
+                                              "--no-dhcp", "--no-dhcpv6", "--no-ra", "-t", "none",
+                                              "-u", "none", "-T", "none", "-U", "none",
+                                              "--dns-forward", SPEC_NET_DNS};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         argv[n++] = fixed[i];
                 if (s->map_host_loopback) {
@@ -250,9 +249,11 @@ int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err)
 void netns_helper_stop(struct net_helper *h)
 {
         if (h->pid > 0) {
+                /* SIGKILL ends it; its exit then unregisters the tap device, which takes the
+                 * kernel tens of milliseconds of RCU grace periods. Nobody needs to wait for
+                 * that: reap it if it is gone already, else leave the corpse to init. */
                 kill(h->pid, SIGKILL);
-                while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
+                waitpid(h->pid, NULL, WNOHANG);
                 h->pid = -1;
         }
         if (h->ready_fd >= 0)
