@@ -11,8 +11,10 @@
 #include <grp.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -641,34 +644,158 @@ static int cmd_spawn_sleeper(const char *seconds, const char *marker, int then_e
         return 0;
 }
 
-static int cmd_connect(const char *host, const char *port)
+/* A connect that gives up after 3 s, so an address that drops packets answers quickly. */
+static int connect_bounded(int fd, const struct sockaddr *sa, socklen_t len)
 {
-        struct sockaddr_storage ss;
-        memset(&ss, 0, sizeof(ss));
-        socklen_t len;
-        struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
         int e = 0;
+        socklen_t el = sizeof(e);
+
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        if (connect(fd, sa, len) == 0)
+                return 0;
+        if (errno != EINPROGRESS)
+                return errno;
+        if (poll(&p, 1, 3000) <= 0)
+                return ETIMEDOUT;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+                return errno;
+        return e;
+}
+
+static int parse_addr(const char *host, const char *port, struct sockaddr_storage *ss,
+                      socklen_t *len)
+{
+        struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+        memset(ss, 0, sizeof(*ss));
         if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
                 in4->sin_family = AF_INET;
                 in4->sin_port = htons((uint16_t)atoi(port));
-                len = sizeof(*in4);
-        } else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+                *len = sizeof(*in4);
+                return 0;
+        }
+        if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
                 in6->sin6_family = AF_INET6;
                 in6->sin6_port = htons((uint16_t)atoi(port));
-                len = sizeof(*in6);
-        } else {
+                *len = sizeof(*in6);
+                return 0;
+        }
+        return -1;
+}
+
+static int cmd_connect(const char *host, const char *port)
+{
+        struct sockaddr_storage ss;
+        socklen_t len;
+        int fd, e;
+
+        if (parse_addr(host, port, &ss, &len) < 0) {
                 printf("{\"errno\":\"EINVAL\"}\n");
                 return 0;
         }
-        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                e = errno;
-        else if (connect(fd, (struct sockaddr *)&ss, len) < 0)
-                e = errno;
+        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        e = fd < 0 ? errno : connect_bounded(fd, (struct sockaddr *)&ss, len);
         if (fd >= 0)
                 close(fd);
         printf("{\"errno\":\"%s\"}\n", errno_name(e));
+        return 0;
+}
+
+/* connect-unix NAME: a leading @ names an abstract socket. */
+static int cmd_connect_unix(const char *name)
+{
+        struct sockaddr_un sun = {.sun_family = AF_UNIX};
+        size_t n = strlen(name);
+        socklen_t len;
+        int fd, e;
+
+        if (n >= sizeof(sun.sun_path))
+                return 2;
+        memcpy(sun.sun_path, name, n);
+        if (name[0] == '@')
+                sun.sun_path[0] = '\0';
+        len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        e = fd < 0 ? errno : (connect(fd, (struct sockaddr *)&sun, len) < 0 ? errno : 0);
+        if (fd >= 0)
+                close(fd);
+        printf("{\"errno\":\"%s\"}\n", errno_name(e));
+        return 0;
+}
+
+/* dns-a NAME SERVER: one UDP query for an A record; prints the first answer's address. */
+static int cmd_dns_a(const char *name, const char *server)
+{
+        unsigned char q[512], a[1500];
+        struct sockaddr_storage ss;
+        struct pollfd p;
+        socklen_t len;
+        size_t n = 12;
+        ssize_t got;
+        char addr[INET_ADDRSTRLEN] = "";
+        int fd, e = 0;
+
+        memset(q, 0, sizeof(q));
+        q[0] = 0x43, q[1] = 0x53; /* id */
+        q[2] = 0x01;              /* recursion desired */
+        q[5] = 1;                 /* one question */
+        for (const char *l = name; *l;) {
+                const char *dot = strchr(l, '.');
+                size_t ln = dot ? (size_t)(dot - l) : strlen(l);
+
+                if (ln == 0 || ln > 63 || n + ln + 6 > sizeof(q))
+                        return 2;
+                q[n++] = (unsigned char)ln;
+                memcpy(q + n, l, ln);
+                n += ln;
+                l += ln + (dot ? 1 : 0);
+        }
+        q[n++] = 0;
+        q[n++] = 0, q[n++] = 1; /* type A */
+        q[n++] = 0, q[n++] = 1; /* class IN */
+        if (parse_addr(server, "53", &ss, &len) < 0)
+                return 2;
+        fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || sendto(fd, q, n, 0, (struct sockaddr *)&ss, len) < 0) {
+                e = errno;
+        } else {
+                p.fd = fd;
+                p.events = POLLIN;
+                if (poll(&p, 1, 3000) <= 0) {
+                        e = ETIMEDOUT;
+                } else if ((got = recv(fd, a, sizeof(a), 0)) < 12) {
+                        e = got < 0 ? errno : EPROTO;
+                } else {
+                        /* Skip the question, then take the first A answer. */
+                        size_t i = n;
+                        unsigned ancount = (unsigned)(a[6] << 8 | a[7]);
+
+                        for (unsigned k = 0; k < ancount && i + 12 <= (size_t)got; k++) {
+                                unsigned type, rdlen;
+
+                                if ((a[i] & 0xc0) == 0xc0)
+                                        i += 2;
+                                else
+                                        while (i < (size_t)got && a[i])
+                                                i += a[i] + 1u;
+                                if (i + 10 > (size_t)got)
+                                        break;
+                                type = (unsigned)(a[i] << 8 | a[i + 1]);
+                                rdlen = (unsigned)(a[i + 8] << 8 | a[i + 9]);
+                                i += 10;
+                                if (type == 1 && rdlen == 4 && i + 4 <= (size_t)got) {
+                                        inet_ntop(AF_INET, a + i, addr, sizeof(addr));
+                                        break;
+                                }
+                                i += rdlen;
+                        }
+                }
+        }
+        if (fd >= 0)
+                close(fd);
+        printf("{\"errno\":\"%s\",\"address\":\"%s\"}\n", errno_name(e), addr);
         return 0;
 }
 
@@ -676,7 +803,8 @@ static int usage(void)
 {
         fputs("usage: probe [report [ARG...]] | write PATH [CONTENT] | read PATH | stat PATH |"
               " ls PATH | exit N | kill-self SIG | wait-signal | sleep SECONDS |"
-              " spawn-sleeper SECONDS MARKER [--exit] | connect HOST PORT\n",
+              " spawn-sleeper SECONDS MARKER [--exit] | connect HOST PORT | connect-unix NAME |"
+              " dns-a NAME SERVER\n",
               stderr);
         return 2;
 }
@@ -718,5 +846,9 @@ int main(int argc, char **argv)
                 return cmd_spawn_sleeper(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "--exit"));
         if (!strcmp(cmd, "connect") && argc >= 4)
                 return cmd_connect(argv[2], argv[3]);
+        if (!strcmp(cmd, "connect-unix") && argc >= 3)
+                return cmd_connect_unix(argv[2]);
+        if (!strcmp(cmd, "dns-a") && argc >= 4)
+                return cmd_dns_a(argv[2], argv[3]);
         return usage();
 }
