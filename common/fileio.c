@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -97,6 +98,32 @@ int cs_write_all(int fd, const void *buf, size_t len)
                         return -errno;
                 p += n;
                 len -= (size_t)n;
+        }
+        return 0;
+}
+
+int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                         struct cs_error *err)
+{
+        char partial[256];
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (strchr(name, '/') || strlen(name) > 200)
+                return cs_error_setx(err, EINVAL, "write %s: not a plain file name", name);
+        snprintf(partial, sizeof(partial), ".%s.%d.partial", name, (int)getpid());
+        unlinkat(dirfd, partial, 0);
+        fd = openat(dirfd, partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0)
+                return cs_error_set(err, errno, "create %s", partial);
+        r = cs_write_all(fd, data, len);
+        if (r == 0 && fchmod(fd, mode) < 0)
+                r = -errno;
+        if (r == 0 && renameat(dirfd, partial, dirfd, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                unlinkat(dirfd, partial, 0);
+                return cs_error_set(err, -r, "write %s", name);
         }
         return 0;
 }

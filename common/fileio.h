@@ -2,6 +2,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct cs_error;
 
@@ -15,3 +16,10 @@ int cs_read_fd(int fd, const char *what, size_t max, char **ret_buf, size_t *ret
                struct cs_error *err);
 /* write(2) all of buf, retrying on EINTR and short writes. */
 int cs_write_all(int fd, const void *buf, size_t len);
+/* Write a file atomically relative to dirfd: a `.NAME.<pid>.partial` sibling written,
+ * fsync'd and renamed over NAME, so a reader (or a concurrent launch) sees the old or the
+ * new content, never a torn one. The partial is created O_EXCL|O_NOFOLLOW; NAME itself is
+ * replaced, never written through (a symlink planted at NAME is replaced, not followed).
+ * No fsync: these are copies regenerated on every launch, not data to keep. */
+int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                         struct cs_error *err);
