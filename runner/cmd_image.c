@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,10 +41,14 @@ static int fail(const struct cs_error *err)
         return err->status ? err->status : CS_EXIT_SETUP;
 }
 
-static int usage_error(const char *fmt, const char *arg)
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
+        va_list ap;
+
         fprintf(stderr, "csandbox: image: ");
-        fprintf(stderr, fmt, arg);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
         fprintf(stderr, "; see `csandbox image --help`\n");
         return CS_EXIT_SETUP;
 }
@@ -160,7 +165,7 @@ static int image_import(int argc, char **argv)
                 }
         }
         if (!o.source)
-                return usage_error("import needs a SRC%s", "");
+                return usage_error("import needs a SRC");
         if (!quiet && isatty(STDERR_FILENO))
                 o.progress = show_progress;
         r = store_open(NULL, &s, &err);
@@ -236,7 +241,7 @@ static int image_inspect(int argc, char **argv)
         int r;
 
         if (argc != 1)
-                return usage_error("inspect takes one NAME%s", "");
+                return usage_error("inspect takes one NAME");
         r = store_open(NULL, &s, &err);
         if (r == 0)
                 r = store_inspect(&s, argv[0], &json, &err);
@@ -255,7 +260,7 @@ static int image_rm(int argc, char **argv)
         int status = 0;
 
         if (argc < 1)
-                return usage_error("rm takes one or more NAMEs%s", "");
+                return usage_error("rm takes one or more NAMEs");
         if (store_open(NULL, &s, &err) < 0)
                 return fail(&err);
         for (int i = 0; i < argc; i++) {
@@ -277,7 +282,7 @@ static int image_prune(int argc, char **argv)
 
         (void)argv;
         if (argc > 0)
-                return usage_error("prune takes no arguments%s", "");
+                return usage_error("prune takes no arguments");
         r = store_open(NULL, &s, &err);
         if (r == 0)
                 r = store_prune(&s, &images, &tmp, &err);

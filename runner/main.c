@@ -1,10 +1,13 @@
 /* csandbox: command dispatch. The only place that prints errors and decides exit codes. */
+#include "cmd_image.h"
+#include "cmd_profile.h"
 #include "runner.h"
 #include "spec.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../image/store.h"
 #include "../policy/seccomp.h"
 
 #include <cjson/cJSON.h>
@@ -29,6 +32,9 @@ static const char usage_exec[] =
     "Root:\n"
     "  --rootfs DIR            pivot into DIR, read-only (default: the host's / read-only,\n"
     "                          with /home, /root, /tmp, /var/tmp, /run and $HOME empty)\n"
+    "  --image NAME            an imported image (csandbox image import) as the root, its\n"
+    "                          Env, WorkingDir and User as defaults, and, without a\n"
+    "                          COMMAND, its Entrypoint and Cmd\n"
     "  --writable              keep the root writable; writes go to a tmpfs and vanish\n"
     "Mounts (in command-line order, parents before children):\n"
     "  --bind SRC DST          bind SRC read-write at DST\n"
@@ -65,7 +71,13 @@ static const char usage_main[] =
     "Usage: csandbox COMMAND [ARGS]\n"
     "\n"
     "Commands:\n"
+    "  run PROFILE [-- CLAUDE_ARGS...]    Claude Code for a claude-profile profile, in a\n"
+    "                                     sandbox (see csandbox run --help)\n"
+    "  plan PROFILE [-- CLAUDE_ARGS...]   print that sandbox as JSON, start nothing\n"
     "  exec [OPTIONS] [--] CMD [ARG...]   run CMD in a sandbox (see csandbox exec --help)\n"
+    "  image import|ls|inspect|rm|prune   OCI images to run from (see csandbox image --help)\n"
+    "  list                               the profiles, their login and sandbox marker\n"
+    "  sandbox NAME [--on|--off]          show or set a profile's sandbox marker\n"
     "  help                               show this text\n"
     "  version                            show the version\n";
 
@@ -92,7 +104,8 @@ static const struct exec_flag exec_flags[] = {
     {"--chdir", 1},     {"--setenv", 2},
     {"--unsetenv", 1},  {"--env-file", 1},
     {"--env-fd", 1},    {"--seccomp", 1},
-    {"--plan", 0},      {"--help", 0},
+    {"--image", 1},     {"--plan", 0},
+    {"--help", 0},
 };
 
 static const struct exec_flag *exec_flag_find(const char *arg)
@@ -229,10 +242,68 @@ static int read_env_fd(struct sandbox_spec *s, const char *v, struct cs_error *e
         return r;
 }
 
-static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_plan, bool *ret_help,
-                      struct cs_error *err)
+/* The value of --image, if any: its config is the base the other flags build on. */
+static const char *prescan_image(int argc, char **argv)
+{
+        const char *image = NULL;
+
+        for (int i = 0; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0; i++) {
+                const struct exec_flag *f = exec_flag_find(argv[i]);
+
+                if (!f || i + f->nargs >= argc)
+                        break;
+                if (strcmp(argv[i], "--image") == 0)
+                        image = argv[i + 1];
+                i += f->nargs;
+        }
+        return image;
+}
+
+/* An imported image as the root: read-only (or an overlay with --writable), its Env as the
+ * base environment, its WorkingDir and User as the defaults. */
+static int apply_image(struct sandbox_spec *s, const char *name, struct image_ref *img,
+                       struct cs_error *err)
+{
+        uid_t uid;
+        gid_t gid;
+        int r;
+
+        r = store_open_image(name, img, err);
+        if (r < 0)
+                return cs_error_wrap(err, "--image %s", name);
+        s->root = SPEC_ROOT_DIR;
+        s->root_path = strdup(img->rootfs);
+        for (char **e = img->config.env; e && *e; e++) {
+                char *eq = strchr(*e, '=');
+                _cleanup_free_ char *k = eq ? strndup(*e, (size_t)(eq - *e)) : NULL;
+
+                if (k && spec_env_name_valid(k)) {
+                        r = spec_env_set(s, k, eq + 1, false, err);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (img->config.working_dir && img->config.working_dir[0] == '/') {
+                r = spec_normalize_dest(img->config.working_dir, "the image's WorkingDir", &s->cwd,
+                                        err);
+                if (r < 0)
+                        return r;
+                s->cwd_optional = true;
+        }
+        r = image_resolve_user(img->rootfs_fd, img->config.user ? img->config.user : "", &uid, &gid,
+                               err);
+        if (r < 0)
+                return cs_error_wrap(err, "--image %s: its User", name);
+        s->uid = uid;
+        s->gid = gid;
+        return 0;
+}
+
+static int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *img,
+                      bool *ret_plan, bool *ret_help, struct cs_error *err)
 {
         const char *term = getenv("TERM");
+        const char *image = prescan_image(argc, argv);
         int i, r;
 
         spec_init(s);
@@ -253,6 +324,11 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
         r = spec_add_base_mounts(s, err);
         if (r < 0)
                 return r;
+        if (image) {
+                r = apply_image(s, image, img, err);
+                if (r < 0)
+                        return r;
+        }
 
         for (i = 0; i < argc; i++) {
                 const char *a = argv[i];
@@ -282,8 +358,15 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
                 if (strcmp(a, "--help") == 0) {
                         *ret_help = true;
                         return 0;
+                } else if (strcmp(a, "--image") == 0) {
+                        /* Applied first (prescan_image). */
                 } else if (strcmp(a, "--rootfs") == 0) {
                         struct stat st;
+
+                        if (image)
+                                return cs_error_setx(err, EINVAL,
+                                                     "--rootfs and --image both name the root; "
+                                                     "give one of them");
 
                         free(s->root_path);
                         s->root_path = NULL;
@@ -369,7 +452,24 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
                 if (r < 0)
                         return r;
         }
-        if (i >= argc)
+        if (i >= argc && image) {
+                /* No COMMAND: the image's Entrypoint + Cmd. */
+                char *cmdv[256];
+                int n = 0;
+
+                for (char **e = img->config.entrypoint; e && *e && n < 255; e++)
+                        cmdv[n++] = *e;
+                for (char **e = img->config.cmd; e && *e && n < 255; e++)
+                        cmdv[n++] = *e;
+                if (n == 0)
+                        return cs_error_setx(err, EINVAL,
+                                             "--image %s has no Entrypoint or Cmd: give a "
+                                             "COMMAND",
+                                             image);
+                r = spec_set_argv(s, n, cmdv, err);
+                if (r < 0)
+                        return r;
+        } else if (i >= argc)
                 return cs_error_setx(err, EINVAL,
                                      "exec: no COMMAND given; usage: csandbox exec [OPTIONS] [--] "
                                      "COMMAND [ARG...]");
@@ -395,9 +495,11 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, bool *ret_p
                         s->cwd_optional = true;
                 }
         }
-        r = spec_set_argv(s, argc - i, argv + i, err);
-        if (r < 0)
-                return r;
+        if (i < argc) {
+                r = spec_set_argv(s, argc - i, argv + i, err);
+                if (r < 0)
+                        return r;
+        }
         spec_sort_mounts(s);
         return 0;
 }
@@ -420,15 +522,17 @@ static int print_plan(const struct sandbox_spec *s)
 static int cmd_exec(int argc, char **argv)
 {
         struct sandbox_spec s;
+        struct image_ref img = {.rootfs_fd = -1, .lock_fd = -1};
         struct cs_error err = {0};
         struct sock_fprog filter = {0};
         bool plan, help, owned = false;
         int status = CS_EXIT_SETUP;
         int r;
 
-        r = parse_exec(argc, argv, &s, &plan, &help, &err);
+        r = parse_exec(argc, argv, &s, &img, &plan, &help, &err);
         if (r < 0) {
                 spec_free(&s);
+                image_ref_free(&img);
                 return fail(&err);
         }
         if (help) {
@@ -456,6 +560,8 @@ static int cmd_exec(int argc, char **argv)
         if (owned)
                 seccomp_fprog_free(&filter);
         spec_free(&s);
+        /* Held until the sandbox is gone: rm and prune leave a rootfs in use alone. */
+        image_ref_free(&img);
         return status;
 }
 
@@ -467,6 +573,12 @@ int main(int argc, char **argv)
         }
         if (strcmp(argv[1], "exec") == 0)
                 return cmd_exec(argc - 2, argv + 2);
+        if (strcmp(argv[1], "image") == 0)
+                return cmd_image(argc - 2, argv + 2);
+        if (strcmp(argv[1], "list") == 0)
+                return cmd_list(argc - 2, argv + 2);
+        if (strcmp(argv[1], "sandbox") == 0)
+                return cmd_sandbox(argc - 2, argv + 2);
         if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
             strcmp(argv[1], "-h") == 0) {
                 fputs(usage_main, stdout);

@@ -427,6 +427,24 @@ static void report_cmdline(const char *k, const char *path)
         close_arr();
 }
 
+/* "writable": {PATH: errno of opening it for appending, without creating or writing}. */
+static void report_writable(const char *paths)
+{
+        char buf[8192];
+
+        if (!paths)
+                return;
+        snprintf(buf, sizeof(buf), "%s", paths);
+        open_obj("writable");
+        for (char *save = NULL, *p = strtok_r(buf, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+                int fd = open(p, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+                kv_str(p, errno_name(fd < 0 ? errno : 0));
+                if (fd >= 0)
+                        close(fd);
+        }
+        close_obj();
+}
+
 static int report(int argc, char **argv)
 {
         char *status = slurp("/proc/self/status");
@@ -499,6 +517,7 @@ static int report(int argc, char **argv)
         report_lines("mountinfo", "/proc/self/mountinfo");
         report_interfaces();
         report_blocked();
+        report_writable(getenv("CSB_FAKE_CLAUDE_WRITABLE"));
         close_obj();
         putchar('\n');
         free(status);
@@ -809,9 +828,87 @@ static int usage(void)
         return 2;
 }
 
+/* As a fake claude: POST to every http hook URL in the --settings JSON, as claude would run
+ * the hook (the network tests check it arrives on the host). */
+static void fake_claude_hooks(int argc, char **argv)
+{
+        for (int i = 1; i + 1 < argc; i++) {
+                const char *p;
+
+                if (strcmp(argv[i], "--settings") != 0)
+                        continue;
+                for (p = argv[i + 1]; (p = strstr(p, "\"url\": \"http://")); p++) {
+                        char host[256], port[16] = "80", path[1024] = "/";
+                        const char *h = p + strlen("\"url\": \"http://"), *end = strchr(h, '"');
+                        const char *slash, *colon, *at;
+                        struct sockaddr_storage ss;
+                        socklen_t len;
+                        char req[1400];
+                        int fd;
+
+                        if (!end)
+                                break;
+                        slash = memchr(h, '/', (size_t)(end - h));
+                        if (!slash)
+                                slash = end;
+                        at = memchr(h, '@', (size_t)(slash - h));
+                        if (at)
+                                h = at + 1;
+                        colon = memchr(h, ':', (size_t)(slash - h));
+                        snprintf(host, sizeof(host), "%.*s", (int)((colon ? colon : slash) - h), h);
+                        if (colon)
+                                snprintf(port, sizeof(port), "%.*s", (int)(slash - colon - 1),
+                                         colon + 1);
+                        if (slash < end)
+                                snprintf(path, sizeof(path), "%.*s", (int)(end - slash), slash);
+                        if (parse_addr(host, port, &ss, &len) < 0)
+                                continue;
+                        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                        if (fd < 0)
+                                continue;
+                        if (connect_bounded(fd, (struct sockaddr *)&ss, len) == 0) {
+                                fcntl(fd, F_SETFL, 0);
+                                snprintf(req, sizeof(req),
+                                         "POST %s HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}", path);
+                                if (write(fd, req, strlen(req)) > 0)
+                                        (void)!read(fd, req, sizeof(req));
+                        }
+                        close(fd);
+                }
+        }
+}
+
+/* As a fake claude: add an MCP server to the profile's .claude.json, as a session could. */
+static void fake_claude_mcp_add(const char *name)
+{
+        char path[4096];
+        const char *dir = getenv("CLAUDE_CONFIG_DIR");
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/.claude.json", dir ? dir : ".");
+        f = fopen(path, "w");
+        if (f) {
+                fprintf(f, "{\"mcpServers\": {\"%s\": {\"command\": \"/bin/true\"}}}\n", name);
+                fclose(f);
+        }
+}
+
 int main(int argc, char **argv)
 {
         const char *cmd = argc > 1 ? argv[1] : "report";
+        const char *base = strrchr(argv[0], '/');
+
+        /* Placed as `claude` (csandbox run's tests): report what claude would see. */
+        if (strcmp(base ? base + 1 : argv[0], "claude") == 0) {
+                const char *exit_code = getenv("CSB_FAKE_CLAUDE_EXIT");
+
+                if (getenv("CSB_FAKE_CLAUDE_HOOK"))
+                        fake_claude_hooks(argc, argv);
+                if (getenv("CSB_FAKE_CLAUDE_MCP_ADD"))
+                        fake_claude_mcp_add(getenv("CSB_FAKE_CLAUDE_MCP_ADD"));
+                report(argc, argv);
+                return exit_code ? atoi(exit_code) : 0;
+        }
         if (!strcmp(cmd, "report"))
                 return report(argc, argv);
         if (!strcmp(cmd, "write") && argc >= 3)

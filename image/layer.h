@@ -1,0 +1,73 @@
+/* Layer extraction: a layer tar stream (plain, gzip or zstd) applied onto a rootfs
+ * directory fd, with OCI whiteouts, never writing outside that directory.
+ *
+ * Every entry's parent is resolved component by component from the rootfs fd with
+ * O_NOFOLLOW, so a symlink anywhere in a parent path (planted by this layer or an earlier
+ * one) fails the import instead of being followed; `..` and absolute names are refused
+ * before anything is resolved; files are created with O_EXCL|O_NOFOLLOW. libarchive's
+ * archive_write_disk is not used because it resolves by path string. */
+#pragma once
+#include "oci.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cs_error;
+
+struct layer_limits {
+        uint64_t max_size;    /* total uncompressed bytes over all layers */
+        uint64_t max_entries; /* total tar entries over all layers */
+        size_t max_path;      /* bytes in one entry name or link target */
+        size_t max_layers;
+};
+
+#define LAYER_DEFAULT_MAX_SIZE    (64ull << 30)
+#define LAYER_DEFAULT_MAX_ENTRIES 4000000ull
+#define LAYER_DEFAULT_MAX_PATH    4096u
+#define LAYER_DEFAULT_MAX_LAYERS  256u
+/* Deeper names are refused: the final walk holds one fd per level. */
+#define LAYER_MAX_DEPTH 256
+
+struct layer_stats {
+        uint64_t size;            /* bytes of regular file content */
+        uint64_t files;           /* entries present in the final tree */
+        uint64_t entries;         /* tar entries read */
+        uint64_t skipped_devices; /* character/block devices, fifos, sockets */
+        uint64_t skipped_xattrs;  /* xattrs the filesystem or our privileges refused */
+};
+
+/* Reads the next bytes of the (possibly compressed) layer blob: > 0 bytes, 0 at the end,
+ * < 0 with err filled. */
+typedef ssize_t (*layer_read_fn)(void *opaque, void *buf, size_t len, struct cs_error *err);
+
+struct layer_tree;
+
+/* root_fd is borrowed and must stay open until layer_tree_free. */
+int layer_tree_new(int root_fd, const struct layer_limits *lim, struct layer_tree **ret,
+                   struct cs_error *err);
+void layer_tree_free(struct layer_tree *t);
+
+/* Apply one layer on top of what is there. what names the layer in messages ("layer 2/3
+ * (sha256:...)"). expect: the compression the media type declares, or -1 to accept any
+ * of none/gzip/zstd. ret_diff_id: sha256 of the uncompressed stream. */
+int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_fn read,
+                void *opaque, unsigned char ret_diff_id[32], struct cs_error *err);
+
+/* After the last layer: give directories their recorded modes and mtimes (they stay
+ * u+rwx while layers are applied), count the tree, and write the ownership metadata to
+ * meta_fd, one line per path: "MODE UID GID PATH\n" (MODE in octal with the type bits,
+ * PATH relative to the rootfs, "." for the root, bytes <= ' ', '\\' and >= 0x7f as \ooo). */
+int layer_tree_finish(struct layer_tree *t, int meta_fd, struct cs_error *err);
+const struct layer_stats *layer_tree_stats(const struct layer_tree *t);
+
+/* An entry name as a relative path without `.`/empty components ("" for the root).
+ * Refuses absolute names, `..`, names longer than max_path or deeper than LAYER_MAX_DEPTH. */
+int layer_path_normalize(const char *name, size_t max_path, char **ret, struct cs_error *err);
+
+/* Remove name under dirfd, recursively when it is a directory; symlinks are never followed
+ * and read-only directories are made writable first. ENOENT is not an error. */
+int layer_remove_at(int dirfd, const char *name, struct cs_error *err);
+
+/* Escape a path for the metadata file (see layer_tree_finish); returns bytes written
+ * excluding the NUL, or -1 when out is too small. */
+ssize_t layer_path_escape(const char *path, char *out, size_t out_len);

@@ -1,0 +1,641 @@
+/* claude-profile's layout, as its launcher reads it (reference §1): the CLAUDE_PROFILE_*
+ * settings, the profile dir, the .env file, the .sandbox marker and the state dir. */
+#include "profile.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ENV_FILE_MAX     (1u << 20)
+#define PROFILE_NAME_MAX 255
+
+/* pydantic-settings runs with env_ignore_empty=True: an empty value is the same as unset. */
+static const char *setting_get(const char *name)
+{
+        const char *v = getenv(name);
+
+        return v && *v ? v : NULL;
+}
+
+/* pydantic's str -> bool: these words, compared case-insensitively, and nothing else. */
+static int bool_parse(const char *name, const char *value, bool *ret, struct cs_error *err)
+{
+        static const char *const yes[] = {"1", "true", "yes", "on", "t", "y"};
+        static const char *const no[] = {"0", "false", "no", "off", "f", "n"};
+
+        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+                if (strcasecmp(value, yes[i]) == 0) {
+                        *ret = true;
+                        return 0;
+                }
+                if (strcasecmp(value, no[i]) == 0) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return cs_error_setx(err, EINVAL,
+                             "%s=%.64s is not a boolean: use 1, true, yes or on to enable, "
+                             "0, false, no or off to disable (any case), or leave it empty "
+                             "for the default",
+                             name, value);
+}
+
+/* A relative path is taken against the cwd, as Python's Path would; "/x/" becomes "/x". */
+static int path_absolute(const char *path, char **ret)
+{
+        _cleanup_free_ char *cwd = NULL;
+        char *s;
+        size_t n;
+
+        if (path[0] == '/') {
+                s = strdup(path);
+        } else {
+                cwd = getcwd(NULL, 0);
+                if (!cwd)
+                        return -errno;
+                if (asprintf(&s, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path) < 0)
+                        s = NULL;
+        }
+        if (!s)
+                return -ENOMEM;
+        n = strlen(s);
+        while (n > 1 && s[n - 1] == '/')
+                s[--n] = '\0';
+        *ret = s;
+        return 0;
+}
+
+static int forward_env_split(const char *list, char ***ret, size_t *ret_n)
+{
+        const char *p = list;
+        char **v = NULL;
+        size_t n = 0;
+
+        while (*p) {
+                const char *end = strchr(p, ',');
+                const char *b = p, *e = end ? end : p + strlen(p);
+
+                while (b < e && (*b == ' ' || *b == '\t'))
+                        b++;
+                while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+                        e--;
+                if (e > b) {
+                        char **nv = realloc(v, (n + 1) * sizeof(*v));
+
+                        if (!nv)
+                                goto oom;
+                        v = nv;
+                        v[n] = strndup(b, (size_t)(e - b));
+                        if (!v[n])
+                                goto oom;
+                        n++;
+                }
+                if (!end)
+                        break;
+                p = end + 1;
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+oom:
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+        return -ENOMEM;
+}
+
+void profile_config_free(struct profile_config *c)
+{
+        if (!c)
+                return;
+        free(c->home);
+        free(c->profiles_base);
+        free(c->data_home);
+        free(c->claude_bin);
+        free(c->sandbox_image);
+        for (size_t i = 0; i < c->n_forward_env; i++)
+                free(c->forward_env[i]);
+        free(c->forward_env);
+        memset(c, 0, sizeof(*c));
+}
+
+int profile_config_load(struct profile_config *ret, struct cs_error *err)
+{
+        struct profile_config c = {.sandbox_override = PROFILE_UNSET, .skip_permissions = true};
+        const char *home = setting_get("HOME"), *v;
+        int r;
+
+        if (!home)
+                return cs_error_setx(err, EINVAL,
+                                     "HOME is not set: csandbox needs it to find the profiles "
+                                     "and the state dirs");
+        if (home[0] != '/')
+                return cs_error_setx(err, EINVAL, "HOME=%s is not an absolute path", home);
+        c.home = strdup(home);
+        if (!c.home)
+                goto oom;
+
+        v = setting_get("CLAUDE_PROFILE_PROFILES_BASE");
+        if (v) {
+                r = path_absolute(v, &c.profiles_base);
+                if (r < 0) {
+                        profile_config_free(&c);
+                        return cs_error_set(err, -r, "CLAUDE_PROFILE_PROFILES_BASE=%s", v);
+                }
+        } else if (asprintf(&c.profiles_base, "%s/.claude-profiles", home) < 0) {
+                c.profiles_base = NULL;
+                goto oom;
+        }
+
+        /* The XDG spec says a relative XDG_DATA_HOME is invalid and is to be ignored. */
+        v = setting_get("XDG_DATA_HOME");
+        if (v && v[0] == '/')
+                r = path_absolute(v, &c.data_home);
+        else
+                r = asprintf(&c.data_home, "%s/.local/share", home) < 0 ? -ENOMEM : 0;
+        if (r < 0) {
+                c.data_home = NULL;
+                goto oom;
+        }
+
+        v = setting_get("CLAUDE_PROFILE_CLAUDE_BIN");
+        c.claude_bin = strdup(v ? v : "claude");
+        if (!c.claude_bin)
+                goto oom;
+        v = setting_get("CLAUDE_PROFILE_SANDBOX_IMAGE");
+        if (v && !(c.sandbox_image = strdup(v)))
+                goto oom;
+
+        v = setting_get("CLAUDE_PROFILE_SANDBOX");
+        if (v) {
+                bool on;
+
+                r = bool_parse("CLAUDE_PROFILE_SANDBOX", v, &on, err);
+                if (r < 0) {
+                        profile_config_free(&c);
+                        return r;
+                }
+                c.sandbox_override = on ? PROFILE_ON : PROFILE_OFF;
+        }
+        v = setting_get("CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS");
+        if (v) {
+                r = bool_parse("CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS", v, &c.skip_permissions,
+                               err);
+                if (r < 0) {
+                        profile_config_free(&c);
+                        return r;
+                }
+        }
+        v = setting_get("CLAUDE_PROFILE_SANDBOX_FORWARD_ENV");
+        if (v && forward_env_split(v, &c.forward_env, &c.n_forward_env) < 0)
+                goto oom;
+
+        *ret = c;
+        return 0;
+oom:
+        profile_config_free(&c);
+        return cs_error_set(err, ENOMEM, "load the CLAUDE_PROFILE_* settings");
+}
+
+/* The launch path of claude-profile checks only that the dir exists; csandbox also refuses
+ * what would leave profiles_base (a '/', "." or ".."), since the name becomes a path. */
+static int profile_name_check(const char *name, struct cs_error *err)
+{
+        size_t n = strlen(name);
+
+        if (n == 0)
+                return cs_error_setx(err, EINVAL, "a profile name cannot be empty");
+        if (n > PROFILE_NAME_MAX)
+                return cs_error_setx(err, ENAMETOOLONG,
+                                     "profile name '%.32s...' is longer than %d bytes", name,
+                                     PROFILE_NAME_MAX);
+        if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                return cs_error_setx(err, EINVAL,
+                                     "'%s' can't be a profile name: it must name a directory "
+                                     "inside the profiles dir (no '/', not '.' or '..')",
+                                     name);
+        return 0;
+}
+
+void profile_close(struct profile *p)
+{
+        if (!p)
+                return;
+        free(p->name);
+        free(p->dir);
+        free(p->state_dir);
+        if (p->dir_fd >= 0)
+                close(p->dir_fd);
+        if (p->state_fd >= 0)
+                close(p->state_fd);
+        *p = (struct profile){.dir_fd = -1, .state_fd = -1};
+}
+
+int profile_open(const struct profile_config *c, const char *name, struct profile *ret,
+                 struct cs_error *err)
+{
+        struct profile p = {.dir_fd = -1, .state_fd = -1};
+        int r;
+
+        r = profile_name_check(name, err);
+        if (r < 0)
+                return r;
+        p.name = strdup(name);
+        if (!p.name || asprintf(&p.dir, "%s/%s", c->profiles_base, name) < 0)
+                p.dir = NULL;
+        if (!p.dir ||
+            asprintf(&p.state_dir, "%s/claude-profile/profiles/%s", c->data_home, name) < 0) {
+                p.state_dir = NULL;
+                profile_close(&p);
+                return cs_error_set(err, ENOMEM, "open profile '%s'", name);
+        }
+        /* The profile dir itself may be a link the user made: the sandbox never sees
+         * profiles_base, only the inside of one profile, so it cannot plant this one. */
+        p.dir_fd = open(p.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (p.dir_fd < 0) {
+                int e = errno;
+
+                if (e == ENOENT)
+                        r = cs_error_setx(err, ENOENT,
+                                          "Profile '%s' does not exist. Create it with: "
+                                          "claude-profile add %s (or mkdir %s)",
+                                          name, name, p.dir);
+                else if (e == ENOTDIR)
+                        r = cs_error_setx(err, ENOTDIR, "profile '%s': %s is not a directory", name,
+                                          p.dir);
+                else
+                        r = cs_error_set(err, e, "open profile '%s' at %s", name, p.dir);
+                profile_close(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+/* One step of mkdir -p below data_home: never through a link, so a planted link cannot
+ * send the state (copies the sandbox may write) somewhere else. */
+static int dir_step_open(int parent_fd, const char *name, const char *path, struct cs_error *err)
+{
+        int fd;
+
+        if (mkdirat(parent_fd, name, 0700) < 0 && errno != EEXIST)
+                return cs_error_set(err, errno, "create %s", path);
+        fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                struct stat st;
+                int e = errno;
+
+                if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                        return cs_error_setx(err, ELOOP,
+                                             "%s is a symlink, which csandbox does not follow "
+                                             "for state dirs. Check it and remove it",
+                                             path);
+                if (e == ENOTDIR || e == ELOOP)
+                        return cs_error_setx(err, ENOTDIR, "%s is not a directory", path);
+                return cs_error_set(err, e, "open %s", path);
+        }
+        return fd;
+}
+
+/* mkdir -p, for data_home itself (the user's own dir; links in it are the user's choice). */
+static int mkdir_parents(char *path)
+{
+        for (char *s = path + 1;; s++) {
+                char saved = *s;
+
+                if (saved != '/' && saved != '\0')
+                        continue;
+                *s = '\0';
+                if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = saved;
+                if (saved == '\0')
+                        return 0;
+        }
+}
+
+static int data_home_open(const char *data_home, struct cs_error *err)
+{
+        _cleanup_free_ char *path = strdup(data_home);
+        int fd, r;
+
+        if (!path)
+                return cs_error_set(err, ENOMEM, "open %s", data_home);
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) {
+                r = mkdir_parents(path);
+                if (r < 0)
+                        return cs_error_set(err, -r, "create %s", path);
+                fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        }
+        if (fd < 0)
+                return cs_error_set(err, errno, "open %s", path);
+        return fd;
+}
+
+int profile_state_open(struct profile *p, struct cs_error *err)
+{
+        const char *steps[] = {"claude-profile", "profiles", p->name};
+        _cleanup_free_ char *data_home = NULL, *path = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t prefix;
+        struct stat st;
+        int r;
+
+        /* state_dir is "<data_home>/claude-profile/profiles/<name>". */
+        prefix = strlen(p->state_dir) - strlen("/claude-profile/profiles/") - strlen(p->name);
+        data_home = strndup(p->state_dir, prefix);
+        if (!data_home)
+                return cs_error_set(err, ENOMEM, "open %s", p->state_dir);
+        fd = data_home_open(data_home, err);
+        if (fd < 0)
+                return fd;
+        path = strdup(data_home);
+        for (size_t i = 0; path && i < sizeof(steps) / sizeof(steps[0]); i++) {
+                char *next;
+                int child;
+
+                if (asprintf(&next, "%s/%s", path, steps[i]) < 0)
+                        break;
+                free(path);
+                path = next;
+                child = dir_step_open(fd, steps[i], path, err);
+                if (child < 0)
+                        return child;
+                close(fd);
+                fd = child;
+        }
+        if (!path || strcmp(path, p->state_dir) != 0)
+                return cs_error_set(err, ENOMEM, "open %s", p->state_dir);
+        /* §8.6: the state dir is 0700 however it was made (umask, an older tool). */
+        if (fstat(fd, &st) < 0)
+                return cs_error_set(err, errno, "stat %s", p->state_dir);
+        if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0)
+                return cs_error_set(err, errno, "make %s mode 0700", p->state_dir);
+        r = cs_take_fd(&fd);
+        if (p->state_fd >= 0)
+                close(p->state_fd);
+        p->state_fd = r;
+        return 0;
+}
+
+/* What is printed comes from the sandbox (a link target): no terminal escapes. */
+static void printable_copy(char *dst, size_t size, const char *src)
+{
+        size_t i = 0;
+
+        for (; *src && i + 1 < size; src++)
+                dst[i++] = ((unsigned char)*src < 0x20 || *src == 0x7f) ? '?' : *src;
+        dst[i] = '\0';
+}
+
+/* Python's str.isspace() over ASCII, and the ASCII line breaks of str.splitlines(). */
+static bool env_space(char ch)
+{
+        return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f);
+}
+static bool env_line_break(char ch)
+{
+        return ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f' || (ch >= 0x1c && ch <= 0x1e);
+}
+
+struct env_pair {
+        char *name;
+        char *value;
+        size_t pos;  /* line order */
+        bool winner; /* the one kept for its name */
+};
+
+static int env_pair_by_name(const void *a, const void *b)
+{
+        const struct env_pair *x = a, *y = b;
+        int c = strcmp(x->name, y->name);
+
+        if (c)
+                return c;
+        return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+static int env_pair_by_pos(const void *a, const void *b)
+{
+        const struct env_pair *x = a, *y = b;
+
+        return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+void profile_env_free(struct profile_env *e)
+{
+        if (!e)
+                return;
+        for (size_t i = 0; i < e->n; i++) {
+                free(e->names[i]);
+                free(e->values[i]);
+        }
+        free(e->names);
+        free(e->values);
+        memset(e, 0, sizeof(*e));
+}
+
+/* The reference builds a dict: a repeated name keeps its first position and takes its
+ * last value. Sorting by (name, position) finds each name's group in O(n log n). */
+static int env_dedupe(struct env_pair *pairs, size_t n, struct profile_env *ret)
+{
+        size_t kept = 0;
+
+        if (n > 1)
+                qsort(pairs, n, sizeof(*pairs), env_pair_by_name);
+        for (size_t i = 0; i < n;) {
+                size_t j = i + 1;
+
+                while (j < n && strcmp(pairs[j].name, pairs[i].name) == 0)
+                        j++;
+                if (j - 1 != i) {
+                        char *last = pairs[j - 1].value;
+
+                        pairs[j - 1].value = pairs[i].value;
+                        pairs[i].value = last;
+                }
+                pairs[i].winner = true;
+                kept++;
+                i = j;
+        }
+        if (n > 1)
+                qsort(pairs, n, sizeof(*pairs), env_pair_by_pos);
+        ret->names = calloc(kept ? kept : 1, sizeof(char *));
+        ret->values = calloc(kept ? kept : 1, sizeof(char *));
+        if (!ret->names || !ret->values)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (!pairs[i].winner)
+                        continue;
+                ret->names[ret->n] = cs_take_ptr(&pairs[i].name);
+                ret->values[ret->n] = cs_take_ptr(&pairs[i].value);
+                ret->n++;
+        }
+        return 0;
+}
+
+/* §1.3: strip each line; skip blank lines, '#' comments and lines without '='; split at the
+ * first '='; strip name and value; drop one pair of matching surrounding quotes. */
+static int env_parse(const char *buf, size_t len, struct profile_env *ret)
+{
+        struct env_pair *pairs = NULL;
+        size_t n = 0, cap = 0;
+        struct profile_env e = {0};
+        const char *p = buf, *end = buf + len;
+        int r = 0;
+
+        while (p < end) {
+                const char *ls = p, *le = p, *eq;
+
+                while (le < end && !env_line_break(*le))
+                        le++;
+                p = le;
+                if (p < end && *p == '\r' && p + 1 < end && p[1] == '\n')
+                        p++;
+                if (p < end)
+                        p++;
+                while (ls < le && env_space(*ls))
+                        ls++;
+                while (le > ls && env_space(le[-1]))
+                        le--;
+                if (ls == le || *ls == '#')
+                        continue;
+                eq = memchr(ls, '=', (size_t)(le - ls));
+                if (!eq)
+                        continue;
+
+                const char *ns = ls, *ne = eq, *vs = eq + 1, *ve = le;
+
+                while (ne > ns && env_space(ne[-1]))
+                        ne--;
+                while (vs < ve && env_space(*vs))
+                        vs++;
+                if (ve - vs >= 2 && (*vs == '"' || *vs == '\'') && ve[-1] == *vs) {
+                        vs++;
+                        ve--;
+                }
+                /* "=value" would give a variable with no name, which no exec can carry. */
+                if (ne == ns)
+                        continue;
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 16;
+                        struct env_pair *np = realloc(pairs, ncap * sizeof(*pairs));
+
+                        if (!np) {
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        pairs = np;
+                        cap = ncap;
+                }
+                pairs[n] = (struct env_pair){.pos = n};
+                pairs[n].name = strndup(ns, (size_t)(ne - ns));
+                pairs[n].value = strndup(vs, (size_t)(ve - vs));
+                n++;
+                if (!pairs[n - 1].name || !pairs[n - 1].value) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+        }
+        r = env_dedupe(pairs, n, &e);
+        if (r == 0) {
+                *ret = e;
+                e = (struct profile_env){0};
+        }
+out:
+        for (size_t i = 0; i < n; i++) {
+                free(pairs[i].name);
+                free(pairs[i].value);
+        }
+        free(pairs);
+        profile_env_free(&e);
+        return r;
+}
+
+int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs_error *err)
+{
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        size_t len;
+        int r;
+
+        if (asprintf(&path, "%s/.env", p->dir) < 0) {
+                path = NULL;
+                return cs_error_set(err, ENOMEM, "load %s/.env", p->dir);
+        }
+        /* One open decides: ELOOP is a link (O_NOFOLLOW, dangling or not), ENOENT is
+         * nothing at all, and there is no lstat-then-open window. */
+        for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
+                fd = openat(p->dir_fd, ".env",
+                            O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+                if (fd >= 0 || errno != ENOENT)
+                        break;
+                /* §2.4 #17: created empty so the read-only pin has a file to mount. */
+                fd = openat(p->dir_fd, ".env",
+                            O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+                if (fd < 0 && errno != EEXIST)
+                        return cs_error_set(err, errno, "create %s", path);
+        }
+        if (fd < 0 && errno == ELOOP) {
+                char target[PATH_MAX], shown[256];
+                ssize_t n = readlinkat(p->dir_fd, ".env", target, sizeof(target) - 1);
+
+                target[n > 0 ? n : 0] = '\0';
+                printable_copy(shown, sizeof(shown), n > 0 ? target : "?");
+                return cs_error_setx(err, ELOOP,
+                                     "Refusing to use %s: it is a symlink (to %s), not a file "
+                                     "claude-profile or csandbox wrote. Check it and remove it "
+                                     "before launching this profile.",
+                                     path, shown);
+        }
+        if (fd < 0)
+                return cs_error_set(err, errno, "open %s", path);
+        if (fstat(fd, &st) < 0)
+                return cs_error_set(err, errno, "stat %s", path);
+        if (!S_ISREG(st.st_mode))
+                return cs_error_setx(err, EINVAL,
+                                     "%s is not a regular file. Check it and remove it before "
+                                     "launching this profile",
+                                     path);
+        r = cs_read_fd(fd, path, ENV_FILE_MAX, &buf, &len, err);
+        if (r < 0)
+                return r;
+        if (memchr(buf, '\0', len))
+                return cs_error_setx(err, EINVAL,
+                                     "%s contains a NUL byte, which no environment variable "
+                                     "can carry",
+                                     path);
+        r = env_parse(buf, len, ret);
+        if (r < 0)
+                return cs_error_set(err, -r, "parse %s", path);
+        return 0;
+}
+
+bool profile_marked(const struct profile *p)
+{
+        struct stat st;
+
+        /* lexists(): a dangling link counts. An error other than "nothing there" (EACCES,
+         * EIO) also counts, so a doubt never turns the sandbox off. */
+        if (fstatat(p->dir_fd, ".sandbox", &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return true;
+        return errno != ENOENT;
+}
+
+bool profile_sandboxed(const struct profile_config *c, const struct profile *p)
+{
+        if (c->sandbox_override != PROFILE_UNSET)
+                return c->sandbox_override == PROFILE_ON;
+        return profile_marked(p);
+}

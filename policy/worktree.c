@@ -1,0 +1,437 @@
+/* The work tree a launch mounts (reference §2.3, §2.1, §2.6, §2.4 row 12). */
+#include "worktree.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define GIT_OUTPUT_MAX    (64u << 10)
+#define MODULES_DEPTH_MAX 32
+#define MODULES_ENTRY_MAX 4096
+#define DEFAULT_PATH      "/usr/local/bin:/usr/bin:/bin"
+
+/* "/" is an ancestor of everything; otherwise a strict prefix followed by '/'. */
+static bool path_is_ancestor(const char *anc, const char *path)
+{
+        size_t n = strlen(anc);
+
+        if (strcmp(anc, "/") == 0)
+                return strcmp(path, "/") != 0;
+        return strncmp(anc, path, n) == 0 && path[n] == '/';
+}
+
+/* `git -C cwd rev-parse <what>`: its stdout without the final newline, or NULL when git is
+ * missing, fails or prints nothing. git gets only PATH and HOME, so no GIT_DIR or
+ * GIT_WORK_TREE of the caller can point it at another repository. */
+static char *git_rev_parse(const char *cwd, const char *what)
+{
+        _cleanup_free_ char *env_path = NULL, *env_home = NULL, *out = NULL;
+        const char *path = getenv("PATH"), *home = getenv("HOME");
+        char *argv[] = {"git", "-C", (char *)cwd, "rev-parse", (char *)what, NULL};
+        char *envp[3] = {NULL};
+        posix_spawn_file_actions_t fa;
+        int pipefd[2], status, r;
+        size_t len = 0;
+        size_t n_env = 0;
+        pid_t pid;
+
+        if (asprintf(&env_path, "PATH=%s", path && *path ? path : DEFAULT_PATH) < 0) {
+                env_path = NULL;
+                return NULL;
+        }
+        envp[n_env++] = env_path;
+        if (home && *home) {
+                if (asprintf(&env_home, "HOME=%s", home) < 0) {
+                        env_home = NULL;
+                        return NULL;
+                }
+                envp[n_env++] = env_home;
+        }
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return NULL;
+        if (posix_spawn_file_actions_init(&fa) != 0) {
+                close(pipefd[0]);
+                close(pipefd[1]);
+                return NULL;
+        }
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        /* posix_spawnp searches the caller's PATH, the same one git is given. */
+        r = posix_spawnp(&pid, "git", &fa, NULL, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        close(pipefd[1]);
+        if (r != 0) {
+                close(pipefd[0]);
+                return NULL;
+        }
+        out = malloc(GIT_OUTPUT_MAX + 1);
+        while (out) {
+                ssize_t k = read(pipefd[0], out + len, GIT_OUTPUT_MAX - len);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                len += (size_t)k;
+                if (len == GIT_OUTPUT_MAX) {
+                        /* No path is this long: treat it as a failure. */
+                        free(out);
+                        out = NULL;
+                }
+        }
+        close(pipefd[0]);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (!out || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return NULL;
+        out[len] = '\0';
+        if (len > 0 && out[len - 1] == '\n')
+                out[--len] = '\0';
+        if (len == 0 || memchr(out, '\0', len))
+                return NULL;
+        return cs_take_ptr(&out);
+}
+
+struct modules_walk {
+        char **dirs;
+        size_t n;
+        size_t entries;
+};
+
+static int name_cmp(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int walk_record(struct modules_walk *w, const char *path)
+{
+        char **nd = realloc(w->dirs, (w->n + 1) * sizeof(*nd));
+
+        if (!nd)
+                return -ENOMEM;
+        w->dirs = nd;
+        w->dirs[w->n] = strdup(path);
+        if (!w->dirs[w->n])
+                return -ENOMEM;
+        w->n++;
+        return 0;
+}
+
+/* Sorted names of dir_fd's entries (not "." and ".."). */
+static int dir_names(int dir_fd, const char *path, char ***ret, size_t *ret_n,
+                     struct modules_walk *w, struct cs_error *err)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        char **names = NULL;
+        size_t n = 0;
+        struct dirent *de;
+        int fd = dup(dir_fd);
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                if (fd >= 0)
+                        close(fd);
+                return cs_error_set(err, errno, "read %s", path);
+        }
+        while ((errno = 0, de = readdir(d))) {
+                char **nn;
+
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (++w->entries > MODULES_ENTRY_MAX) {
+                        errno = E2BIG;
+                        break;
+                }
+                nn = realloc(names, (n + 1) * sizeof(*nn));
+                if (!nn || !(nn[n] = strdup(de->d_name))) {
+                        names = nn ? nn : names;
+                        errno = ENOMEM;
+                        break;
+                }
+                names = nn;
+                n++;
+        }
+        if (errno) {
+                int e = errno;
+
+                for (size_t i = 0; i < n; i++)
+                        free(names[i]);
+                free(names);
+                if (e == E2BIG)
+                        return cs_error_setx(err, E2BIG,
+                                             "%s: more than %d entries under the submodule git "
+                                             "dirs, which csandbox does not walk",
+                                             path, MODULES_ENTRY_MAX);
+                return cs_error_set(err, e, "read %s", path);
+        }
+        qsort(names, n, sizeof(*names), name_cmp);
+        *ret = names;
+        *ret_n = n;
+        return 0;
+}
+
+/* §2.6: depth first over sorted entries; links and non-dirs are skipped (a linked entry
+ * could name any host dir); a dir with HEAD and objects/ is a submodule git dir, recorded
+ * and then its own modules/ walked; any other dir is descended into (modules/vendor/lib). */
+static int modules_walk(int dir_fd, const char *path, int depth, struct modules_walk *w,
+                        struct cs_error *err)
+{
+        char **names = NULL;
+        size_t n = 0;
+        int r;
+
+        if (depth > MODULES_DEPTH_MAX)
+                return cs_error_setx(err, ELOOP,
+                                     "%s: submodule git dirs nested deeper than %d levels, "
+                                     "which csandbox does not walk",
+                                     path, MODULES_DEPTH_MAX);
+        r = dir_names(dir_fd, path, &names, &n, w, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n && r == 0; i++) {
+                _cleanup_free_ char *child_path = NULL;
+                _cleanup_close_ int child = -1;
+                struct stat st;
+                bool is_git_dir;
+
+                /* O_NOFOLLOW|O_DIRECTORY: a link or a non-dir fails to open and is skipped,
+                 * with no window between a check and the open. */
+                child = openat(dir_fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (child < 0)
+                        continue;
+                if (asprintf(&child_path, "%s/%s", path, names[i]) < 0) {
+                        child_path = NULL;
+                        r = cs_error_set(err, ENOMEM, "walk %s", path);
+                        break;
+                }
+                /* HEAD and objects may follow links (as the reference's is_file/is_dir do):
+                 * recognising more git dirs only protects more. */
+                is_git_dir = fstatat(child, "HEAD", &st, 0) == 0 && S_ISREG(st.st_mode) &&
+                             fstatat(child, "objects", &st, 0) == 0 && S_ISDIR(st.st_mode);
+                if (is_git_dir) {
+                        _cleanup_close_ int modules = -1;
+                        _cleanup_free_ char *modules_path = NULL;
+
+                        if (walk_record(w, child_path) < 0) {
+                                r = cs_error_set(err, ENOMEM, "walk %s", path);
+                                break;
+                        }
+                        modules = openat(child, "modules",
+                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (modules < 0)
+                                continue;
+                        if (asprintf(&modules_path, "%s/modules", child_path) < 0) {
+                                modules_path = NULL;
+                                r = cs_error_set(err, ENOMEM, "walk %s", path);
+                                break;
+                        }
+                        r = modules_walk(modules, modules_path, depth + 1, w, err);
+                } else {
+                        r = modules_walk(child, child_path, depth + 1, w, err);
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                free(names[i]);
+        free(names);
+        return r;
+}
+
+static int git_dirs_find(const char *common_dir, char ***ret, size_t *ret_n, struct cs_error *err)
+{
+        struct modules_walk w = {0};
+        _cleanup_close_ int common = -1, modules = -1;
+        _cleanup_free_ char *modules_path = NULL;
+        int r;
+
+        r = walk_record(&w, common_dir);
+        if (r < 0)
+                goto fail_oom;
+        common = open(common_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (common >= 0)
+                modules =
+                    openat(common, "modules", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (modules >= 0) {
+                if (asprintf(&modules_path, "%s/modules", common_dir) < 0) {
+                        modules_path = NULL;
+                        goto fail_oom;
+                }
+                r = modules_walk(modules, modules_path, 1, &w, err);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret = w.dirs;
+        *ret_n = w.n;
+        return 0;
+fail_oom:
+        r = cs_error_set(err, ENOMEM, "find the git dirs of %s", common_dir);
+fail:
+        for (size_t i = 0; i < w.n; i++)
+                free(w.dirs[i]);
+        free(w.dirs);
+        return r;
+}
+
+void worktree_free(struct worktree *w)
+{
+        if (!w)
+                return;
+        free(w->cwd);
+        free(w->root);
+        free(w->common_dir);
+        for (size_t i = 0; i < w->n_git_dirs; i++)
+                free(w->git_dirs[i]);
+        free(w->git_dirs);
+        memset(w, 0, sizeof(*w));
+}
+
+int worktree_detect(const char *cwd, struct worktree *ret, struct cs_error *err)
+{
+        struct worktree w = {0};
+        _cleanup_free_ char *top = NULL, *common = NULL, *joined = NULL;
+        int r;
+
+        w.cwd = cwd ? realpath(cwd, NULL) : getcwd(NULL, 0);
+        if (!w.cwd)
+                return cs_error_set(err, errno, "resolve the working directory %s", cwd ? cwd : "");
+        top = git_rev_parse(w.cwd, "--show-toplevel");
+        if (top)
+                w.root = realpath(top, NULL);
+        if (!w.root)
+                w.root = strdup(w.cwd);
+        if (!w.root)
+                goto oom;
+        common = git_rev_parse(w.cwd, "--git-common-dir");
+        if (common && common[0] != '/') {
+                if (asprintf(&joined, "%s/%s", w.cwd, common) < 0) {
+                        joined = NULL;
+                        goto oom;
+                }
+                w.common_dir = realpath(joined, NULL);
+        } else if (common) {
+                w.common_dir = realpath(common, NULL);
+        }
+        if (w.common_dir) {
+                w.common_outside =
+                    strcmp(w.common_dir, w.root) != 0 && !path_is_ancestor(w.root, w.common_dir);
+                r = git_dirs_find(w.common_dir, &w.git_dirs, &w.n_git_dirs, err);
+                if (r < 0) {
+                        worktree_free(&w);
+                        return r;
+                }
+        }
+        *ret = w;
+        return 0;
+oom:
+        worktree_free(&w);
+        return cs_error_set(err, ENOMEM, "find the work tree of %s", cwd ? cwd : ".");
+}
+
+/* Python's Path.resolve() (not strict): the longest existing prefix resolved, the rest
+ * appended as it is. */
+static char *path_resolve_lenient(const char *path)
+{
+        _cleanup_free_ char *abs = NULL, *parent = NULL, *head = NULL;
+        char *slash, *r;
+
+        if (path[0] != '/') {
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+
+                if (!cwd || asprintf(&abs, "%s/%s", cwd, path) < 0)
+                        return NULL;
+        } else if (!(abs = strdup(path))) {
+                return NULL;
+        }
+        r = realpath(abs, NULL);
+        if (r || (errno != ENOENT && errno != ENOTDIR))
+                return r;
+        slash = strrchr(abs, '/');
+        if (slash == abs)
+                return strdup(abs);
+        parent = strndup(abs, (size_t)(slash - abs));
+        if (!parent || !(head = path_resolve_lenient(parent)))
+                return NULL;
+        if (asprintf(&r, "%s%s%s", head, strcmp(head, "/") == 0 ? "" : "/", slash + 1) < 0)
+                return NULL;
+        return r;
+}
+
+int worktree_refuse(const struct worktree *w, const char *home, const char *profiles_base,
+                    struct cs_error *err)
+{
+        _cleanup_free_ char *home_r = path_resolve_lenient(home);
+        _cleanup_free_ char *base_r = path_resolve_lenient(profiles_base);
+
+        if (!home_r || !base_r)
+                return cs_error_set(err, errno ? errno : ENOMEM, "resolve %s and %s", home,
+                                    profiles_base);
+        if (strcmp(w->root, home_r) == 0 || path_is_ancestor(w->root, home_r))
+                return cs_error_setx(err, EPERM,
+                                     "Refusing to start the sandbox in %s: it would mount %s "
+                                     "read-write, which includes your whole home directory. "
+                                     "cd into a project directory first.",
+                                     w->cwd, w->root);
+        if (strcmp(w->root, base_r) == 0 || path_is_ancestor(base_r, w->root) ||
+            path_is_ancestor(w->root, base_r))
+                return cs_error_setx(err, EPERM,
+                                     "Refusing to start the sandbox in %s: it would mount %s "
+                                     "read-write, which overlaps the profiles dir %s and with "
+                                     "it every profile's credentials. cd into a project "
+                                     "directory first.",
+                                     w->cwd, w->root, profiles_base);
+        return 0;
+}
+
+int worktree_ancestor_mcp(const struct worktree *w, char ***ret, size_t *ret_n,
+                          struct cs_error *err)
+{
+        _cleanup_free_ char *dir = strdup(w->root);
+        char **found = NULL;
+        size_t n = 0;
+
+        if (!dir)
+                goto oom;
+        while (strcmp(dir, "/") != 0) {
+                _cleanup_free_ char *path = NULL;
+                _cleanup_close_ int fd = -1;
+                char *slash = strrchr(dir, '/');
+                struct stat st;
+
+                if (!slash)
+                        break;
+                slash[slash == dir ? 1 : 0] = '\0';
+                if (asprintf(&path, "%s/.mcp.json", strcmp(dir, "/") == 0 ? "" : dir) < 0) {
+                        path = NULL;
+                        goto oom;
+                }
+                /* The reference's is_file() follows a link; csandbox does not mount a linked
+                 * .mcp.json at all, so a link cannot bring another file in read-only. */
+                fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                char **nf = realloc(found, (n + 1) * sizeof(*nf));
+
+                if (!nf)
+                        goto oom;
+                found = nf;
+                found[n++] = cs_take_ptr(&path);
+        }
+        *ret = found;
+        *ret_n = n;
+        return 0;
+oom:
+        for (size_t i = 0; i < n; i++)
+                free(found[i]);
+        free(found);
+        return cs_error_set(err, ENOMEM, "find the .mcp.json files above %s", w->root);
+}

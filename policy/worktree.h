@@ -1,0 +1,29 @@
+/* The work tree a launch mounts (reference §2.3, §2.1, §2.6): git's work root and common
+ * dir for the cwd, the refusals, and every git dir whose config and hooks are protected. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cs_error;
+
+struct worktree {
+        char *cwd;           /* physical getcwd() */
+        char *root;          /* git rev-parse --show-toplevel, resolved; else cwd */
+        char *common_dir;    /* git rev-parse --git-common-dir, resolved; NULL outside a repo */
+        bool common_outside; /* common_dir is neither root nor under it (linked worktree) */
+        char **git_dirs;     /* common_dir first, then submodule git dirs under modules/ */
+        size_t n_git_dirs;
+};
+
+/* Run git (found on PATH; its absence means "not a repo") for cwd. */
+int worktree_detect(const char *cwd, struct worktree *ret, struct cs_error *err);
+void worktree_free(struct worktree *w);
+
+/* §2.1: refuse a work root that is home or above it, or that overlaps the profiles dir; the
+ * messages as the reference words them (with csandbox's own advice). */
+int worktree_refuse(const struct worktree *w, const char *home, const char *profiles_base,
+                    struct cs_error *err);
+
+/* Each <ancestor>/.mcp.json of root that is a regular file (nearest first, up to /). */
+int worktree_ancestor_mcp(const struct worktree *w, char ***ret, size_t *ret_n,
+                          struct cs_error *err);
