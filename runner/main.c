@@ -1,6 +1,7 @@
 /* csandbox: command dispatch. The only place that prints errors and decides exit codes. */
 #include "cmd_image.h"
 #include "cmd_profile.h"
+#include "cmd_run.h"
 #include "runner.h"
 #include "spec.h"
 
@@ -579,6 +580,10 @@ int main(int argc, char **argv)
                 return cmd_list(argc - 2, argv + 2);
         if (strcmp(argv[1], "sandbox") == 0)
                 return cmd_sandbox(argc - 2, argv + 2);
+        if (strcmp(argv[1], "run") == 0)
+                return cmd_run(argc - 2, argv + 2, false);
+        if (strcmp(argv[1], "plan") == 0)
+                return cmd_run(argc - 2, argv + 2, true);
         if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
             strcmp(argv[1], "-h") == 0) {
                 fputs(usage_main, stdout);

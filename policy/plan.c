@@ -1,0 +1,675 @@
+/* A claude-profile launch as a struct sandbox_spec. What goes in, and why, follows the
+ * reference's mount table (§2.4) in order; the runner sorts parents before children. */
+#include "plan.h"
+
+#include "settings.h"
+#include "worktree.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SHARED_SETTINGS_MAX (4u << 20)
+#define CLAUDE_JSON_MAX     (32u << 20)
+
+static const char briefing[] =
+    "You are running inside csandbox, an ephemeral sandbox built from Linux namespaces "
+    "(not a VM and not a container engine): your own user, mount, pid, ipc, uts and "
+    "network namespaces, no capabilities, a seccomp filter, and no sudo. The host "
+    "filesystem is visible only where it is mounted: the working directory's git work "
+    "tree (and its git dir), the profile's Claude config at ~/.claude, and a few "
+    "read-only files; everything else is the host's root read-only or an image, and "
+    "changes outside those mounts vanish when the session ends, while changes under "
+    "them persists on the host. The files the host runs commands from are protected: "
+    ".git/config is read-only, so git push -u, git branch -u, git remote add and git "
+    "config cannot save; prefer git push origin HEAD. .git/hooks, the profile's "
+    "settings.json and .claude/settings.local.json are copies that are discarded at "
+    "the end. There is no root inside, so install tools into your home (for example "
+    "with pip install --user, npm install --prefix ~/.local, or uv tool install) "
+    "rather than with a package manager; containers you start that write into the "
+    "repository should run with --user \"$(id -u):$(id -g)\". When the sandbox blocks "
+    "something you need, ask the user instead of working around it.";
+
+static int add_bind(struct sandbox_spec *s, const char *src, const char *dst, unsigned flags,
+                    struct cs_error *err)
+{
+        return spec_add_mount(s, SPEC_MOUNT_BIND, flags | SPEC_MOUNT_NOFOLLOW, src, dst, err);
+}
+
+static int join(char **ret, const char *a, const char *b)
+{
+        if (asprintf(ret, "%s/%s", strcmp(a, "/") == 0 ? "" : a, b) < 0) {
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* A directory the reference's runtime creates on the host when it is missing, because a
+ * copy is mounted over it (<profile>/chrome, <gitdir>/hooks): make it, but never through a
+ * planted link. Returns 1 when it is a real directory now. */
+static int ensure_host_dir(int dirfd, const char *name)
+{
+        _cleanup_close_ int fd = -1;
+
+        if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+                return 0;
+        fd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return fd >= 0;
+}
+
+static int warn(struct stage_warnings *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int warn(struct stage_warnings *w, const char *fmt, ...)
+{
+        char **n = realloc(w->msgs, (w->n + 1) * sizeof(*n));
+        va_list ap;
+
+        if (!n)
+                return -ENOMEM;
+        w->msgs = n;
+        va_start(ap, fmt);
+        if (vasprintf(&w->msgs[w->n], fmt, ap) < 0)
+                w->msgs[w->n] = NULL;
+        va_end(ap);
+        if (w->msgs[w->n])
+                w->n++;
+        return 0;
+}
+
+/* §2.8.1: commands, skills, hooks, statusline.sh linked to <home>/.claude/<name> exactly. */
+static int add_linked(struct plan *p, const struct profile_config *c, struct cs_error *err)
+{
+        static const char *const names[] = {"commands", "skills", "hooks", "statusline.sh"};
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                char target[PATH_MAX], real[PATH_MAX];
+                _cleanup_free_ char *expected = NULL, *link = NULL, *gdir = NULL;
+                ssize_t n = readlinkat(p->profile.dir_fd, names[i], target, sizeof(target) - 1);
+                int r;
+
+                if (n <= 0)
+                        continue; /* not a link: an isolated dir or a copy, no mount */
+                target[n] = '\0';
+                if (join(&gdir, c->home, ".claude") < 0 || join(&expected, gdir, names[i]) < 0 ||
+                    join(&link, p->profile.dir, names[i]) < 0)
+                        return cs_error_set(err, ENOMEM, "linked mounts");
+                if (strcmp(target, expected) != 0) {
+                        warn(&p->warnings,
+                             "Warning: not mounting %s into the sandbox: it points at %s, not "
+                             "%s. Re-point it with: ln -sfn %s %s",
+                             link, target, expected, expected, link);
+                        continue;
+                }
+                if (!realpath(link, real))
+                        continue; /* a broken link gets no mount */
+                r = add_bind(&p->spec, real, target, SPEC_MOUNT_RO, err);
+                /* The resolved path was checked just now; the runner opens it by path. */
+                p->spec.mounts[p->spec.n_mounts - 1].flags &= ~SPEC_MOUNT_NOFOLLOW;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* §2.4 #13/#14: the host's CA anchors with the extracted bundle, as a pair. */
+static int add_ca_trust(struct plan *p, bool *ret_mounted, struct cs_error *err)
+{
+        static const char anchors[] = "/etc/pki/ca-trust/source/anchors";
+        static const char extracted[] = "/etc/pki/ca-trust/extracted";
+        _cleanup_closedir_ DIR *d = opendir(anchors);
+        struct stat st;
+        bool any = false;
+        struct dirent *e;
+        int r;
+
+        *ret_mounted = false;
+        while (d && (e = readdir(d)))
+                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                        any = true;
+        if (!any)
+                return 0;
+        if (stat(extracted, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                warn(&p->warnings,
+                     "Warning: %s has CA anchors but there is no %s, so the sandbox does not "
+                     "trust them. Run update-ca-trust on the host.",
+                     anchors, extracted);
+                return 0;
+        }
+        r = spec_add_mount(&p->spec, SPEC_MOUNT_BIND, SPEC_MOUNT_RO, anchors, anchors, err);
+        if (r >= 0)
+                r = spec_add_mount(&p->spec, SPEC_MOUNT_BIND, SPEC_MOUNT_RO, extracted, extracted,
+                                   err);
+        *ret_mounted = r >= 0;
+        return r;
+}
+
+/* §2.11: the session flags first, then --settings, then the user's args. */
+static int build_argv(struct plan *p, const struct plan_request *req, const char *shared,
+                      struct cs_error *err)
+{
+        _cleanup_free_ char **v = calloc(req->n_args + 8, sizeof(*v));
+        size_t n = 0;
+
+        if (!v)
+                return cs_error_set(err, ENOMEM, "claude's argv");
+        v[n++] = "claude";
+        if (req->config->skip_permissions &&
+            !settings_args_have(req->args, req->n_args, "--dangerously-skip-permissions") &&
+            !settings_args_have(req->args, req->n_args, "--permission-mode"))
+                v[n++] = "--dangerously-skip-permissions";
+        if (!settings_args_have(req->args, req->n_args, "--append-system-prompt")) {
+                v[n++] = "--append-system-prompt";
+                v[n++] = (char *)briefing;
+        }
+        if (shared) {
+                v[n++] = "--settings";
+                v[n++] = (char *)shared;
+        }
+        for (size_t i = 0; i < req->n_args; i++)
+                v[n++] = req->args[i];
+        return spec_set_argv(&p->spec, (int)n, v, err);
+}
+
+/* §3.2: shared-settings.json, unless the user gave --settings. */
+static int shared_settings(struct plan *p, const struct plan_request *req, char **ret,
+                           bool *ret_loopback, struct cs_error *err)
+{
+        _cleanup_free_ char *path = NULL, *raw = NULL;
+        size_t len;
+        int r;
+
+        *ret = NULL;
+        *ret_loopback = false;
+        if (join(&path, req->config->profiles_base, "shared-settings.json") < 0)
+                return cs_error_set(err, ENOMEM, "shared settings");
+        if (access(path, F_OK) < 0)
+                return 0;
+        if (settings_args_have(req->args, req->n_args, "--settings")) {
+                warn(&p->warnings, "--settings was given, so %s is not applied.", path);
+                return 0;
+        }
+        r = cs_read_file_at(AT_FDCWD, path, SHARED_SETTINGS_MAX, false, &raw, &len, err);
+        if (r < 0)
+                return cs_error_wrap(err, "Can't read %s", path);
+        return settings_shared(raw, len, path, req->name, true, ret, ret_loopback, err);
+}
+
+static int add_env_secret_list(struct plan *p, const struct plan_request *req, struct cs_error *err)
+{
+        struct profile_env dotenv = {0};
+        int r;
+
+        r = profile_env_load(&p->profile, &dotenv, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < dotenv.n && r >= 0; i++)
+                if (spec_env_name_valid(dotenv.names[i]))
+                        r = spec_env_set(&p->spec, dotenv.names[i], dotenv.values[i], true, err);
+                else
+                        warn(&p->warnings,
+                             "Warning: %s/.env sets `%s`, which is not a valid variable name; "
+                             "it is not passed into the sandbox.",
+                             p->profile.dir, dotenv.names[i]);
+        profile_env_free(&dotenv);
+        if (r < 0)
+                return r;
+        /* The host's value of a forwarded name wins over the .env's. */
+        for (size_t i = 0; i < req->config->n_forward_env; i++) {
+                const char *name = req->config->forward_env[i];
+                const char *v = getenv(name);
+
+                if (v && spec_env_name_valid(name)) {
+                        r = spec_env_set(&p->spec, name, v, true, err);
+                        if (r < 0)
+                                return r;
+                } else if (!spec_env_get(&p->spec, name)) {
+                        warn(&p->warnings,
+                             "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names %s, which is "
+                             "set neither on the host nor in the profile's .env; it is "
+                             "skipped.",
+                             name);
+                }
+        }
+        return 0;
+}
+
+/* Ids and names inside the embedded default: the host's passwd and group do not know
+ * appuser, and tools (ssh, git) want a name for their uid. */
+static int add_identity_files(struct sandbox_spec *s, struct cs_error *err)
+{
+        static const char passwd[] = "root:x:0:0:root:/root:/bin/sh\n"
+                                     "appuser:x:1000:1000:appuser:/home/appuser:/bin/bash\n"
+                                     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+        static const char group[] = "root:x:0:\nappuser:x:1000:\nnogroup:x:65534:\n";
+        int r;
+
+        r = spec_add_file(s, "/etc/passwd", "csandbox: passwd", passwd, sizeof(passwd) - 1,
+                          SPEC_MOUNT_OPTIONAL, err);
+        if (r >= 0)
+                r = spec_add_file(s, "/etc/group", "csandbox: group", group, sizeof(group) - 1,
+                                  SPEC_MOUNT_OPTIONAL, err);
+        return r;
+}
+
+static int add_git_state(struct plan *p, const struct worktree *w, struct cs_error *err)
+{
+        for (size_t i = 0; i < w->n_git_dirs; i++) {
+                _cleanup_free_ char *config = NULL, *hooks_copy = NULL, *hooks = NULL;
+                _cleanup_close_ int gd =
+                    open(w->git_dirs[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int r;
+
+                if (gd < 0)
+                        continue;
+                /* The copy goes over <gitdir>/hooks; a missing one is made on the host so
+                 * that the sandbox cannot create hooks the host would run. */
+                ensure_host_dir(gd, "hooks");
+                r = stage_git_dir(&p->profile, w->git_dirs[i], &config, &hooks_copy, &p->warnings,
+                                  err);
+                if (r < 0)
+                        return r;
+                if (config) {
+                        r = add_bind(&p->spec, config, config, SPEC_MOUNT_RO, err);
+                        if (r < 0)
+                                return r;
+                }
+                if (hooks_copy) {
+                        if (join(&hooks, w->git_dirs[i], "hooks") < 0)
+                                return cs_error_set(err, ENOMEM, "hooks");
+                        r = add_bind(&p->spec, hooks_copy, hooks, 0, err);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int add_local_settings(struct plan *p, const struct worktree *w, struct cs_error *err)
+{
+        const char *bases[2] = {w->root, w->cwd};
+
+        for (size_t i = 0; i < 2; i++) {
+                _cleanup_free_ char *local = NULL, *dotclaude = NULL, *copy = NULL;
+                char **n;
+                int r;
+
+                if (i == 1 && strcmp(w->root, w->cwd) == 0)
+                        break;
+                if (join(&dotclaude, bases[i], ".claude") < 0 ||
+                    join(&local, dotclaude, "settings.local.json") < 0)
+                        return cs_error_set(err, ENOMEM, "local settings");
+                n = realloc(p->local_settings, (p->n_local_settings + 1) * sizeof(*n));
+                if (!n)
+                        return cs_error_set(err, ENOMEM, "local settings");
+                p->local_settings = n;
+                p->local_settings[p->n_local_settings++] = strdup(local);
+                r = stage_local_settings(&p->profile, local, &copy, &p->warnings, err);
+                if (r < 0)
+                        return r;
+                if (copy) {
+                        r = add_bind(&p->spec, copy, local, 0, err);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* Pins of §2.4 #16/#17: the marker and .env, read-only, when they are regular files. */
+static int add_profile_pins(struct plan *p, struct cs_error *err)
+{
+        static const char *const pins[] = {".sandbox", ".env"};
+
+        for (size_t i = 0; i < 2; i++) {
+                struct stat st;
+                _cleanup_free_ char *src = NULL, *dst = NULL;
+                int r;
+
+                if (fstatat(p->profile.dir_fd, pins[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        continue;
+                if (join(&src, p->profile.dir, pins[i]) < 0 || join(&dst, PLAN_CONFIG, pins[i]) < 0)
+                        return cs_error_set(err, ENOMEM, "pins");
+                r = add_bind(&p->spec, src, dst, SPEC_MOUNT_RO, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void trust_add(struct plan_trust *t, const char *kind, const char *name, const cJSON *value)
+{
+        char *v = value ? cJSON_PrintUnformatted(value) : NULL;
+        char **n = realloc(t->items, (t->n + 1) * sizeof(*n));
+
+        if (n) {
+                t->items = n;
+                if (asprintf(&t->items[t->n], "%s\t%s\t%s", kind, name, v ? v : "") >= 0)
+                        t->n++;
+        }
+        free(v);
+}
+
+static void trust_servers(struct plan_trust *t, const char *scope, const cJSON *servers)
+{
+        const cJSON *e;
+
+        if (!cJSON_IsObject(servers))
+                return;
+        cJSON_ArrayForEach(e, servers)
+        {
+                char kind[PATH_MAX + 32];
+
+                snprintf(kind, sizeof(kind), "MCP server (%s)", scope);
+                trust_add(t, kind, e->string, e);
+        }
+}
+
+/* §6.4: what in the profile and the work tree makes the host run something. */
+static void trust_snapshot(struct plan *p, struct plan_trust *t)
+{
+        _cleanup_free_ char *raw = NULL;
+        struct cs_error ignored;
+        cJSON *j = NULL, *e, *projects;
+
+        memset(t, 0, sizeof(*t));
+        if (cs_read_file_at(p->profile.dir_fd, ".claude.json", CLAUDE_JSON_MAX, true, &raw, NULL,
+                            &ignored) == 0)
+                j = cJSON_Parse(raw);
+        if (cJSON_IsObject(j)) {
+                trust_servers(t, "user", cJSON_GetObjectItemCaseSensitive(j, "mcpServers"));
+                projects = cJSON_GetObjectItemCaseSensitive(j, "projects");
+                if (cJSON_IsObject(projects))
+                        cJSON_ArrayForEach(e, projects)
+                        {
+                                const cJSON *en;
+
+                                trust_servers(t, e->string,
+                                              cJSON_GetObjectItemCaseSensitive(e, "mcpServers"));
+                                en = cJSON_GetObjectItemCaseSensitive(e, "enabledMcpjsonServers");
+                                if (cJSON_IsArray(en)) {
+                                        const cJSON *x;
+
+                                        cJSON_ArrayForEach(x, en) if (cJSON_IsString(x)) trust_add(
+                                            t, "approved .mcp.json server", x->valuestring, NULL);
+                                }
+                                if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                                        e, "enableAllProjectMcpServers")))
+                                        trust_add(t, "all .mcp.json servers approved for",
+                                                  e->string, NULL);
+                        }
+                e = cJSON_GetObjectItemCaseSensitive(j, "enabledMcpjsonServers");
+                if (cJSON_IsArray(e)) {
+                        const cJSON *x;
+
+                        cJSON_ArrayForEach(x, e) if (cJSON_IsString(x))
+                            trust_add(t, "approved .mcp.json server", x->valuestring, NULL);
+                }
+                if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "enableAllProjectMcpServers")))
+                        trust_add(t, "all .mcp.json servers approved", "", NULL);
+        }
+        cJSON_Delete(j);
+        for (size_t i = 0; i < p->n_local_settings; i++) {
+                struct stat st;
+
+                if (p->local_settings[i] && lstat(p->local_settings[i], &st) == 0)
+                        trust_add(t, "settings.local.json", p->local_settings[i], NULL);
+        }
+}
+
+static void trust_free(struct plan_trust *t)
+{
+        for (size_t i = 0; i < t->n; i++)
+                free(t->items[i]);
+        free(t->items);
+        memset(t, 0, sizeof(*t));
+}
+
+static void neutralise(char *s)
+{
+        for (; *s; s++)
+                if (!isprint((unsigned char)*s))
+                        *s = '?';
+}
+
+char *plan_trust_report(struct plan *p)
+{
+        struct plan_trust after;
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        trust_snapshot(p, &after);
+        f = open_memstream(&out, &len);
+        if (!f) {
+                trust_free(&after);
+                return NULL;
+        }
+        for (size_t i = 0; i < after.n; i++) {
+                bool seen = false;
+                char *kind, *name, *tab;
+
+                for (size_t k = 0; k < p->trust_before.n && !seen; k++)
+                        seen = strcmp(after.items[i], p->trust_before.items[k]) == 0;
+                if (seen)
+                        continue;
+                kind = after.items[i];
+                tab = strchr(kind, '\t');
+                *tab = '\0';
+                name = tab + 1;
+                tab = strchr(name, '\t');
+                *tab = '\0';
+                neutralise(kind);
+                neutralise(name);
+                fprintf(f, "  %s: %s\n", kind, name);
+        }
+        fclose(f);
+        trust_free(&after);
+        if (len == 0) {
+                free(out);
+                return NULL;
+        }
+        char *msg = NULL;
+        if (asprintf(&msg,
+                     "Warning: the sandboxed session added or changed what claude runs on the "
+                     "host:\n%sThe MCP entries are in %s/.claude.json. Check these before "
+                     "running claude on the host with this profile or in this project.",
+                     out, p->profile.dir) < 0)
+                msg = NULL;
+        free(out);
+        return msg;
+}
+
+int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *err)
+{
+        const struct profile_config *c = req->config;
+        struct sandbox_spec *s = &p->spec;
+        struct worktree w = {0};
+        _cleanup_free_ char *settings_copy = NULL, *chrome = NULL, *gitconfig = NULL;
+        _cleanup_free_ char *host_kh = NULL, *user_kh = NULL, *claude = NULL, *identity = NULL;
+        _cleanup_free_ char *shared = NULL, *dst = NULL;
+        char **mcp = NULL;
+        size_t n_mcp = 0;
+        bool loopback = false, claude_missing = false, ca = false;
+        const char *term = getenv("TERM"), *colorterm = getenv("COLORTERM");
+        int r;
+
+        memset(p, 0, sizeof(*p));
+        spec_init(s);
+        p->profile.dir_fd = p->profile.state_fd = -1;
+        r = profile_open(c, req->name, &p->profile, err);
+        if (r < 0)
+                return r;
+        /* Refusals come before anything is created or copied. */
+        r = worktree_detect(req->cwd, &w, err);
+        if (r >= 0)
+                r = worktree_refuse(&w, c->home, c->profiles_base, err);
+        if (r >= 0)
+                r = profile_state_open(&p->profile, err);
+        if (r < 0)
+                goto out;
+
+        s->host_uid = getuid();
+        s->host_gid = getgid();
+        s->uid = PLAN_UID;
+        s->gid = PLAN_UID;
+        s->net = SPEC_NET_PASTA;
+        s->seccomp = SPEC_SECCOMP_DEFAULT;
+        s->cwd = strdup(w.cwd);
+        s->root = SPEC_ROOT_HOST;
+
+        r = spec_env_set(s, "PATH", PLAN_HOME "/.local/bin:" SPEC_DEFAULT_PATH, false, err);
+        if (r >= 0)
+                r = spec_env_set(s, "HOME", PLAN_HOME, false, err);
+        if (r >= 0)
+                r = spec_env_set(s, "USER", PLAN_USER, false, err);
+        if (r >= 0)
+                r = spec_env_set(s, "TERM", term && *term ? term : "dumb", false, err);
+        if (r >= 0 && colorterm && *colorterm)
+                r = spec_env_set(s, "COLORTERM", colorterm, false, err);
+        if (r >= 0)
+                r = spec_env_set(s, "CLAUDE_CONFIG_DIR", PLAN_CONFIG, false, err);
+        if (r >= 0)
+                r = spec_add_base_mounts(s, err);
+        if (r >= 0)
+                r = spec_add_host_hides(s, c->home, err);
+        if (r >= 0)
+                r = add_identity_files(s, err);
+        /* A writable home of its own (the host's homes are hidden). */
+        if (r >= 0)
+                r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, PLAN_HOME, err);
+        if (r < 0)
+                goto out;
+
+        /* §2.4, in order. #1 the profile, #2 the work tree. */
+        r = add_bind(s, p->profile.dir, PLAN_CONFIG, 0, err);
+        if (r >= 0)
+                r = add_bind(s, w.root, w.root, 0, err);
+        /* #3 the chrome mask over a profile chrome/ made on the host when missing. */
+        if (r >= 0 && ensure_host_dir(p->profile.dir_fd, "chrome")) {
+                r = stage_chrome(&p->profile, &chrome, err);
+                if (r >= 0)
+                        r = add_bind(s, chrome, PLAN_CONFIG "/chrome", 0, err);
+        }
+        /* #4 the filtered settings copy. */
+        if (r >= 0)
+                r = stage_settings(&p->profile, &settings_copy, &p->warnings, err);
+        if (r >= 0)
+                r = add_bind(s, settings_copy, PLAN_CONFIG "/settings.json", 0, err);
+        /* #5 an external git common dir, #6 git config and hooks, #7 local settings. */
+        if (r >= 0 && w.common_dir && w.common_outside)
+                r = add_bind(s, w.common_dir, w.common_dir, 0, err);
+        if (r >= 0)
+                r = add_git_state(p, &w, err);
+        if (r >= 0)
+                r = add_local_settings(p, &w, err);
+        /* #8-#10 git config and known_hosts copies. */
+        if (r >= 0)
+                r = stage_gitconfig(&p->profile, c->home, &gitconfig, err);
+        if (r >= 0 && gitconfig)
+                r = add_bind(s, gitconfig, PLAN_HOME "/.gitconfig", SPEC_MOUNT_RO, err);
+        if (r >= 0)
+                r = stage_host_known_hosts(&p->profile, c->home, &host_kh, err);
+        if (r >= 0 && host_kh)
+                r = add_bind(s, host_kh, "/etc/ssh/ssh_known_hosts",
+                             SPEC_MOUNT_RO | SPEC_MOUNT_OPTIONAL, err);
+        if (r >= 0)
+                r = stage_user_known_hosts(&p->profile, &user_kh, err);
+        if (r >= 0)
+                r = add_bind(s, user_kh, PLAN_HOME "/.ssh/known_hosts", 0, err);
+        /* #11 the host's claude, first on PATH. */
+        if (r >= 0)
+                r = stage_claude(c, &claude, &claude_missing, &p->warnings, err);
+        if (r >= 0 && claude_missing) {
+                r = cs_error_setx(err, ENOENT,
+                                  "run %s: claude is not installed on this machine (no `%s` on "
+                                  "PATH). Install it with `npm install -g "
+                                  "@anthropic-ai/claude-code` or Anthropic's native installer, "
+                                  "or point CLAUDE_PROFILE_CLAUDE_BIN at a claude binary",
+                                  req->name, c->claude_bin);
+        }
+        if (r >= 0 && claude) {
+                r = add_bind(s, claude, PLAN_CLAUDE, SPEC_MOUNT_RO, err);
+                if (r >= 0)
+                        r = spec_env_set(s, "DISABLE_AUTOUPDATER", "1", false, err);
+        }
+        /* #12 ancestor .mcp.json files. */
+        if (r >= 0)
+                r = worktree_ancestor_mcp(&w, &mcp, &n_mcp, err);
+        for (size_t i = 0; r >= 0 && i < n_mcp; i++)
+                r = add_bind(s, mcp[i], mcp[i], SPEC_MOUNT_RO, err);
+        /* The environment's secrets: .env (created empty when missing, so that #17 pins it),
+         * then the forwarded names. */
+        if (r >= 0)
+                r = add_env_secret_list(p, req, err);
+        /* #13/#14 CA trust, #15 linked globals, #16/#17 pins. */
+        if (r >= 0)
+                r = add_ca_trust(p, &ca, err);
+        if (r >= 0)
+                r = add_linked(p, c, err);
+        if (r >= 0)
+                r = add_profile_pins(p, err);
+        /* §2.10 the git identity. */
+        if (r >= 0)
+                r = stage_git_identity(c, w.cwd, &identity, err);
+        if (r >= 0 && identity) {
+                r = add_bind(s, identity, PLAN_HOME "/.gitconfig-identity", SPEC_MOUNT_RO, err);
+                if (r >= 0)
+                        r = spec_env_set(s, "GIT_CONFIG_GLOBAL", PLAN_HOME "/.gitconfig-identity",
+                                         false, err);
+        }
+        if (r >= 0 && ca) {
+                static const char *const ca_vars[] = {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE",
+                                                      "REQUESTS_CA_BUNDLE"};
+                for (size_t i = 0; r >= 0 && i < 3; i++)
+                        if (!spec_env_get(s, ca_vars[i]))
+                                r = spec_env_set(s, ca_vars[i],
+                                                 "/etc/pki/ca-trust/extracted/pem/"
+                                                 "tls-ca-bundle.pem",
+                                                 false, err);
+        }
+        /* §3.2 shared settings, §2.11 argv; a re-pointed loopback hook needs the mapping. */
+        if (r >= 0)
+                r = shared_settings(p, req, &shared, &loopback, err);
+        if (r >= 0)
+                r = build_argv(p, req, shared, err);
+        s->map_host_loopback = loopback;
+        if (r >= 0)
+                r = spec_add_net_files(s, err);
+        if (r < 0)
+                goto out;
+        spec_sort_mounts(s);
+        trust_snapshot(p, &p->trust_before);
+out:
+        for (size_t i = 0; i < n_mcp; i++)
+                free(mcp[i]);
+        free(mcp);
+        worktree_free(&w);
+        (void)dst;
+        return r;
+}
+
+void plan_free(struct plan *p)
+{
+        spec_free(&p->spec);
+        profile_close(&p->profile);
+        stage_warnings_free(&p->warnings);
+        for (size_t i = 0; i < p->n_local_settings; i++)
+                free(p->local_settings[i]);
+        free(p->local_settings);
+        trust_free(&p->trust_before);
+}

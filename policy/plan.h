@@ -1,0 +1,52 @@
+/* `csandbox run` / `csandbox plan`: a profile, the cwd and claude's args turned into a
+ * struct sandbox_spec (reference §2), plus what the launch reports afterwards (§6.4). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../runner/spec.h"
+#include "profile.h"
+#include "stage.h"
+
+struct cs_error;
+
+/* Inside the sandbox (reference §2.12): claude runs as appuser. */
+#define PLAN_USER   "appuser"
+#define PLAN_HOME   "/home/appuser"
+#define PLAN_CONFIG PLAN_HOME "/.claude"
+#define PLAN_CLAUDE PLAN_HOME "/.local/bin/claude"
+#define PLAN_UID    1000u
+
+struct plan_request {
+        const struct profile_config *config;
+        const char *name;  /* the profile */
+        const char *cwd;   /* physical cwd */
+        char *const *args; /* claude's args, as given */
+        size_t n_args;
+        const char *image; /* --image; NULL: CLAUDE_PROFILE_SANDBOX_IMAGE or the default */
+};
+
+/* What claude could change that the host runs (§6.4), before and after the session. */
+struct plan_trust {
+        char **items; /* "mcpServers: NAME", "enabledMcpjsonServers: NAME", ... */
+        size_t n;
+};
+
+struct plan {
+        struct sandbox_spec spec;
+        struct profile profile;
+        struct stage_warnings warnings; /* to print before the launch */
+        char **local_settings;          /* candidate settings.local.json paths (§2.7) */
+        size_t n_local_settings;
+        struct plan_trust trust_before;
+};
+
+/* Build the spec. This stages the per-profile copies exactly as a launch does (the state
+ * dir; <profile>/.env, settings.json and chrome/ and a missing <gitdir>/hooks created as
+ * the reference creates them) and nothing else. */
+int plan_build(const struct plan_request *req, struct plan *ret, struct cs_error *err);
+void plan_free(struct plan *p);
+
+/* The §6.4 report: what the session added or changed, as lines with names neutralised
+ * (non-printables become '?'); NULL when nothing did. */
+char *plan_trust_report(struct plan *p);

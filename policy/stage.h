@@ -1,0 +1,52 @@
+/* Staged copies in the per-profile state dir (reference §1.4, §2.4–§2.10): what the sandbox
+ * may write but never replace. Every read of a host file that the sandbox could have
+ * planted is O_NOFOLLOW through dir fds; every write goes through cs_write_file_atomic. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cs_error;
+struct profile;
+struct profile_config;
+
+/* A warning for the user (the caller prints them; library code never does). */
+struct stage_warnings {
+        char **msgs;
+        size_t n;
+};
+void stage_warnings_free(struct stage_warnings *w);
+
+/* §3.1: <state>/settings.json from <profile>/settings.json (created {}\n on the host when
+ * missing; a symlinked source gives {}\n and a warning). ret_path: the copy's path. */
+int stage_settings(const struct profile *p, char **ret_path, struct stage_warnings *warn,
+                   struct cs_error *err);
+/* §2.5: <state>/chrome (mkdir, kept across launches). */
+int stage_chrome(const struct profile *p, char **ret_path, struct cs_error *err);
+/* §2.4 #8–#10: <state>/gitconfig from <home>/.gitconfig (NULL when there is none),
+ * <state>/host_known_hosts from <home>/.ssh/known_hosts (NULL when none), and
+ * <state>/known_hosts (created empty, never overwritten). */
+int stage_gitconfig(const struct profile *p, const char *home, char **ret_path,
+                    struct cs_error *err);
+int stage_host_known_hosts(const struct profile *p, const char *home, char **ret_path,
+                           struct cs_error *err);
+int stage_user_known_hosts(const struct profile *p, char **ret_path, struct cs_error *err);
+/* §2.6: for one git dir: *ret_config = <gitdir>/config when it is a regular file (not a
+ * link), else NULL (a link gives a warning); *ret_hooks_copy = the emptied-then-filled copy
+ * <state>/git-hooks/<sha256(hooks path)[:16]> (symlinks copied as symlinks) unless hooks is
+ * a symlink (warning, NULL). */
+int stage_git_dir(const struct profile *p, const char *git_dir, char **ret_config,
+                  char **ret_hooks_copy, struct stage_warnings *warn, struct cs_error *err);
+/* §2.7: the copy for one .claude/settings.local.json that lexists and is not a dir (a link
+ * gives {}\n and a warning); NULL when it does not exist. */
+int stage_local_settings(const struct profile *p, const char *local_path, char **ret_copy,
+                         struct stage_warnings *warn, struct cs_error *err);
+/* The host claude binary (issue: FICLONE, plain copy fallback, .partial + rename, pruning):
+ * resolves c->claude_bin on PATH, keys it by version or (dev, ino, size, mtime), stages it
+ * under <data_home>/csandbox/claude/<key>. *ret_path NULL with *ret_missing = true when no
+ * claude is installed. */
+int stage_claude(const struct profile_config *c, char **ret_path, bool *ret_missing,
+                 struct stage_warnings *warn, struct cs_error *err);
+/* §2.10: the git identity file for cwd under <data_home>/claude-profile/git/; NULL when
+ * git knows no user.name/user.email. */
+int stage_git_identity(const struct profile_config *c, const char *cwd, char **ret_path,
+                       struct cs_error *err);

@@ -1,0 +1,153 @@
+/* `csandbox run <profile>` and `csandbox plan <profile>`: the main job. policy/plan.c
+ * decides; this file prints, launches and reports. */
+#include "cmd_run.h"
+
+#include "runner.h"
+
+#include "../common/error.h"
+#include "../policy/plan.h"
+#include "../policy/profile.h"
+#include "../policy/seccomp.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage_run[] =
+    "Usage: csandbox run [--image NAME] PROFILE [--] [CLAUDE_ARGS...]\n"
+    "       csandbox plan [--image NAME] PROFILE [--] [CLAUDE_ARGS...]\n"
+    "\n"
+    "run launches Claude Code for the claude-profile profile PROFILE in a sandbox: the\n"
+    "host's root read-only with every home hidden (or an imported image under an\n"
+    "ephemeral overlay), the profile at /home/appuser/.claude, the current git work\n"
+    "tree read-write at its real path, .git/config read-only, throwaway copies of\n"
+    ".git/hooks and the settings files, its own network through pasta, no\n"
+    "capabilities and a seccomp filter. The exit status is claude's.\n"
+    "\n"
+    "plan prints that sandbox as JSON (mounts in order, environment names with secret\n"
+    "values redacted, argv, ids, namespaces, network, seccomp) without starting\n"
+    "anything. It writes what a launch writes before it starts: the per-profile copies\n"
+    "in ${XDG_DATA_HOME:-~/.local/share}/claude-profile/profiles/PROFILE/ (settings,\n"
+    "hooks, known_hosts, gitconfig), the cached claude binary and git identity file,\n"
+    "and in the profile an empty .env, a {} settings.json and a chrome/ directory when\n"
+    "they are missing, as claude-profile does.\n"
+    "\n"
+    "Settings come from CLAUDE_PROFILE_* variables as claude-profile reads them:\n"
+    "CLAUDE_PROFILE_PROFILES_BASE, CLAUDE_PROFILE_CLAUDE_BIN,\n"
+    "CLAUDE_PROFILE_SANDBOX_IMAGE, CLAUDE_PROFILE_SANDBOX_FORWARD_ENV,\n"
+    "CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS.\n";
+
+static int fail(const struct cs_error *err)
+{
+        fprintf(stderr, "csandbox: %s\n", err->msg);
+        return err->status ? err->status : CS_EXIT_SETUP;
+}
+
+static int parse(int argc, char **argv, const char **ret_image, const char **ret_name,
+                 int *ret_first_arg, bool *ret_help, struct cs_error *err)
+{
+        int i;
+
+        *ret_image = NULL;
+        *ret_help = false;
+        for (i = 0; i < argc; i++) {
+                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                        *ret_help = true;
+                        return 0;
+                }
+                if (strcmp(argv[i], "--image") == 0) {
+                        if (i + 1 >= argc)
+                                return cs_error_setx(err, EINVAL, "--image needs a NAME");
+                        *ret_image = argv[++i];
+                        continue;
+                }
+                if (argv[i][0] == '-')
+                        return cs_error_setx(err, EINVAL,
+                                             "unknown option `%s` before the profile name; "
+                                             "claude's own options go after it (csandbox run "
+                                             "PROFILE -- %s); see `csandbox run --help`",
+                                             argv[i], argv[i]);
+                break;
+        }
+        if (i >= argc)
+                return cs_error_setx(err, EINVAL,
+                                     "no PROFILE given; usage: csandbox run [--image NAME] "
+                                     "PROFILE [--] [CLAUDE_ARGS...]");
+        *ret_name = argv[i++];
+        if (i < argc && strcmp(argv[i], "--") == 0)
+                i++;
+        *ret_first_arg = i;
+        return 0;
+}
+
+static int print_plan_json(const struct plan *p)
+{
+        cJSON *j = spec_to_json(&p->spec);
+        char *text = cJSON_Print(j);
+        int r = text && printf("%s\n", text) >= 0 && fflush(stdout) == 0 ? 0 : CS_EXIT_SETUP;
+
+        free(text);
+        cJSON_Delete(j);
+        return r;
+}
+
+int cmd_run(int argc, char **argv, bool plan_only)
+{
+        struct profile_config config = {0};
+        struct cs_error err = {0};
+        struct plan plan;
+        struct plan_request req = {0};
+        struct sock_fprog filter = {0};
+        char cwd[PATH_MAX];
+        const char *image = NULL, *name = NULL;
+        bool help;
+        int first = 0, status = CS_EXIT_SETUP, r;
+
+        r = parse(argc, argv, &image, &name, &first, &help, &err);
+        if (r < 0)
+                return fail(&err);
+        if (help) {
+                fputs(usage_run, stdout);
+                return 0;
+        }
+        if (!getcwd(cwd, sizeof(cwd))) {
+                cs_error_set(&err, errno, "run: cannot find the current directory");
+                return fail(&err);
+        }
+        r = profile_config_load(&config, &err);
+        if (r < 0)
+                return fail(&err);
+        req.config = &config;
+        req.name = name;
+        req.cwd = cwd;
+        req.args = argv + first;
+        req.n_args = (size_t)(argc - first);
+        req.image = image;
+        r = plan_build(&req, &plan, &err);
+        for (size_t i = 0; i < plan.warnings.n; i++)
+                fprintf(stderr, "%s\n", plan.warnings.msgs[i]);
+        if (r >= 0)
+                r = seccomp_builtin(plan.spec.seccomp, &filter, &err);
+        if (r < 0) {
+                status = fail(&err);
+        } else if (plan_only) {
+                status = print_plan_json(&plan);
+        } else {
+                char *report;
+
+                r = launch_run(&plan.spec, &filter, &status, &err);
+                if (r < 0)
+                        status = fail(&err);
+                report = plan_trust_report(&plan);
+                if (report)
+                        fprintf(stderr, "%s\n", report);
+                free(report);
+        }
+        plan_free(&plan);
+        profile_config_free(&config);
+        return status;
+}

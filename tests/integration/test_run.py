@@ -1,0 +1,450 @@
+"""`csandbox run <profile>`: claude-profile's sandbox launch without podman. Profiles live
+under a temporary HOME; claude is the probe placed as `claude` (it reports its argv,
+environment, ids, cwd, mountinfo and, for CSB_FAKE_CLAUDE_WRITABLE, which paths it can open
+for writing). Each test is a behaviour of the reference's checklist or an attack planted by
+an earlier sandboxed session."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+
+import pytest
+
+from conftest import CSANDBOX, PROBE, TIMEOUT, base_env, mountinfo_entries
+
+HOME_IN = "/home/appuser"
+CFG_IN = HOME_IN + "/.claude"
+
+
+def git(*args, cwd):
+    env = {"PATH": os.environ["PATH"], "HOME": cwd, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.invalid",
+                    "-c", "init.defaultBranch=main", *args], cwd=cwd, env=env, check=True,
+                   capture_output=True)
+
+
+class Profiles:
+    """A temporary HOME with claude-profile's layout and a fake claude."""
+
+    def __init__(self, tmp_path):
+        self.home = tmp_path / "home"
+        self.base = self.home / ".claude-profiles"
+        self.data = tmp_path / "data"
+        self.bin = tmp_path / "bin"
+        for d in (self.home, self.base, self.data, self.bin):
+            d.mkdir(parents=True)
+        shutil.copy(PROBE, self.bin / "claude")
+        self.claude = self.bin / "claude"
+        self.project = self.home / "src" / "project"
+        self.project.mkdir(parents=True)
+        self.extra_env = {}
+
+    def add(self, name="work", settings=None):
+        d = self.base / name
+        d.mkdir()
+        if settings is not None:
+            (d / "settings.json").write_text(settings)
+        return d
+
+    def env(self, **extra):
+        e = base_env(HOME=str(self.home), XDG_DATA_HOME=str(self.data),
+                     CLAUDE_PROFILE_CLAUDE_BIN=str(self.claude), CLAUDE_PROFILE_PROFILES_BASE=None,
+                     CLAUDE_PROFILE_SANDBOX_FORWARD_ENV=None, XDG_RUNTIME_DIR=None)
+        e.update(self.extra_env)
+        for k, v in extra.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
+        # The fake claude's knobs reach it the way a user forwards a variable by name.
+        fake = [k for k in e if k.startswith("CSB_FAKE_CLAUDE_")]
+        if fake:
+            given = e.get("CLAUDE_PROFILE_SANDBOX_FORWARD_ENV")
+            e["CLAUDE_PROFILE_SANDBOX_FORWARD_ENV"] = ",".join(([given] if given else []) + fake)
+        return e
+
+    def state(self, name="work"):
+        return self.data / "claude-profile" / "profiles" / name
+
+    def run(self, name="work", args=(), cwd=None, env=None, cmd="run", timeout=TIMEOUT):
+        return subprocess.run([CSANDBOX, cmd, name, "--", *args], cwd=str(cwd or self.project),
+                              env=env or self.env(), capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def report(self, name="work", args=(), **kw):
+        r = self.run(name, args, **kw)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    def plan(self, name="work", args=(), **kw):
+        r = self.run(name, args, cmd="plan", **kw)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+
+@pytest.fixture
+def profiles(tmp_path):
+    return Profiles(tmp_path)
+
+
+def env_of(plan):
+    return {e["name"]: e["value"] for e in plan["env"]}
+
+
+def binds(plan):
+    return [(m["source"], m["dest"], m["readonly"]) for m in plan["mounts"] if m["kind"] == "bind"]
+
+
+# --- the launch --------------------------------------------------------------------------
+
+def test_claude_runs_as_appuser_in_the_cwd_with_the_profile_config(profiles):
+    profiles.add()
+    sub = profiles.project / "sub"
+    sub.mkdir()
+    r = profiles.report(cwd=sub)
+    assert r["uid"] == 1000 and r["gid"] == 1000
+    assert r["env"]["HOME"] == HOME_IN
+    assert r["env"]["CLAUDE_CONFIG_DIR"] == CFG_IN
+    assert r["cwd"] == str(sub)
+    assert r["caps"]["CapEff"] == "0000000000000000" and r["seccomp"] == 2
+    assert r["argv"][0] == "claude"
+
+
+def test_session_flags_come_first_then_the_users_args(profiles):
+    profiles.add()
+    r = profiles.report(args=["-p", "hello", "mcp"])
+    argv = r["argv"]
+    assert argv[1] == "--dangerously-skip-permissions"
+    assert argv[2] == "--append-system-prompt"
+    assert argv[4:] == ["-p", "hello", "mcp"]
+
+
+@pytest.mark.parametrize("given", [["--permission-mode", "plan"], ["--permission-mode=plan"],
+                                   ["--dangerously-skip-permissions"]])
+def test_permission_mode_or_explicit_skip_is_not_doubled(profiles, given):
+    profiles.add()
+    argv = profiles.report(args=given)["argv"]
+    assert argv.count("--dangerously-skip-permissions") == given.count(
+        "--dangerously-skip-permissions")
+    assert argv[-len(given):] == given
+
+
+def test_user_system_prompt_replaces_the_briefing(profiles):
+    profiles.add()
+    argv = profiles.report(args=["--append-system-prompt=mine"])["argv"]
+    assert argv.count("--append-system-prompt") == 0 and argv[-1] == "--append-system-prompt=mine"
+
+
+def test_briefing_is_true_for_this_sandbox(profiles):
+    profiles.add()
+    argv = profiles.report()["argv"]
+    brief = argv[argv.index("--append-system-prompt") + 1]
+    for s in ["sandbox", "persists on the host", ".git/config is read-only",
+              "git push origin HEAD", ".git/hooks", '--user "$(id -u):$(id -g)"']:
+        assert s in brief, s
+    for s in ["microVM", "podman/krun", "/run/.containerenv", "passwordless sudo"]:
+        assert s not in brief, s
+
+
+def test_exit_status_is_claudes(profiles):
+    profiles.add()
+    r = profiles.run(env=profiles.env(CSB_FAKE_CLAUDE_EXIT="7"))
+    assert r.returncode == 7, r.stderr
+
+
+def test_missing_profile_is_a_clear_error(profiles):
+    r = profiles.run("nope")
+    assert r.returncode == 125
+    assert "Profile 'nope' does not exist" in r.stderr
+
+
+def test_no_claude_installed_is_one_clear_error(profiles):
+    profiles.add()
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_CLAUDE_BIN="claude", PATH="/nonexistent"))
+    assert r.returncode == 125
+    assert r.stderr.count("csandbox:") == 1
+    assert "claude is not installed" in r.stderr and "npm install -g" in r.stderr
+
+
+@pytest.mark.parametrize("where", ["home", "above-home", "profiles", "inside-profiles"])
+def test_refuses_a_work_root_that_would_mount_home_or_profiles(profiles, where):
+    d = profiles.add()
+    cwd = {"home": profiles.home, "above-home": profiles.home.parent,
+           "profiles": profiles.base, "inside-profiles": d}[where]
+    r = profiles.run(cwd=cwd)
+    assert r.returncode == 125
+    assert "Refusing to start the sandbox" in r.stderr
+    assert not profiles.state().exists(), "a refusal must come before anything is created"
+
+
+def test_home_of_host_invisible_and_profile_mounted(profiles):
+    d = profiles.add()
+    (profiles.home / "secret.txt").write_text("host secret\n")
+    (d / "CLAUDE.md").write_text("profile file\n")
+    r = profiles.report(env=profiles.env(CSB_FAKE_CLAUDE_WRITABLE=":".join([
+        str(profiles.home / "secret.txt"), CFG_IN + "/CLAUDE.md"])))
+    assert r["writable"][str(profiles.home / "secret.txt")] == "ENOENT"
+    assert r["writable"][CFG_IN + "/CLAUDE.md"] == "ok"
+
+
+# --- environment -------------------------------------------------------------------------
+
+def test_environment_is_built_from_scratch_with_dotenv_and_forwarded_names(profiles):
+    d = profiles.add()
+    (d / ".env").write_text("A_TOKEN='from-dotenv'\n# comment\nSHARED=dotenv\n")
+    env = profiles.env(SHARED="host-wins", CLAUDE_PROFILE_SANDBOX_FORWARD_ENV="SHARED,MISSING",
+                       http_proxy="http://u:p@proxy:1", TERM="xterm-256color", COLORTERM="truecolor")
+    r = profiles.run(env=env)
+    assert r.returncode == 0, r.stderr
+    inside = json.loads(r.stdout)["env"]
+    assert inside["A_TOKEN"] == "from-dotenv"
+    assert inside["SHARED"] == "host-wins"
+    assert "MISSING" in r.stderr
+    assert "CSB_LEAK_MARKER" not in inside and "http_proxy" not in inside
+    assert inside["TERM"] == "xterm-256color" and inside["COLORTERM"] == "truecolor"
+
+
+def test_secrets_are_redacted_in_plan_and_never_on_argv(profiles):
+    d = profiles.add()
+    (d / ".env").write_text("A_TOKEN=hunter2\n")
+    plan = profiles.plan()
+    assert env_of(plan)["A_TOKEN"] == "<redacted>"
+    assert "hunter2" not in json.dumps(plan["argv"])
+    assert "hunter2" not in json.dumps(plan)
+
+
+def test_symlinked_env_is_refused(profiles):
+    d = profiles.add()
+    (profiles.home / "elsewhere").write_text("EVIL=1\n")
+    os.symlink(profiles.home / "elsewhere", d / ".env")
+    r = profiles.run()
+    assert r.returncode == 125
+    assert "Refusing to use" in r.stderr and "symlink" in r.stderr
+
+
+def test_env_is_created_empty_and_pinned_read_only(profiles):
+    d = profiles.add()
+    r = profiles.report(env=profiles.env(CSB_FAKE_CLAUDE_WRITABLE=CFG_IN + "/.env"))
+    assert (d / ".env").read_text() == ""
+    assert oct((d / ".env").stat().st_mode & 0o777) == "0o600"
+    assert r["writable"][CFG_IN + "/.env"] == "EROFS"
+
+
+# --- settings ----------------------------------------------------------------------------
+
+def test_profile_settings_copy_strips_sudo_denies_and_writes_stay_in_the_copy(profiles):
+    orig = json.dumps({"permissions": {"deny": ["Bash(sudo *)", "Bash(rm -rf *)"]}})
+    d = profiles.add(settings=orig)
+    r = profiles.report(env=profiles.env(CSB_FAKE_CLAUDE_WRITABLE=CFG_IN + "/settings.json"))
+    assert r["writable"][CFG_IN + "/settings.json"] == "ok"
+    copy = json.loads((profiles.state() / "settings.json").read_text())
+    assert copy["permissions"]["deny"] == ["Bash(rm -rf *)"]
+    assert (d / "settings.json").read_text() == orig
+
+
+def test_settings_copy_is_byte_identical_when_nothing_is_stripped(profiles):
+    raw = '{ "theme":"dark" ,\n "x": [1,2] }\n'
+    profiles.add(settings=raw)
+    profiles.report()
+    assert (profiles.state() / "settings.json").read_text() == raw
+
+
+def test_shared_settings_substitute_profile_strip_denies_and_repoint_loopback_hooks(profiles):
+    profiles.add()
+    shared = {"env": {"P": "{profile}-x"}, "permissions": {"deny": ["Read(~/.ssh/**)", "Bash(x)"]},
+              "hooks": {"Stop": [{"hooks": [{"type": "http", "url": "http://localhost:9/{profile}"}]}]}}
+    (profiles.base / "shared-settings.json").write_text(json.dumps(shared))
+    plan = profiles.plan()
+    argv = plan["argv"]
+    got = json.loads(argv[argv.index("--settings") + 1])
+    assert got["env"]["P"] == "work-x"
+    assert got["permissions"]["deny"] == ["Bash(x)"]
+    assert got["hooks"]["Stop"][0]["hooks"][0]["url"] == "http://169.254.1.2:9/work"
+    assert plan["net"] == "pasta" and plan["map_host_loopback"] is True
+
+
+def test_user_settings_flag_skips_the_shared_file(profiles):
+    profiles.add()
+    (profiles.base / "shared-settings.json").write_text("{}")
+    r = profiles.run(args=["--settings", "{}"], cmd="plan")
+    assert r.returncode == 0, r.stderr
+    argv = json.loads(r.stdout)["argv"]
+    assert argv.count("--settings") == 1
+    assert "is not applied" in r.stderr
+
+
+def test_shared_settings_that_are_not_an_object_are_an_error(profiles):
+    profiles.add()
+    (profiles.base / "shared-settings.json").write_text("[1, 2]")
+    r = profiles.run()
+    assert r.returncode == 125 and "must hold a JSON object" in r.stderr
+
+
+# --- git ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def repo(profiles):
+    git("init", "-q", cwd=profiles.project)
+    (profiles.project / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    return profiles.project
+
+
+def test_whole_work_tree_mounted_from_a_subdirectory(profiles, repo):
+    profiles.add()
+    sub = repo / "a" / "b"
+    sub.mkdir(parents=True)
+    (repo / "top.txt").write_text("t")
+    r = profiles.report(cwd=sub, env=profiles.env(CSB_FAKE_CLAUDE_WRITABLE=str(repo / "top.txt")))
+    assert r["writable"][str(repo / "top.txt")] == "ok"
+    assert r["cwd"] == str(sub)
+
+
+def test_git_config_is_read_only_and_hooks_are_a_throwaway_copy(profiles, repo):
+    profiles.add()
+    cfg, hook = repo / ".git" / "config", repo / ".git" / "hooks" / "pre-commit"
+    r = profiles.report(env=profiles.env(CSB_FAKE_CLAUDE_WRITABLE=f"{cfg}:{hook}"))
+    assert r["writable"][str(cfg)] == "EROFS"
+    assert r["writable"][str(hook)] == "ok"
+    hooks = [m for m in mountinfo_entries(r["mountinfo"]) if m["mountpoint"] == str(repo / ".git" / "hooks")]
+    assert hooks, "the hooks copy is mounted over .git/hooks"
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
+
+
+def test_local_settings_are_copies(profiles, repo):
+    profiles.add()
+    (repo / ".claude").mkdir()
+    local = repo / ".claude" / "settings.local.json"
+    local.write_text('{"a": 1}')
+    plan = profiles.plan()
+    assert any(dst == str(local) for _, dst, _ in binds(plan))
+    src = [s for s, dst, _ in binds(plan) if dst == str(local)][0]
+    assert src.startswith(str(profiles.state() / "local-settings"))
+
+
+# --- attacks planted by an earlier session ---------------------------------------------
+
+def test_planted_settings_link_gives_empty_settings_and_is_not_read(profiles):
+    d = profiles.add()
+    (profiles.home / ".ssh").mkdir()
+    (profiles.home / ".ssh" / "id_rsa").write_text("PRIVATE KEY")
+    os.symlink(profiles.home / ".ssh" / "id_rsa", d / "settings.json")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert (profiles.state() / "settings.json").read_text() == "{}\n"
+    assert "is a symlink" in r.stderr
+
+
+def test_planted_commands_link_to_ssh_is_not_mounted(profiles):
+    d = profiles.add()
+    (profiles.home / ".ssh").mkdir()
+    os.symlink(profiles.home / ".ssh", d / "commands")
+    r = profiles.run(cmd="plan")
+    assert r.returncode == 0, r.stderr
+    assert not any(s.endswith("/.ssh") for s, _, _ in binds(json.loads(r.stdout)))
+    assert "not mounting" in r.stderr
+
+
+def test_correct_global_link_is_mounted_read_only(profiles):
+    d = profiles.add()
+    glob = profiles.home / ".claude" / "commands"
+    glob.mkdir(parents=True)
+    os.symlink(glob, d / "commands")
+    plan = profiles.plan()
+    assert (str(glob), str(glob), True) in binds(plan)
+
+
+def test_planted_hooks_link_is_not_mounted(profiles, repo):
+    profiles.add()
+    hooks = repo / ".git" / "hooks"
+    shutil.rmtree(hooks)
+    (profiles.home / "evil-hooks").mkdir()
+    os.symlink(profiles.home / "evil-hooks", hooks)
+    r = profiles.run(cmd="plan")
+    assert r.returncode == 0, r.stderr
+    assert not any(dst == str(hooks) for _, dst, _ in binds(json.loads(r.stdout)))
+    assert "is a symlink" in r.stderr
+
+
+def test_planted_local_settings_link_gives_empty_copy(profiles, repo):
+    profiles.add()
+    (repo / ".claude").mkdir()
+    (profiles.home / "creds").write_text('{"token": "x"}')
+    os.symlink(profiles.home / "creds", repo / ".claude" / "settings.local.json")
+    r = profiles.run(cmd="plan")
+    assert r.returncode == 0, r.stderr
+    copies = list((profiles.state() / "local-settings").iterdir())
+    assert [c.read_text() for c in copies] == ["{}\n"]
+
+
+# --- after the session -------------------------------------------------------------------
+
+def test_trust_report_names_an_mcp_server_the_session_added(profiles):
+    profiles.add()
+    r = profiles.run(env=profiles.env(CSB_FAKE_CLAUDE_MCP_ADD="evil\x1b[31m"))
+    assert r.returncode == 0, r.stderr
+    assert "added or changed what claude runs on the host" in r.stderr
+    assert "evil?[31m" in r.stderr and "\x1b" not in r.stderr
+
+
+def test_no_trust_report_when_nothing_changed(profiles):
+    profiles.add()
+    r = profiles.run()
+    assert r.returncode == 0
+    assert "added or changed" not in r.stderr
+
+
+def test_sixteen_concurrent_runs_of_one_profile_all_succeed(profiles, repo):
+    profiles.add(settings='{"permissions": {"deny": ["Bash(sudo x)"]}}')
+    results = [None] * 16
+
+    def one(i):
+        results[i] = profiles.run(timeout=120)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r.returncode for r in results] == [0] * 16, [r.stderr for r in results if r.returncode]
+    state = profiles.state()
+    assert json.loads((state / "settings.json").read_text()) == {"permissions": {"deny": []}}
+    leftovers = [p for p in state.rglob("*") if p.name.endswith(".partial")]
+    leftovers += [p for p in (profiles.data / "csandbox").rglob("*") if p.name.endswith(".partial")]
+    assert leftovers == []
+
+
+def test_loopback_http_hook_in_shared_settings_reaches_the_host(profiles):
+    """The network side of the hook rewrite: the fake claude POSTs to the re-pointed URL and
+    the request arrives on the host's 127.0.0.1."""
+    profiles.add()
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    srv.settimeout(20)
+    port = srv.getsockname()[1]
+    got = []
+
+    def accept():
+        try:
+            conn, _ = srv.accept()
+            conn.settimeout(5)
+            got.append(conn.recv(4096))
+            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
+            conn.close()
+        except OSError:
+            pass
+
+    t = threading.Thread(target=accept)
+    t.start()
+    shared = {"hooks": {"Stop": [{"hooks": [{"type": "http",
+                                             "url": f"http://127.0.0.1:{port}/stop-hook"}]}]}}
+    (profiles.base / "shared-settings.json").write_text(json.dumps(shared))
+    try:
+        r = profiles.run(env=profiles.env(CSB_FAKE_CLAUDE_HOOK="1"))
+    finally:
+        t.join()
+        srv.close()
+    assert r.returncode == 0, r.stderr
+    assert got and got[0].startswith(b"POST /stop-hook "), got

@@ -1,0 +1,515 @@
+/* Staged copies (reference §2.4–§2.10) in temp dirs, including links planted by an earlier
+ * sandboxed session. */
+#include "common/error.h"
+#include "policy/profile.h"
+#include "policy/stage.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int failures;
+static char base[64];
+
+#define CHECK(cond, ...)                                                                           \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        printf("FAIL %s: ", __func__);                                             \
+                        printf(__VA_ARGS__);                                                       \
+                        printf("\n");                                                              \
+                        failures++;                                                                \
+                        return;                                                                    \
+                }                                                                                  \
+        } while (0)
+#define PASS() printf("ok %s\n", __func__)
+
+static void put(const char *path, const char *content)
+{
+        FILE *f = fopen(path, "w");
+
+        if (f) {
+                fputs(content, f);
+                fclose(f);
+        }
+}
+
+static char *slurp(const char *path)
+{
+        static char buf[65536];
+        FILE *f = fopen(path, "r");
+        size_t n;
+
+        if (!f)
+                return NULL;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        return buf;
+}
+
+/* base/rel, in one of a few rotating buffers. */
+static char *at(const char *rel)
+{
+        static char bufs[8][512];
+        static int i;
+        char *b = bufs[i++ % 8];
+
+        snprintf(b, 512, "%s/%s", base, rel);
+        return b;
+}
+
+/* A fresh profile dir and state dir under base/<name>. */
+static void new_profile(const char *name, struct profile *p, char *dir, char *state)
+{
+        snprintf(dir, PATH_MAX, "%s/%s-profile", base, name);
+        snprintf(state, PATH_MAX, "%s/%s-state", base, name);
+        mkdir(dir, 0700);
+        mkdir(state, 0700);
+        p->name = (char *)name;
+        p->dir = dir;
+        p->state_dir = state;
+        p->dir_fd = open(dir, O_PATH | O_DIRECTORY);
+        p->state_fd = open(state, O_RDONLY | O_DIRECTORY);
+}
+
+static void close_profile(struct profile *p)
+{
+        close(p->dir_fd);
+        close(p->state_fd);
+}
+
+static void test_settings_missing_is_created_on_host(void)
+{
+        char dir[PATH_MAX], state[PATH_MAX], *out = NULL;
+        struct stage_warnings w = {0};
+        struct cs_error err = {0};
+        struct profile p;
+        int r;
+
+        new_profile("missing", &p, dir, state);
+        r = stage_settings(&p, &out, &w, &err);
+        CHECK(r == 0, "%s", err.msg);
+        CHECK(strcmp(slurp(at("missing-profile/settings.json")), "{}\n") == 0, "host file not {}");
+        CHECK(strcmp(slurp(out), "{}\n") == 0, "copy not {}");
+        CHECK(w.n == 0, "warned");
+        free(out);
+        close_profile(&p);
+        PASS();
+}
+
+static void test_settings_symlink_gives_empty_and_target_unread(void)
+{
+        char dir[PATH_MAX], state[PATH_MAX], link[PATH_MAX + 20], *out = NULL;
+        struct stage_warnings w = {0};
+        struct cs_error err = {0};
+        struct profile p;
+        int r;
+
+        new_profile("link", &p, dir, state);
+        put(at("secret"), "{\"token\": \"s3cret\"}");
+        snprintf(link, sizeof(link), "%s/settings.json", dir);
+        symlink(at("secret"), link);
+        r = stage_settings(&p, &out, &w, &err);
+        CHECK(r == 0, "%s", err.msg);
+        CHECK(strcmp(slurp(out), "{}\n") == 0, "copy is %s", slurp(out));
+        CHECK(w.n == 1 && strstr(w.msgs[0], "is a symlink"), "no warning");
+        struct stat st;
+        CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "host link replaced");
+        stage_warnings_free(&w);
+        free(out);
+        close_profile(&p);
+        PASS();
+}
+
+static void test_settings_copy_strips_sudo_deny(void)
+{
+        char dir[PATH_MAX], state[PATH_MAX], f[PATH_MAX + 20], *out = NULL;
+        struct stage_warnings w = {0};
+        struct cs_error err = {0};
+        struct profile p;
+        int r;
+
+        new_profile("strip", &p, dir, state);
+        snprintf(f, sizeof(f), "%s/settings.json", dir);
+        put(f, "{\"permissions\": {\"deny\": [\"Bash(sudo *)\"]}}");
+        /* A link planted at the state copy's name is replaced, not written through. */
+        symlink(at("victim"), at("strip-state/settings.json"));
+        r = stage_settings(&p, &out, &w, &err);
+        CHECK(r == 0, "%s", err.msg);
+        CHECK(strcmp(slurp(out), "{\n  \"permissions\": {\n    \"deny\": []\n  }\n}") == 0,
+              "copy %s", slurp(out));
+        CHECK(access(at("victim"), F_OK) < 0, "wrote through a link");
+        free(out);
+        close_profile(&p);
+        PASS();
+}
+
+static void test_chrome_and_known_hosts(void)
+{
+        char dir[PATH_MAX], state[PATH_MAX], *out = NULL, *kh = NULL;
+        struct cs_error err = {0};
+        struct profile p;
+        struct stat st;
+        int r;
+
+        new_profile("kh", &p, dir, state);
+        r = stage_chrome(&p, &out, &err);
+        CHECK(r == 0 && stat(out, &st) == 0 && S_ISDIR(st.st_mode), "%s", err.msg);
+        free(out);
+        r = stage_user_known_hosts(&p, &kh, &err);
+        CHECK(r == 0 && stat(kh, &st) == 0 && st.st_size == 0 && (st.st_mode & 0777) == 0600, "%s",
+              err.msg);
+        put(kh, "host key\n");
+        free(kh);
+        r = stage_user_known_hosts(&p, &kh, &err);
+        CHECK(r == 0 && strcmp(slurp(kh), "host key\n") == 0, "overwritten");
+        unlink(kh);
+        symlink("/etc/passwd", kh);
+        free(kh);
+        kh = NULL;
+        r = stage_user_known_hosts(&p, &kh, &err);
+        CHECK(r < 0 && !kh, "accepted a linked known_hosts");
+        close_profile(&p);
+        PASS();
+}
+
+static void test_gitconfig_copied_and_missing_is_null(void)
+{
+        char dir[PATH_MAX], state[PATH_MAX], home[PATH_MAX], *out = NULL;
+        struct cs_error err = {0};
+        struct profile p;
+        int r;
+
+        new_profile("gc", &p, dir, state);
+        snprintf(home, sizeof(home), "%s/home", base);
+        mkdir(home, 0700);
+        r = stage_gitconfig(&p, home, &out, &err);
+        CHECK(r == 0 && !out, "missing gave %s", out);
+        r = stage_host_known_hosts(&p, home, &out, &err);
+        CHECK(r == 0 && !out, "missing known_hosts gave %s", out);
+        put(at("real-gitconfig"), "[user]\n\tname = x\n");
+        symlink(at("real-gitconfig"), at("home/.gitconfig"));
+        r = stage_gitconfig(&p, home, &out, &err);
+        CHECK(r == 0 && out && strcmp(slurp(out), "[user]\n\tname = x\n") == 0, "%s", err.msg);
+        free(out);
+        close_profile(&p);
+        PASS();
+}
+
+static void test_hooks_copy_keeps_links_and_clears_planted_ones(void)
+{
+        char dir[PATH_MAX], state[PATH_MAX], git[PATH_MAX], *config = NULL, *copy = NULL;
+        char path[PATH_MAX * 2], target[PATH_MAX];
+        struct stage_warnings w = {0};
+        struct cs_error err = {0};
+        struct profile p;
+        struct stat st;
+        ssize_t n;
+        int r;
+
+        new_profile("hooks", &p, dir, state);
+        snprintf(git, sizeof(git), "%s/repo.git", base);
+        mkdir(git, 0700);
+        put(at("repo.git/config"), "[core]\n");
+        mkdir(at("repo.git/hooks"), 0755);
+        put(at("repo.git/hooks/pre-commit"), "#!/bin/sh\n");
+        chmod(at("repo.git/hooks/pre-commit"), 0751);
+        symlink("/etc/shadow", at("repo.git/hooks/evil"));
+        mkdir(at("repo.git/hooks/sub"), 0755);
+        put(at("repo.git/hooks/sub/x"), "x");
+        r = stage_git_dir(&p, git, &config, &copy, &w, &err);
+        CHECK(r == 0 && config && copy, "%s", err.msg);
+        CHECK(strstr(copy, "/git-hooks/") && strlen(strrchr(copy, '/') + 1) == 16, "key %s", copy);
+        snprintf(path, sizeof(path), "%s/pre-commit", copy);
+        CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0751, "mode not kept");
+        snprintf(path, sizeof(path), "%s/evil", copy);
+        n = readlink(path, target, sizeof(target) - 1);
+        CHECK(n > 0 && (target[n] = '\0', strcmp(target, "/etc/shadow") == 0), "link not kept");
+        snprintf(path, sizeof(path), "%s/sub/x", copy);
+        CHECK(strcmp(slurp(path), "x") == 0, "subdir not copied");
+
+        /* The sandbox plants a link to a host dir inside the copy; clearing must not follow. */
+        mkdir(at("outside"), 0700);
+        put(at("outside/keep"), "k");
+        snprintf(path, sizeof(path), "%s/planted", copy);
+        symlink(at("outside"), path);
+        snprintf(path, sizeof(path), "%s/sub/ro", copy);
+        mkdir(path, 0700);
+        snprintf(path, sizeof(path), "%s/sub/ro/f", copy);
+        put(path, "f");
+        snprintf(path, sizeof(path), "%s/sub/ro", copy);
+        chmod(path, 0500);
+        free(config);
+        free(copy);
+        r = stage_git_dir(&p, git, &config, &copy, &w, &err);
+        CHECK(r == 0, "%s", err.msg);
+        CHECK(strcmp(slurp(at("outside/keep")), "k") == 0, "followed planted link");
+        snprintf(path, sizeof(path), "%s/planted", copy);
+        CHECK(lstat(path, &st) < 0, "planted link survived");
+        snprintf(path, sizeof(path), "%s/sub/ro", copy);
+        CHECK(lstat(path, &st) < 0, "sandbox-made dir survived");
+        free(config);
+        free(copy);
+        close_profile(&p);
+        PASS();
+}
+
+static void test_linked_hooks_and_config_give_no_copy(void)
+{
+        char dir[PATH_MAX], state[PATH_MAX], git[PATH_MAX], *config = NULL, *copy = NULL;
+        struct stage_warnings w = {0};
+        struct cs_error err = {0};
+        struct profile p;
+        int r;
+
+        new_profile("lhooks", &p, dir, state);
+        snprintf(git, sizeof(git), "%s/linked.git", base);
+        mkdir(git, 0700);
+        mkdir(at("elsewhere"), 0700);
+        symlink(at("elsewhere"), at("linked.git/hooks"));
+        symlink(at("repo.git/config"), at("linked.git/config"));
+        r = stage_git_dir(&p, git, &config, &copy, &w, &err);
+        CHECK(r == 0 && !config && !copy, "config %s copy %s", config, copy);
+        CHECK(w.n == 2 && strstr(w.msgs[1], "hooks is a symlink"), "warnings %zu", w.n);
+        stage_warnings_free(&w);
+        close_profile(&p);
+        PASS();
+}
+
+static void test_missing_hooks_gives_empty_copy(void)
+{
+        char dir[PATH_MAX], state[PATH_MAX], git[PATH_MAX], *config = NULL, *copy = NULL;
+        struct stage_warnings w = {0};
+        struct cs_error err = {0};
+        struct profile p;
+        struct stat st;
+        int r;
+
+        new_profile("nohooks", &p, dir, state);
+        snprintf(git, sizeof(git), "%s/bare.git", base);
+        mkdir(git, 0700);
+        r = stage_git_dir(&p, git, &config, &copy, &w, &err);
+        CHECK(r == 0 && !config && copy && stat(copy, &st) == 0 && S_ISDIR(st.st_mode), "%s",
+              err.msg);
+        free(copy);
+        close_profile(&p);
+        PASS();
+}
+
+static void test_local_settings_copy_and_link(void)
+{
+        char dir[PATH_MAX], state[PATH_MAX], *out = NULL;
+        struct stage_warnings w = {0};
+        struct cs_error err = {0};
+        struct profile p;
+        int r;
+
+        new_profile("local", &p, dir, state);
+        mkdir(at("wt"), 0700);
+        mkdir(at("wt/.claude"), 0700);
+        r = stage_local_settings(&p, at("wt/.claude/settings.local.json"), &out, &w, &err);
+        CHECK(r == 0 && !out, "missing gave a copy");
+        put(at("wt/.claude/settings.local.json"), "{\"a\": 1}");
+        r = stage_local_settings(&p, at("wt/.claude/settings.local.json"), &out, &w, &err);
+        CHECK(r == 0 && out && strcmp(slurp(out), "{\"a\": 1}") == 0, "%s", err.msg);
+        CHECK(strstr(out, "/local-settings/") && strstr(out, ".json"), "path %s", out);
+        free(out);
+        unlink(at("wt/.claude/settings.local.json"));
+        put(at("secret2"), "{\"s\": 1}");
+        symlink(at("secret2"), at("wt/.claude/settings.local.json"));
+        r = stage_local_settings(&p, at("wt/.claude/settings.local.json"), &out, &w, &err);
+        CHECK(r == 0 && out && strcmp(slurp(out), "{}\n") == 0 && w.n == 1, "%s", err.msg);
+        free(out);
+        stage_warnings_free(&w);
+        close_profile(&p);
+        PASS();
+}
+
+static int count_entries(const char *d)
+{
+        DIR *dd = opendir(d);
+        struct dirent *de;
+        int n = 0;
+
+        if (!dd)
+                return -1;
+        while ((de = readdir(dd)))
+                if (de->d_name[0] != '.' || strstr(de->d_name, ".partial"))
+                        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                                n++;
+        closedir(dd);
+        return n;
+}
+
+static void test_claude_versions_layout_and_pruning(void)
+{
+        struct profile_config c = {0};
+        struct stage_warnings w = {0};
+        struct cs_error err = {0};
+        char data[PATH_MAX], bin[PATH_MAX], cache[PATH_MAX + 20], live[PATH_MAX + 80];
+        char dead[PATH_MAX + 80], old[PATH_MAX + 40];
+        char *out = NULL;
+        bool missing = true;
+        struct stat st;
+        pid_t child;
+        int r;
+
+        snprintf(data, sizeof(data), "%s/data", base);
+        mkdir(data, 0700);
+        mkdir(at("inst"), 0700);
+        mkdir(at("inst/claude"), 0700);
+        mkdir(at("inst/claude/versions"), 0700);
+        snprintf(bin, sizeof(bin), "%s/inst/claude/versions/2.1.999", base);
+        put(bin, "#!/bin/sh\necho fake\n");
+        chmod(bin, 0755);
+        symlink(bin, at("inst/claude-link"));
+        snprintf(cache, sizeof(cache), "%s/csandbox/claude", data);
+        c.data_home = data;
+        c.claude_bin = at("inst/claude-link");
+        /* A parallel launch mid-copy (alive) and a crashed one (dead pid), and an old key. */
+        mkdir(at("data/csandbox"), 0700);
+        mkdir(cache, 0700);
+        child = fork();
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        snprintf(live, sizeof(live), "%s/.2.1.999.%d.partial", cache, (int)child);
+        put(live, "half");
+        snprintf(dead, sizeof(dead), "%s/.2.1.1.%d.partial", cache, 999999999);
+        put(dead, "half");
+        snprintf(old, sizeof(old), "%s/2.1.1", cache);
+        put(old, "old");
+        r = stage_claude(&c, &out, &missing, &w, &err);
+        kill(child, 9);
+        waitpid(child, NULL, 0);
+        CHECK(r == 0 && !missing && out, "%s", err.msg);
+        CHECK(strcmp(strrchr(out, '/') + 1, "2.1.999") == 0, "key %s", out);
+        CHECK(stat(out, &st) == 0 && (st.st_mode & 0777) == 0755, "mode lost");
+        CHECK(strcmp(slurp(out), "#!/bin/sh\necho fake\n") == 0, "content");
+        CHECK(access(live, F_OK) == 0, "live partial pruned");
+        CHECK(access(dead, F_OK) < 0 && access(old, F_OK) < 0, "stale entries kept");
+        CHECK(count_entries(cache) == 2, "entries %d", count_entries(cache));
+        free(out);
+        PASS();
+}
+
+static void test_claude_npm_layout_and_fallback_key(void)
+{
+        struct profile_config c = {0};
+        struct stage_warnings w = {0};
+        struct cs_error err = {0};
+        char data[PATH_MAX], pkg[PATH_MAX], other[PATH_MAX];
+        char *out = NULL, *oldpath;
+        bool missing = true;
+        int r;
+
+        snprintf(data, sizeof(data), "%s/data2", base);
+        mkdir(data, 0700);
+        snprintf(pkg, sizeof(pkg), "%s/npm/lib/node_modules/@anthropic-ai/claude-code", base);
+        mkdir(at("npm"), 0700);
+        mkdir(at("npm/lib"), 0700);
+        mkdir(at("npm/lib/node_modules"), 0700);
+        mkdir(at("npm/lib/node_modules/@anthropic-ai"), 0700);
+        mkdir(pkg, 0700);
+        mkdir(at("npm/lib/node_modules/@anthropic-ai/claude-code/bin"), 0700);
+        put(at("npm/lib/node_modules/@anthropic-ai/claude-code/package.json"),
+            "{\"name\": \"@anthropic-ai/claude-code\", \"version\": \"2.1.332\"}");
+        put(at("npm/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe"), "ELF");
+        chmod(at("npm/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe"), 0755);
+        mkdir(at("npm/bin"), 0700);
+        symlink("../lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe",
+                at("npm/bin/claude"));
+        /* Found on PATH by name, as `claude` is. */
+        oldpath = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+        setenv("PATH", at("npm/bin"), 1);
+        c.data_home = data;
+        c.claude_bin = "claude";
+        r = stage_claude(&c, &out, &missing, &w, &err);
+        CHECK(r == 0 && out && strcmp(strrchr(out, '/') + 1, "2.1.332") == 0, "npm key %s (%s)",
+              out, err.msg);
+        free(out);
+
+        c.claude_bin = "no-such-claude";
+        r = stage_claude(&c, &out, &missing, &w, &err);
+        CHECK(r == 0 && missing && !out, "missing not reported");
+        if (oldpath)
+                setenv("PATH", oldpath, 1);
+        free(oldpath);
+
+        snprintf(other, sizeof(other), "%s/plain-claude", base);
+        put(other, "bin");
+        chmod(other, 0755);
+        c.claude_bin = other;
+        r = stage_claude(&c, &out, &missing, &w, &err);
+        CHECK(r == 0 && out && strchr(strrchr(out, '/'), '-'), "fallback key %s (%s)", out,
+              err.msg);
+        CHECK(access(at("data2/csandbox/claude/2.1.332"), F_OK) < 0, "previous key not pruned");
+        free(out);
+        PASS();
+}
+
+static void test_git_identity_file(void)
+{
+        struct profile_config c = {0};
+        struct cs_error err = {0};
+        char data[128], repo[128], cmd[1024], *out = NULL;
+        const char *want = "[include]\n\tpath = /home/appuser/.gitconfig\n[user]\n\tname = "
+                           "\"A \\\"q\\\" \\\\ b\"\n[user]\n\temail = \"a@b.c\"\n";
+        int r;
+
+        snprintf(data, sizeof(data), "%s/data3", base);
+        snprintf(repo, sizeof(repo), "%s/idrepo", base);
+        mkdir(data, 0700);
+        snprintf(cmd, sizeof(cmd),
+                 "git init -q %s && git -C %s config user.name 'A \"q\" \\ b' && git -C %s "
+                 "config user.email a@b.c",
+                 repo, repo, repo);
+        if (system(cmd) != 0) {
+                printf("ok %s # SKIP no git\n", __func__);
+                return;
+        }
+        setenv("GIT_CONFIG_GLOBAL", "/nonexistent-must-be-ignored", 1);
+        c.data_home = data;
+        r = stage_git_identity(&c, repo, &out, &err);
+        unsetenv("GIT_CONFIG_GLOBAL");
+        CHECK(r == 0 && out, "%s", err.msg);
+        CHECK(strcmp(slurp(out), want) == 0, "content <%s>", slurp(out));
+        CHECK(strstr(out, "/claude-profile/git/identity-") && strlen(strrchr(out, '-') + 1) == 16,
+              "path %s", out);
+        free(out);
+        PASS();
+}
+
+int main(void)
+{
+        char cmd[PATH_MAX + 16];
+
+        snprintf(base, sizeof(base), "/tmp/test-stage-XXXXXX");
+        if (!mkdtemp(base))
+                return 1;
+        test_settings_missing_is_created_on_host();
+        test_settings_symlink_gives_empty_and_target_unread();
+        test_settings_copy_strips_sudo_deny();
+        test_chrome_and_known_hosts();
+        test_gitconfig_copied_and_missing_is_null();
+        test_hooks_copy_keeps_links_and_clears_planted_ones();
+        test_linked_hooks_and_config_give_no_copy();
+        test_missing_hooks_gives_empty_copy();
+        test_local_settings_copy_and_link();
+        test_claude_versions_layout_and_pruning();
+        test_claude_npm_layout_and_fallback_key();
+        test_git_identity_file();
+        snprintf(cmd, sizeof(cmd), "chmod -R u+rwx %s; rm -rf %s", base, base);
+        if (system(cmd) != 0)
+                return 1;
+        return failures ? 1 : 0;
+}
