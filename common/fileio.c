@@ -111,6 +111,23 @@ int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t l
 
         if (strchr(name, '/') || strlen(name) > 200)
                 return cs_error_setx(err, EINVAL, "write %s: not a plain file name", name);
+        /* The same content already there: leave it. A concurrent launch may be about to
+         * mount the file, and replacing it would pull it from under that mount. */
+        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0) {
+                struct stat st;
+
+                if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len &&
+                    (st.st_mode & 07777) == mode && len <= (1u << 20)) {
+                        _cleanup_free_ char *cur = malloc(len + 1);
+                        ssize_t n = cur ? pread(fd, cur, len + 1, 0) : -1;
+
+                        if (n >= 0 && (size_t)n == len && memcmp(cur, data, len) == 0)
+                                return 0;
+                }
+                close(fd);
+                fd = -1;
+        }
         snprintf(partial, sizeof(partial), ".%s.%d.partial", name, (int)getpid());
         unlinkat(dirfd, partial, 0);
         fd = openat(dirfd, partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);

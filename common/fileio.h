@@ -20,6 +20,7 @@ int cs_write_all(int fd, const void *buf, size_t len);
  * fsync'd and renamed over NAME, so a reader (or a concurrent launch) sees the old or the
  * new content, never a torn one. The partial is created O_EXCL|O_NOFOLLOW; NAME itself is
  * replaced, never written through (a symlink planted at NAME is replaced, not followed).
- * No fsync: these are copies regenerated on every launch, not data to keep. */
+ * A file that already holds exactly data (and mode) is left as it is. No fsync: these are
+ * copies regenerated on every launch, not data to keep. */
 int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                          struct cs_error *err);

@@ -489,6 +489,54 @@ static int copy_tree(int src, int dst, int depth, struct tree_budget *bud)
         return errno ? -errno : 0;
 }
 
+/* Remove the hooks copies of launches that are gone: entries "<key>-<pid>" (every one with
+ * our own pid when mine is set, else those whose pid no longer exists). */
+static void prune_hook_copies(int rootfd, const char *key, bool mine)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        int dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+        size_t klen = key ? strlen(key) : 0;
+        struct dirent *de;
+
+        if (dfd < 0 || !(d = fdopendir(dfd))) {
+                if (dfd >= 0)
+                        close(dfd);
+                return;
+        }
+        while ((de = readdir(d))) {
+                const char *dash = strrchr(de->d_name, '-');
+                char *end;
+                long pid;
+                int cfd;
+
+                if (!dash || (key && ((size_t)(dash - de->d_name) != klen ||
+                                      strncmp(de->d_name, key, klen) != 0)))
+                        continue;
+                pid = strtol(dash + 1, &end, 10);
+                if (*end || pid <= 0)
+                        continue;
+                if (mine ? pid != getpid() : (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+                        continue;
+                cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (cfd < 0)
+                        continue;
+                empty_dir(cfd, 0);
+                close(cfd);
+                unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+        }
+}
+
+void stage_release(const struct profile *p)
+{
+        _cleanup_close_ int rootfd = -1;
+
+        if (p->state_fd < 0)
+                return;
+        rootfd = openat(p->state_fd, "git-hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (rootfd >= 0)
+                prune_hook_copies(rootfd, NULL, true);
+}
+
 int stage_git_dir(const struct profile *p, const char *git_dir, char **ret_config,
                   char **ret_hooks_copy, struct stage_warnings *warn, struct cs_error *err)
 {
@@ -497,7 +545,7 @@ int stage_git_dir(const struct profile *p, const char *git_dir, char **ret_confi
         _cleanup_free_ char *hooks_root = path_join(p->state_dir, "git-hooks");
         _cleanup_free_ char *copy = NULL;
         _cleanup_close_ int gfd = -1, rootfd = -1, cfd = -1, hfd = -1;
-        char key[17];
+        char key[17], name[40];
         struct stat st;
         bool config_ok = false, hooks_dir = false;
         int r;
@@ -551,13 +599,17 @@ int stage_git_dir(const struct profile *p, const char *git_dir, char **ret_confi
 
         if (sha256_hex16(hooks, strlen(hooks), key) < 0)
                 return cs_error_setx(err, EIO, "sha256 of %s failed", hooks);
-        copy = path_join(hooks_root, key);
+        /* One copy per launch, <key>-<pid>: concurrent sessions in one repo each get their
+         * own throwaway copy, and none empties another's while it runs. */
+        snprintf(name, sizeof(name), "%s-%d", key, (int)getpid());
+        copy = path_join(hooks_root, name);
         if (!copy)
                 return cs_error_set(err, ENOMEM, "stage %s", hooks);
         r = open_subdir(p->state_fd, "git-hooks", hooks_root, 0700, &rootfd, err);
         if (r < 0)
                 return r;
-        r = open_subdir(rootfd, key, copy, 0700, &cfd, err);
+        prune_hook_copies(rootfd, key, false);
+        r = open_subdir(rootfd, name, copy, 0700, &cfd, err);
         if (r < 0)
                 return r;
         (void)fchmod(cfd, 0700);

@@ -142,6 +142,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
                 r = launch_run(&plan.spec, &filter, &status, &err);
                 if (r < 0)
                         status = fail(&err);
+                stage_release(&plan.profile);
                 report = plan_trust_report(&plan);
                 if (report)
                         fprintf(stderr, "%s\n", report);
