@@ -8,6 +8,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../image/store.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -24,6 +25,7 @@
 
 #define SHARED_SETTINGS_MAX (4u << 20)
 #define CLAUDE_JSON_MAX     (32u << 20)
+#define IDENTITY_FILE_MAX   (4u << 20)
 
 static const char briefing[] =
     "You are running inside csandbox, an ephemeral sandbox built from Linux namespaces "
@@ -247,22 +249,130 @@ static int add_env_secret_list(struct plan *p, const struct plan_request *req, s
         return 0;
 }
 
-/* Ids and names inside the embedded default: the host's passwd and group do not know
- * appuser, and tools (ssh, git) want a name for their uid. */
-static int add_identity_files(struct sandbox_spec *s, struct cs_error *err)
+/* base without the lines that name appuser or id 1000 (field 3), so appuser owns both. */
+static char *without_id_1000(const char *base)
 {
-        static const char passwd[] = "root:x:0:0:root:/root:/bin/sh\n"
-                                     "appuser:x:1000:1000:appuser:/home/appuser:/bin/bash\n"
-                                     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-        static const char group[] = "root:x:0:\nappuser:x:1000:\nnogroup:x:65534:\n";
+        size_t len = strlen(base);
+        char *out = malloc(len + 2), *o = out;
+
+        if (!out)
+                return NULL;
+        for (const char *l = base; *l;) {
+                const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
+                const char *f = l;
+                bool drop = strncmp(l, "appuser:", 8) == 0;
+
+                for (int k = 0; k < 2 && f && f < end; k++)
+                        f = memchr(f, ':', (size_t)(end - f)), f = f ? f + 1 : NULL;
+                if (f && end - f >= 5 && strncmp(f, "1000:", 5) == 0)
+                        drop = true;
+                if (f && end - f == 4 && strncmp(f, "1000", 4) == 0)
+                        drop = true;
+                if (!drop && end > l) {
+                        memcpy(o, l, (size_t)(end - l));
+                        o += end - l;
+                        *o++ = '\n';
+                }
+                l = nl ? nl + 1 : end;
+        }
+        *o = '\0';
+        return out;
+}
+
+/* appuser in /etc/passwd and /etc/group: tools (ssh, git) want a name for their uid. The
+ * host's files (embedded default) or an image without appuser get it added. */
+static int add_identity_files(struct sandbox_spec *s, const char *passwd, const char *group,
+                              struct cs_error *err)
+{
+        static const char user[] = "appuser:x:1000:1000:appuser:/home/appuser:/bin/sh\n";
+        static const char grp[] = "appuser:x:1000:\n";
+        _cleanup_free_ char *pw = NULL, *gr = NULL, *pbase = without_id_1000(passwd);
+        _cleanup_free_ char *gbase = without_id_1000(group);
         int r;
 
-        r = spec_add_file(s, "/etc/passwd", "csandbox: passwd", passwd, sizeof(passwd) - 1,
+        if (!pbase || !gbase || asprintf(&pw, "%s%s", pbase, user) < 0 ||
+            asprintf(&gr, "%s%s", gbase, grp) < 0)
+                return cs_error_set(err, ENOMEM, "passwd");
+        r = spec_add_file(s, "/etc/passwd", "csandbox: passwd with appuser", pw, strlen(pw),
                           SPEC_MOUNT_OPTIONAL, err);
         if (r >= 0)
-                r = spec_add_file(s, "/etc/group", "csandbox: group", group, sizeof(group) - 1,
+                r = spec_add_file(s, "/etc/group", "csandbox: group with appuser", gr, strlen(gr),
                                   SPEC_MOUNT_OPTIONAL, err);
         return r;
+}
+
+/* An identity file of the root (dirfd: the image's rootfs, or AT_FDCWD for the host's),
+ * read bounded and never through a link; "" when it cannot be read. */
+static char *read_root_file(int dirfd, const char *path)
+{
+        struct cs_error ignored;
+        char *buf = NULL;
+
+        if (cs_read_file_at(dirfd, path, IDENTITY_FILE_MAX, true, &buf, NULL, &ignored) < 0)
+                return strdup("");
+        return buf;
+}
+
+/* The root: an imported image (CLAUDE_PROFILE_SANDBOX_IMAGE or --image) under an ephemeral
+ * writable overlay, or the embedded default. The image's Env is the base environment. */
+static int plan_root(struct plan *p, const struct plan_request *req, struct cs_error *err)
+{
+        const char *name = req->image ? req->image : req->config->sandbox_image;
+        struct sandbox_spec *s = &p->spec;
+        const char *path = NULL;
+        _cleanup_free_ char *pw = NULL, *gr = NULL, *newpath = NULL;
+        uid_t uid;
+        gid_t gid;
+        int r;
+
+        if (!name) {
+                s->root = SPEC_ROOT_HOST;
+                pw = read_root_file(AT_FDCWD, "/etc/passwd");
+                gr = read_root_file(AT_FDCWD, "/etc/group");
+                r = add_identity_files(s, pw ? pw : "", gr ? gr : "", err);
+                if (r < 0)
+                        return r;
+                return spec_env_set(s, "PATH", PLAN_HOME "/.local/bin:" SPEC_DEFAULT_PATH, false,
+                                    err);
+        }
+        r = store_open_image(name, &p->image, err);
+        if (r < 0) {
+                cs_error_wrap(err, "the sandbox image %s", name);
+                return cs_error_hint(err,
+                                     "Import it first with: csandbox image import SRC --name %s "
+                                     "(SRC: an OCI layout, `podman save` or `skopeo copy ... "
+                                     "oci-archive:` output, or a rootfs tar), or unset "
+                                     "CLAUDE_PROFILE_SANDBOX_IMAGE to use the host's root",
+                                     name);
+        }
+        s->root = SPEC_ROOT_DIR;
+        s->root_path = strdup(p->image.rootfs);
+        s->writable = true;
+        for (char **e = p->image.config.env; e && *e; e++) {
+                char *eq = strchr(*e, '=');
+                _cleanup_free_ char *k = eq ? strndup(*e, (size_t)(eq - *e)) : NULL;
+
+                if (k && spec_env_name_valid(k) && strcmp(k, "PATH") == 0)
+                        path = eq + 1;
+                else if (k && spec_env_name_valid(k) &&
+                         (r = spec_env_set(s, k, eq + 1, false, err)) < 0)
+                        return r;
+        }
+        if (asprintf(&newpath, "%s:%s", PLAN_HOME "/.local/bin", path ? path : SPEC_DEFAULT_PATH) <
+            0)
+                return cs_error_set(err, ENOMEM, "PATH");
+        r = spec_env_set(s, "PATH", newpath, false, err);
+        if (r < 0)
+                return r;
+        /* The host user lands on the image's appuser (1000 when it has none, then added). */
+        if (image_resolve_user(p->image.rootfs_fd, PLAN_USER, &uid, &gid, err) == 0) {
+                s->uid = uid;
+                s->gid = gid;
+                return 0;
+        }
+        pw = read_root_file(p->image.rootfs_fd, "etc/passwd");
+        gr = read_root_file(p->image.rootfs_fd, "etc/group");
+        return add_identity_files(s, pw ? pw : "", gr ? gr : "", err);
 }
 
 static int add_git_state(struct plan *p, const struct worktree *w, struct cs_error *err)
@@ -511,6 +621,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         memset(p, 0, sizeof(*p));
         spec_init(s);
         p->profile.dir_fd = p->profile.state_fd = -1;
+        p->image.rootfs_fd = p->image.lock_fd = -1;
         r = profile_open(c, req->name, &p->profile, err);
         if (r < 0)
                 return r;
@@ -518,23 +629,23 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         r = worktree_detect(req->cwd, &w, err);
         if (r >= 0)
                 r = worktree_refuse(&w, c->home, c->profiles_base, err);
+        /* The image is looked up before anything is created, too. */
+        s->host_uid = getuid();
+        s->host_gid = getgid();
+        s->uid = PLAN_UID;
+        s->gid = PLAN_UID;
+        if (r >= 0)
+                r = plan_root(p, req, err);
         if (r >= 0)
                 r = profile_state_open(&p->profile, err);
         if (r < 0)
                 goto out;
 
-        s->host_uid = getuid();
-        s->host_gid = getgid();
-        s->uid = PLAN_UID;
-        s->gid = PLAN_UID;
         s->net = SPEC_NET_PASTA;
         s->seccomp = SPEC_SECCOMP_DEFAULT;
         s->cwd = strdup(w.cwd);
-        s->root = SPEC_ROOT_HOST;
 
-        r = spec_env_set(s, "PATH", PLAN_HOME "/.local/bin:" SPEC_DEFAULT_PATH, false, err);
-        if (r >= 0)
-                r = spec_env_set(s, "HOME", PLAN_HOME, false, err);
+        r = spec_env_set(s, "HOME", PLAN_HOME, false, err);
         if (r >= 0)
                 r = spec_env_set(s, "USER", PLAN_USER, false, err);
         if (r >= 0)
@@ -545,12 +656,10 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 r = spec_env_set(s, "CLAUDE_CONFIG_DIR", PLAN_CONFIG, false, err);
         if (r >= 0)
                 r = spec_add_base_mounts(s, err);
-        if (r >= 0)
+        /* The embedded default: every home hidden, appuser's own writable home. */
+        if (r >= 0 && s->root == SPEC_ROOT_HOST)
                 r = spec_add_host_hides(s, c->home, err);
-        if (r >= 0)
-                r = add_identity_files(s, err);
-        /* A writable home of its own (the host's homes are hidden). */
-        if (r >= 0)
+        if (r >= 0 && s->root == SPEC_ROOT_HOST)
                 r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, PLAN_HOME, err);
         if (r < 0)
                 goto out;
@@ -666,6 +775,7 @@ out:
 void plan_free(struct plan *p)
 {
         spec_free(&p->spec);
+        image_ref_free(&p->image);
         profile_close(&p->profile);
         stage_warnings_free(&p->warnings);
         for (size_t i = 0; i < p->n_local_settings; i++)

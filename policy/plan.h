@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../image/store.h"
 #include "../runner/spec.h"
 #include "profile.h"
 #include "stage.h"
@@ -39,6 +40,7 @@ struct plan {
         char **local_settings;          /* candidate settings.local.json paths (§2.7) */
         size_t n_local_settings;
         struct plan_trust trust_before;
+        struct image_ref image; /* the image's lock is held until plan_free */
 };
 
 /* Build the spec. This stages the per-profile copies exactly as a launch does (the state

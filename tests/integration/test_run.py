@@ -448,3 +448,106 @@ def test_loopback_http_hook_in_shared_settings_reaches_the_host(profiles):
         srv.close()
     assert r.returncode == 0, r.stderr
     assert got and got[0].startswith(b"POST /stop-hook "), got
+
+
+# --- an imported image as the root -----------------------------------------------------
+
+def import_busybox_image(profiles, tmp_path, name="sandbox-img"):
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
+    import oci
+    layout = str(tmp_path / "layout")
+    oci.write_layout(layout, oci.busybox_layers(str(tmp_path), PROBE), ref="latest")
+    r = subprocess.run([CSANDBOX, "image", "import", layout, "--name", name],
+                       env=profiles.env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def test_run_on_an_imported_image_under_a_writable_overlay(profiles, tmp_path):
+    profiles.add()
+    import_busybox_image(profiles, tmp_path)
+    env = profiles.env(CLAUDE_PROFILE_SANDBOX_IMAGE="sandbox-img")
+    plan = profiles.plan(env=env)
+    assert plan["root"]["kind"] == "dir" and plan["root"]["writable"] is True
+    assert not any(m["dest"] == "/home" for m in plan["mounts"]), "no host hides on an image"
+    r = profiles.report(env=env)
+    assert (r["uid"], r["gid"]) == (1000, 1000)
+    assert r["env"]["FIXTURE"] == "1", "the image's Env is the base environment"
+    assert r["env"]["PATH"] == HOME_IN + "/.local/bin:/bin:/usr/bin"
+    root = [m for m in mountinfo_entries(r["mountinfo"]) if m["mountpoint"] == "/"]
+    assert root and root[0]["fstype"] == "overlay"
+    assert r["cwd"] == str(profiles.project)
+
+
+def test_run_with_image_flag_overrides_the_setting(profiles, tmp_path):
+    profiles.add()
+    import_busybox_image(profiles, tmp_path, "other")
+    r = subprocess.run([CSANDBOX, "plan", "--image", "other", "work"], cwd=str(profiles.project),
+                       env=profiles.env(CLAUDE_PROFILE_SANDBOX_IMAGE="nothere"),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["root"]["kind"] == "dir"
+
+
+def test_run_with_an_image_that_is_not_imported_says_how_to_import_it(profiles):
+    profiles.add()
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX_IMAGE="nothere"))
+    assert r.returncode == 125
+    assert "csandbox image import" in r.stderr and "nothere" in r.stderr
+    assert not profiles.state().exists(), "nothing is created before the image is found"
+    assert not (profiles.base / "work" / ".env").exists()
+
+
+# --- list and sandbox ------------------------------------------------------------------
+
+def cli(profiles, *args, env=None):
+    return subprocess.run([CSANDBOX, *args], env=env or profiles.env(), capture_output=True,
+                          text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+
+
+def test_list_shows_login_and_marker_and_a_dangling_marker_counts(profiles):
+    a = profiles.add("alpha")
+    b = profiles.add("beta")
+    (a / ".credentials.json").write_text("{}")
+    os.symlink(profiles.home / "nowhere", b / ".sandbox")
+    (profiles.base / "shared-settings.json").write_text("{}")
+    r = cli(profiles, "list")
+    assert r.returncode == 0, r.stderr
+    lines = {l.split()[0]: l for l in r.stdout.splitlines() if l.split() and l.split()[0] in ("alpha", "beta")}
+    assert "not authenticated" not in lines["alpha"] and "not authenticated" in lines["beta"]
+    assert lines["beta"].rstrip().endswith("yes")
+    assert "shared-settings.json" not in r.stdout
+
+
+def test_list_notes_the_override(profiles):
+    profiles.add("alpha")
+    r = cli(profiles, "list", env=profiles.env(CLAUDE_PROFILE_SANDBOX="0"))
+    assert "CLAUDE_PROFILE_SANDBOX is set" in r.stdout
+
+
+def test_list_without_profiles(profiles):
+    r = cli(profiles, "list")
+    assert r.returncode == 0 and "No profiles found" in r.stdout
+
+
+def test_sandbox_on_replaces_a_linked_marker_without_creating_its_target(profiles):
+    d = profiles.add()
+    target = profiles.home / "should-not-exist"
+    os.symlink(target, d / ".sandbox")
+    r = cli(profiles, "sandbox", "work", "--on")
+    assert r.returncode == 0, r.stderr
+    assert not target.exists()
+    assert (d / ".sandbox").is_file() and not (d / ".sandbox").is_symlink()
+    r = cli(profiles, "sandbox", "work")
+    assert "the sandbox" in r.stdout
+    r = cli(profiles, "sandbox", "work", "--off")
+    assert r.returncode == 0 and not os.path.lexists(d / ".sandbox")
+    assert cli(profiles, "sandbox", "work", "--off").returncode == 0
+
+
+def test_sandbox_flags_and_missing_profile_are_errors(profiles):
+    profiles.add()
+    r = cli(profiles, "sandbox", "work", "--on", "--off")
+    assert r.returncode == 125 and "mutually exclusive" in r.stderr
+    r = cli(profiles, "sandbox", "nope")
+    assert r.returncode == 125 and "nope" in r.stderr
