@@ -9,6 +9,7 @@
 #include "common/fileio.h"
 #include "policy/profile.h"
 #include "policy/settings.h"
+#include "policy/worktree.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -957,52 +958,12 @@ int stage_claude(const struct profile_config *c, char **ret_path, bool *ret_miss
         return 0;
 }
 
-/* `git -C cwd config --get key` with only PATH and HOME from our environment (no GIT_*
- * can redirect it), stdin from /dev/null, output bounded. *ret NULL when unset. */
+/* `git -C cwd config --get key`; *ret NULL when unset. */
 static int git_config_get(const char *cwd, const char *key, char **ret, struct cs_error *err)
 {
-        char *argv[] = {"git", "-C", (char *)cwd, "config", "--get", (char *)key, NULL};
-        _cleanup_free_ char *env_path = NULL;
-        _cleanup_free_ char *env_home = NULL;
-        _cleanup_free_ char *out = NULL;
-        char *envp[3];
-        size_t ne = 0, len = 0;
-        posix_spawn_file_actions_t fa;
-        int pipefd[2], status, r;
-        pid_t pid;
+        char *args[] = {"config", "--get", (char *)key, NULL};
 
-        *ret = NULL;
-        if (getenv("PATH") && asprintf(&env_path, "PATH=%s", getenv("PATH")) >= 0)
-                envp[ne++] = env_path;
-        if (getenv("HOME") && asprintf(&env_home, "HOME=%s", getenv("HOME")) >= 0)
-                envp[ne++] = env_home;
-        envp[ne] = NULL;
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return cs_error_set(err, errno, "run git config");
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-        r = posix_spawnp(&pid, "git", &fa, NULL, argv, envp);
-        posix_spawn_file_actions_destroy(&fa);
-        close(pipefd[1]);
-        if (r != 0) {
-                close(pipefd[0]);
-                return r == ENOENT ? 0 : cs_error_set(err, r, "run git");
-        }
-        r = cs_read_fd(pipefd[0], "git config output", GIT_OUTPUT_MAX, &out, &len, err);
-        close(pipefd[0]);
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return cs_error_set(err, errno, "wait for git");
-        if (r < 0)
-                return r;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                return 0;
-        while (len > 0 && out[len - 1] == '\n')
-                out[--len] = '\0';
-        *ret = cs_take_ptr(&out);
-        return 0;
+        return worktree_git(cwd, args, ret, err);
 }
 
 static int append_identity(char **content, const char *section, const char *name, const char *value)

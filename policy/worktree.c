@@ -31,39 +31,39 @@ static bool path_is_ancestor(const char *anc, const char *path)
         return strncmp(anc, path, n) == 0 && path[n] == '/';
 }
 
-/* `git -C cwd rev-parse <what>`: its stdout without the final newline, or NULL when git is
- * missing, fails or prints nothing. git gets only PATH and HOME, so no GIT_DIR or
- * GIT_WORK_TREE of the caller can point it at another repository. */
-static char *git_rev_parse(const char *cwd, const char *what)
+int worktree_git(const char *cwd, char *const *args, char **ret, struct cs_error *err)
 {
         _cleanup_free_ char *env_path = NULL, *env_home = NULL, *out = NULL;
         const char *path = getenv("PATH"), *home = getenv("HOME");
-        char *argv[] = {"git", "-C", (char *)cwd, "rev-parse", (char *)what, NULL};
+        char *argv[16] = {"git", "-C", (char *)cwd};
         char *envp[3] = {NULL};
         posix_spawn_file_actions_t fa;
         int pipefd[2], status, r;
-        size_t len = 0;
-        size_t n_env = 0;
+        size_t n = 3, n_env = 0, len = 0;
         pid_t pid;
 
+        *ret = NULL;
+        for (; *args && n < 15; args++)
+                argv[n++] = *args;
+        argv[n] = NULL;
         if (asprintf(&env_path, "PATH=%s", path && *path ? path : DEFAULT_PATH) < 0) {
                 env_path = NULL;
-                return NULL;
+                return cs_error_set(err, ENOMEM, "run git");
         }
         envp[n_env++] = env_path;
         if (home && *home) {
                 if (asprintf(&env_home, "HOME=%s", home) < 0) {
                         env_home = NULL;
-                        return NULL;
+                        return cs_error_set(err, ENOMEM, "run git");
                 }
                 envp[n_env++] = env_home;
         }
         if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return NULL;
+                return cs_error_set(err, errno, "run git");
         if (posix_spawn_file_actions_init(&fa) != 0) {
                 close(pipefd[0]);
                 close(pipefd[1]);
-                return NULL;
+                return cs_error_set(err, ENOMEM, "run git");
         }
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
@@ -74,34 +74,33 @@ static char *git_rev_parse(const char *cwd, const char *what)
         close(pipefd[1]);
         if (r != 0) {
                 close(pipefd[0]);
-                return NULL;
+                return 0; /* no git: as outside a repository */
         }
-        out = malloc(GIT_OUTPUT_MAX + 1);
-        while (out) {
-                ssize_t k = read(pipefd[0], out + len, GIT_OUTPUT_MAX - len);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        break;
-                len += (size_t)k;
-                if (len == GIT_OUTPUT_MAX) {
-                        /* No path is this long: treat it as a failure. */
-                        free(out);
-                        out = NULL;
-                }
-        }
+        r = cs_read_fd(pipefd[0], "git's output", GIT_OUTPUT_MAX, &out, &len, err);
         close(pipefd[0]);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        if (!out || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                return NULL;
-        out[len] = '\0';
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return cs_error_set(err, errno, "wait for git");
+        if (r < 0)
+                return r;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return 0;
         if (len > 0 && out[len - 1] == '\n')
                 out[--len] = '\0';
         if (len == 0 || memchr(out, '\0', len))
-                return NULL;
-        return cs_take_ptr(&out);
+                return 0;
+        *ret = cs_take_ptr(&out);
+        return 0;
+}
+
+/* `git -C cwd rev-parse <what>`, or NULL (outside a repository, no git, any failure). */
+static char *git_rev_parse(const char *cwd, const char *what)
+{
+        char *args[] = {"rev-parse", (char *)what, NULL};
+        struct cs_error ignored;
+        char *out = NULL;
+
+        return worktree_git(cwd, args, &out, &ignored) < 0 ? NULL : out;
 }
 
 struct modules_walk {

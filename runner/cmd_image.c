@@ -1,6 +1,8 @@
 /* The image commands: parse flags, call image/store, print. */
 #include "cmd_image.h"
 
+#include "runner.h"
+
 #include "../common/error.h"
 #include "../image/store.h"
 
@@ -34,12 +36,6 @@ static const char usage_image[] =
     "  prune                 remove unnamed images and leftovers of killed imports\n"
     "\n"
     "The store is ${XDG_DATA_HOME:-~/.local/share}/csandbox/images.\n";
-
-static int fail(const struct cs_error *err)
-{
-        fprintf(stderr, "csandbox: %s\n", err->msg);
-        return err->status ? err->status : CS_EXIT_SETUP;
-}
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
@@ -145,20 +141,20 @@ static int image_import(int argc, char **argv)
                                                    v);
                 } else if (strcmp(a, "--platform") == 0) {
                         if (oci_platform_parse(v, &o.platform, &err) < 0)
-                                return fail(&err);
+                                return runner_fail(&err);
                 } else if (strcmp(a, "--max-size") == 0) {
                         if (parse_count(a, v, true, &o.limits.max_size, &err) < 0)
-                                return fail(&err);
+                                return runner_fail(&err);
                 } else if (strcmp(a, "--max-entries") == 0) {
                         if (parse_count(a, v, false, &o.limits.max_entries, &err) < 0)
-                                return fail(&err);
+                                return runner_fail(&err);
                 } else if (strcmp(a, "--max-path") == 0) {
                         if (parse_count(a, v, false, &n, &err) < 0)
-                                return fail(&err);
+                                return runner_fail(&err);
                         o.limits.max_path = (size_t)(n > 65536 ? 65536 : n);
                 } else if (strcmp(a, "--max-layers") == 0) {
                         if (parse_count(a, v, false, &n, &err) < 0)
-                                return fail(&err);
+                                return runner_fail(&err);
                         o.limits.max_layers = (size_t)(n > 65536 ? 65536 : n);
                 } else {
                         return usage_error("import: unknown option `%s`", a);
@@ -170,13 +166,13 @@ static int image_import(int argc, char **argv)
                 o.progress = show_progress;
         r = store_open(NULL, &s, &err);
         if (r < 0)
-                return fail(&err);
+                return runner_fail(&err);
         r = store_import(&s, &o, &res, &err);
         if (o.progress)
                 fprintf(stderr, "\r\033[K");
         store_close(&s);
         if (r < 0)
-                return fail(&err);
+                return runner_fail(&err);
         {
                 char size[32];
 
@@ -206,7 +202,7 @@ static int image_ls(int argc, char **argv)
                 r = store_list(&s, &v, &n, &err);
         store_close(&s);
         if (r < 0)
-                return fail(&err);
+                return runner_fail(&err);
         if (json)
                 printf("[");
         else
@@ -247,7 +243,7 @@ static int image_inspect(int argc, char **argv)
                 r = store_inspect(&s, argv[0], &json, &err);
         store_close(&s);
         if (r < 0)
-                return fail(&err);
+                return runner_fail(&err);
         printf("%s\n", json);
         free(json);
         return 0;
@@ -262,10 +258,10 @@ static int image_rm(int argc, char **argv)
         if (argc < 1)
                 return usage_error("rm takes one or more NAMEs");
         if (store_open(NULL, &s, &err) < 0)
-                return fail(&err);
+                return runner_fail(&err);
         for (int i = 0; i < argc; i++) {
                 if (store_remove(&s, argv[i], &err) < 0)
-                        status = fail(&err);
+                        status = runner_fail(&err);
                 else
                         printf("removed %s\n", argv[i]);
         }
@@ -288,7 +284,7 @@ static int image_prune(int argc, char **argv)
                 r = store_prune(&s, &images, &tmp, &err);
         store_close(&s);
         if (r < 0)
-                return fail(&err);
+                return runner_fail(&err);
         printf("pruned %zu unnamed images and %zu leftover temporary directories\n", images, tmp);
         return 0;
 }

@@ -2,6 +2,8 @@
  * on claude-profile's own layout, so both tools agree on every profile's state. */
 #include "cmd_profile.h"
 
+#include "runner.h"
+
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../policy/profile.h"
@@ -32,12 +34,6 @@ static const char usage_sandbox[] =
     "  --on    launch NAME in csandbox's sandbox: create the marker NAME/.sandbox\n"
     "  --off   launch NAME on the host: remove the marker\n"
     "The marker is the one claude-profile uses, so both tools see the same setting.\n";
-
-static int fail(const struct cs_error *err)
-{
-        fprintf(stderr, "csandbox: %s\n", err->msg);
-        return err->status ? err->status : CS_EXIT_SETUP;
-}
 
 __attribute__((format(printf, 2, 3))) static int usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -177,11 +173,11 @@ int cmd_list(int argc, char **argv)
                 return usage_error("list", "unexpected argument `%s`", argv[0]);
         r = profile_config_load(&c, &err);
         if (r < 0)
-                return fail(&err);
+                return runner_fail(&err);
         r = rows_collect(c.profiles_base, &rows, &n, &err);
         if (r < 0) {
                 profile_config_free(&c);
-                return fail(&err);
+                return runner_fail(&err);
         }
         if (n == 0) {
                 printf("No profiles found. Create one with: claude-profile add <name>\n");
@@ -284,16 +280,16 @@ int cmd_sandbox(int argc, char **argv)
                 return usage_error("sandbox", "which profile? give its name");
         r = profile_config_load(&c, &err);
         if (r < 0)
-                return fail(&err);
+                return runner_fail(&err);
         r = profile_open(&c, name, &p, &err);
         if (r < 0) {
                 profile_config_free(&c);
-                return fail(&err);
+                return runner_fail(&err);
         }
         if (on || off) {
                 r = on ? marker_create(&p, &err) : marker_remove(&p, &err);
                 if (r < 0) {
-                        status = fail(&err);
+                        status = runner_fail(&err);
                         goto out;
                 }
                 if (on)

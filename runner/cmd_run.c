@@ -41,12 +41,6 @@ static const char usage_run[] =
     "CLAUDE_PROFILE_SANDBOX_IMAGE, CLAUDE_PROFILE_SANDBOX_FORWARD_ENV,\n"
     "CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS.\n";
 
-static int fail(const struct cs_error *err)
-{
-        fprintf(stderr, "csandbox: %s\n", err->msg);
-        return err->status ? err->status : CS_EXIT_SETUP;
-}
-
 static int parse(int argc, char **argv, const char **ret_image, const char **ret_name,
                  int *ret_first_arg, bool *ret_help, struct cs_error *err)
 {
@@ -109,18 +103,18 @@ int cmd_run(int argc, char **argv, bool plan_only)
 
         r = parse(argc, argv, &image, &name, &first, &help, &err);
         if (r < 0)
-                return fail(&err);
+                return runner_fail(&err);
         if (help) {
                 fputs(usage_run, stdout);
                 return 0;
         }
         if (!getcwd(cwd, sizeof(cwd))) {
                 cs_error_set(&err, errno, "run: cannot find the current directory");
-                return fail(&err);
+                return runner_fail(&err);
         }
         r = profile_config_load(&config, &err);
         if (r < 0)
-                return fail(&err);
+                return runner_fail(&err);
         req.config = &config;
         req.name = name;
         req.cwd = cwd;
@@ -133,7 +127,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
         if (r >= 0)
                 r = seccomp_builtin(plan.spec.seccomp, &filter, &err);
         if (r < 0) {
-                status = fail(&err);
+                status = runner_fail(&err);
         } else if (plan_only) {
                 status = print_plan_json(&plan);
         } else {
@@ -141,7 +135,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
 
                 r = launch_run(&plan.spec, &filter, &status, &err);
                 if (r < 0)
-                        status = fail(&err);
+                        status = runner_fail(&err);
                 stage_release(&plan.profile);
                 report = plan_trust_report(&plan);
                 if (report)

@@ -82,7 +82,7 @@ static const char usage_main[] =
     "  help                               show this text\n"
     "  version                            show the version\n";
 
-static int fail(const struct cs_error *err)
+int runner_fail(const struct cs_error *err)
 {
         fprintf(stderr, "csandbox: %s\n", err->msg);
         return err->status ? err->status : CS_EXIT_SETUP;
@@ -534,7 +534,7 @@ static int cmd_exec(int argc, char **argv)
         if (r < 0) {
                 spec_free(&s);
                 image_ref_free(&img);
-                return fail(&err);
+                return runner_fail(&err);
         }
         if (help) {
                 fputs(usage_exec, stdout);
@@ -549,14 +549,14 @@ static int cmd_exec(int argc, char **argv)
         }
         if (r < 0) {
                 spec_free(&s);
-                return fail(&err);
+                return runner_fail(&err);
         }
         if (plan) {
                 status = print_plan(&s);
         } else {
                 r = launch_run(&s, s.seccomp == SPEC_SECCOMP_NONE ? NULL : &filter, &status, &err);
                 if (r < 0)
-                        status = fail(&err);
+                        status = runner_fail(&err);
         }
         if (owned)
                 seccomp_fprog_free(&filter);

@@ -62,5 +62,9 @@ int exec_drop_capabilities(struct cs_error *err);
 /* Append the likely reason user namespaces are unavailable, and its fix, to err. */
 void diagnose_userns(struct cs_error *err);
 
+/* The one way a command reports an error: "csandbox: MSG" on stderr; returns the exit
+ * status it maps to (125 unless the error says otherwise). */
+int runner_fail(const struct cs_error *err);
+
 /* Report a child-side failure through errfd and leave with status. */
 __attribute__((noreturn)) void runner_child_fail(int errfd, const struct cs_error *err);
