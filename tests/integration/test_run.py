@@ -551,3 +551,32 @@ def test_sandbox_flags_and_missing_profile_are_errors(profiles):
     assert r.returncode == 125 and "mutually exclusive" in r.stderr
     r = cli(profiles, "sandbox", "nope")
     assert r.returncode == 125 and "nope" in r.stderr
+
+
+def test_planted_old_state_names_in_the_profile_are_never_mount_sources(profiles):
+    """Older layouts kept generated files in the profile dir; links planted under those
+    names (and known_hosts pointing at a private key) are never used."""
+    d = profiles.add()
+    (profiles.home / ".ssh").mkdir()
+    key = profiles.home / ".ssh" / "id_rsa"
+    key.write_text("PRIVATE KEY")
+    for name in ("known_hosts", "settings.sandbox.json", "chrome.sandbox", "storage.sandbox.conf"):
+        os.symlink(key, d / name)
+    plan = profiles.plan()
+    sources = [s for s, _, _ in binds(plan)]
+    assert not any(s.startswith(str(d) + "/") and os.path.basename(s) in (
+        "known_hosts", "settings.sandbox.json", "chrome.sandbox", "storage.sandbox.conf")
+        for s in sources), sources
+    assert str(key) not in sources
+    kh = [s for s, dst, _ in binds(plan) if dst == HOME_IN + "/.ssh/known_hosts"]
+    assert kh == [str(profiles.state() / "known_hosts")]
+
+
+def test_retargeted_statusline_link_is_not_mounted(profiles):
+    d = profiles.add()
+    os.symlink("/etc/passwd", d / "statusline.sh")
+    r = profiles.run(cmd="plan")
+    assert r.returncode == 0, r.stderr
+    assert not any(s == "/etc/passwd" for s, _, _ in binds(json.loads(r.stdout)))
+    assert "not mounting" in r.stderr and "statusline.sh" in r.stderr
+    assert "ln -sfn" in r.stderr
