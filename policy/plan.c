@@ -26,6 +26,7 @@
 #define SHARED_SETTINGS_MAX (4u << 20)
 #define CLAUDE_JSON_MAX     (32u << 20)
 #define IDENTITY_FILE_MAX   (4u << 20)
+#define TRUST_FILE_MAX      (1u << 20)
 
 static const char briefing[] =
     "You are running inside csandbox, an ephemeral sandbox built from Linux namespaces "
@@ -169,6 +170,15 @@ static int build_argv(struct plan *p, const struct plan_request *req, const char
         if (!v)
                 return cs_error_set(err, ENOMEM, "claude's argv");
         v[n++] = "claude";
+        /* `claude --version` / `--help` alone start no session, and any flag before them
+         * sends claude down its full start-up path (about 150 ms more): pass them as they
+         * are. */
+        if (req->n_args == 1 &&
+            (strcmp(req->args[0], "--version") == 0 || strcmp(req->args[0], "-v") == 0 ||
+             strcmp(req->args[0], "--help") == 0 || strcmp(req->args[0], "-h") == 0)) {
+                v[n++] = req->args[0];
+                return spec_set_argv(&p->spec, (int)n, v, err);
+        }
         if (req->config->skip_permissions &&
             !settings_args_have(req->args, req->n_args, "--dangerously-skip-permissions") &&
             !settings_args_have(req->args, req->n_args, "--permission-mode"))
@@ -375,6 +385,8 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
         return add_identity_files(s, pw ? pw : "", gr ? gr : "", err);
 }
 
+static int trust_track_git_dir(struct plan *p, const char *git_dir);
+
 static int add_git_state(struct plan *p, const struct worktree *w, struct cs_error *err)
 {
         for (size_t i = 0; i < w->n_git_dirs; i++) {
@@ -385,6 +397,17 @@ static int add_git_state(struct plan *p, const struct worktree *w, struct cs_err
 
                 if (gd < 0)
                         continue;
+                /* The git dir on itself: a mountpoint cannot be renamed away, so the session
+                 * cannot swap in a .git whose config and hooks are its own. (An external
+                 * common dir is a mountpoint already, #5.) */
+                if (!(w->common_outside && strcmp(w->git_dirs[i], w->common_dir) == 0)) {
+                        r = add_bind(&p->spec, w->git_dirs[i], w->git_dirs[i], 0, err);
+                        if (r < 0)
+                                return r;
+                }
+                r = trust_track_git_dir(p, w->git_dirs[i]);
+                if (r < 0)
+                        return cs_error_set(err, ENOMEM, "git dirs");
                 /* The copy goes over <gitdir>/hooks; a missing one is made on the host so
                  * that the sandbox cannot create hooks the host would run. */
                 ensure_host_dir(gd, "hooks");
@@ -422,6 +445,18 @@ static int add_local_settings(struct plan *p, const struct worktree *w, struct c
                 if (join(&dotclaude, bases[i], ".claude") < 0 ||
                     join(&local, dotclaude, "settings.local.json") < 0)
                         return cs_error_set(err, ENOMEM, "local settings");
+                {
+                        /* .claude on itself, when it is a real directory: the session cannot
+                         * rename it away and put a settings.local.json of its own there. */
+                        _cleanup_close_ int dc =
+                            open(dotclaude, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+                        if (dc >= 0) {
+                                r = add_bind(&p->spec, dotclaude, dotclaude, 0, err);
+                                if (r < 0)
+                                        return r;
+                        }
+                }
                 n = realloc(p->local_settings, (p->n_local_settings + 1) * sizeof(*n));
                 if (!n)
                         return cs_error_set(err, ENOMEM, "local settings");
@@ -472,6 +507,52 @@ static void trust_add(struct plan_trust *t, const char *kind, const char *name, 
                         t->n++;
         }
         free(v);
+}
+
+/* A file the host runs or follows: recorded with its content (bounded; a link as its target,
+ * a directory as such), so a changed one counts too. dir/name, or path alone. */
+static void trust_add_file(struct plan_trust *t, const char *kind, const char *dir,
+                           const char *name)
+{
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        struct cs_error ignored;
+        struct stat st;
+        char target[PATH_MAX];
+        ssize_t n;
+
+        if (name ? join(&path, dir, name) < 0 : !(path = strdup(dir)))
+                return;
+        if (lstat(path, &st) < 0)
+                return;
+        if (S_ISLNK(st.st_mode) && (n = readlink(path, target, sizeof(target) - 1)) >= 0) {
+                target[n] = '\0';
+                cJSON *v = cJSON_CreateString(target);
+                trust_add(t, kind, path, v);
+                cJSON_Delete(v);
+                return;
+        }
+        if (S_ISREG(st.st_mode) &&
+            cs_read_file_at(AT_FDCWD, path, TRUST_FILE_MAX, true, &buf, NULL, &ignored) == 0) {
+                cJSON *v = cJSON_CreateString(buf);
+                trust_add(t, kind, path, v);
+                cJSON_Delete(v);
+                return;
+        }
+        trust_add(t, kind, path, NULL);
+}
+
+static int trust_track_git_dir(struct plan *p, const char *git_dir)
+{
+        char **n = realloc(p->git_dirs, (p->n_git_dirs + 1) * sizeof(*n));
+
+        if (!n)
+                return -ENOMEM;
+        p->git_dirs = n;
+        p->git_dirs[p->n_git_dirs] = strdup(git_dir);
+        if (!p->git_dirs[p->n_git_dirs])
+                return -ENOMEM;
+        p->n_git_dirs++;
+        return 0;
 }
 
 static void trust_servers(struct plan_trust *t, const char *scope, const cJSON *servers)
@@ -533,11 +614,17 @@ static void trust_snapshot(struct plan *p, struct plan_trust *t)
                         trust_add(t, "all .mcp.json servers approved", "", NULL);
         }
         cJSON_Delete(j);
-        for (size_t i = 0; i < p->n_local_settings; i++) {
-                struct stat st;
+        for (size_t i = 0; i < p->n_local_settings; i++)
+                if (p->local_settings[i])
+                        trust_add_file(t, "settings.local.json", p->local_settings[i], NULL);
+        /* What makes the host's git take another git dir (and so another config and hooks). */
+        for (size_t i = 0; i < p->n_git_dirs; i++)
+                trust_add_file(t, "git commondir in", p->git_dirs[i], "commondir");
+        if (p->work_root) {
+                _cleanup_free_ char *dotgit = NULL;
 
-                if (p->local_settings[i] && lstat(p->local_settings[i], &st) == 0)
-                        trust_add(t, "settings.local.json", p->local_settings[i], NULL);
+                if (join(&dotgit, p->work_root, ".git") == 0)
+                        trust_add_file(t, "git dir link", dotgit, NULL);
         }
 }
 
@@ -682,6 +769,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         /* #5 an external git common dir, #6 git config and hooks, #7 local settings. */
         if (r >= 0 && w.common_dir && w.common_outside)
                 r = add_bind(s, w.common_dir, w.common_dir, 0, err);
+        p->work_root = strdup(w.root);
         if (r >= 0)
                 r = add_git_state(p, &w, err);
         if (r >= 0)
@@ -781,5 +869,9 @@ void plan_free(struct plan *p)
         for (size_t i = 0; i < p->n_local_settings; i++)
                 free(p->local_settings[i]);
         free(p->local_settings);
+        for (size_t i = 0; i < p->n_git_dirs; i++)
+                free(p->git_dirs[i]);
+        free(p->git_dirs);
+        free(p->work_root);
         trust_free(&p->trust_before);
 }

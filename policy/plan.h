@@ -39,6 +39,9 @@ struct plan {
         struct stage_warnings warnings; /* to print before the launch */
         char **local_settings;          /* candidate settings.local.json paths (§2.7) */
         size_t n_local_settings;
+        char **git_dirs; /* whose commondir the trust report watches */
+        size_t n_git_dirs;
+        char *work_root;
         struct plan_trust trust_before;
         struct image_ref image; /* the image's lock is held until plan_free */
 };

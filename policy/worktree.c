@@ -5,6 +5,7 @@
 #include "../common/error.h"
 #include "../common/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -365,6 +366,80 @@ static char *path_resolve_lenient(const char *path)
         return r;
 }
 
+/* Whether common_dir really is the common dir of the linked worktree at root: git records
+ * each linked worktree in <common>/worktrees/<name>/gitdir as "<root>/.git". The work tree
+ * is writable from inside, so its .git file (or a planted commondir) alone proves nothing:
+ * the link must point back from the common dir, which the sandbox cannot write. */
+static bool common_dir_points_back(const char *common_dir, const char *root)
+{
+        _cleanup_free_ char *wt = NULL, *want = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        size_t seen = 0;
+
+        if (asprintf(&wt, "%s/worktrees", common_dir) < 0 || asprintf(&want, "%s/.git", root) < 0)
+                return false;
+        d = opendir(wt);
+        while (d && (de = readdir(d)) && seen++ < MODULES_ENTRY_MAX) {
+                _cleanup_free_ char *buf = NULL;
+                struct cs_error ignored;
+                _cleanup_close_ int fd = -1;
+                size_t len;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                fd = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 || cs_read_file_at(fd, "gitdir", 4096, true, &buf, &len, &ignored) < 0)
+                        continue;
+                while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+                        buf[--len] = '\0';
+                if (strcmp(buf, want) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* git's answers come from files in the work tree, which the previous session could write
+ * (core.worktree in .git/config, a .git file, .git/commondir): accept only a work root that
+ * contains the cwd, and a git dir outside it only when it points back at this work tree. */
+static int worktree_check_git(const struct worktree *w, struct cs_error *err)
+{
+        if (strcmp(w->root, w->cwd) != 0 && !path_is_ancestor(w->root, w->cwd))
+                return cs_error_setx(err, EPERM,
+                                     "Refusing to start the sandbox in %s: git says its work "
+                                     "tree is %s, which does not contain it (core.worktree or "
+                                     "a .git file pointing elsewhere, which a sandboxed "
+                                     "session could have planted). Check the repository's .git "
+                                     "before launching.",
+                                     w->cwd, w->root);
+        {
+                /* A .git directory never has a commondir of its own (linked worktrees have
+                 * a .git file): one there redirects git to another config and hooks. */
+                _cleanup_free_ char *cd = NULL;
+                struct stat st;
+
+                if (asprintf(&cd, "%s/.git/commondir", w->root) >= 0 && lstat(cd, &st) == 0)
+                        return cs_error_setx(err, EPERM,
+                                             "Refusing to start the sandbox in %s: %s exists, "
+                                             "which git does not create in a repository's "
+                                             ".git directory; a sandboxed session could have "
+                                             "planted it to point git at another config. "
+                                             "Check it and remove it before launching.",
+                                             w->cwd, cd);
+        }
+        if (w->common_dir && w->common_outside && !common_dir_points_back(w->common_dir, w->root))
+                return cs_error_setx(err, EPERM,
+                                     "Refusing to start the sandbox in %s: its git dir is %s, "
+                                     "outside the work tree %s, and %s/worktrees/ has no entry "
+                                     "pointing back at %s/.git, as a linked worktree's would "
+                                     "(a .git file or .git/commondir pointing elsewhere, which "
+                                     "a sandboxed session could have planted). Check %s/.git, "
+                                     "or start from the main checkout.",
+                                     w->cwd, w->common_dir, w->root, w->common_dir, w->root,
+                                     w->root);
+        return 0;
+}
+
 int worktree_refuse(const struct worktree *w, const char *home, const char *profiles_base,
                     struct cs_error *err)
 {
@@ -388,7 +463,7 @@ int worktree_refuse(const struct worktree *w, const char *home, const char *prof
                                      "it every profile's credentials. cd into a project "
                                      "directory first.",
                                      w->cwd, w->root, profiles_base);
-        return 0;
+        return worktree_check_git(w, err);
 }
 
 int worktree_ancestor_mcp(const struct worktree *w, char ***ret, size_t *ret_n,

@@ -26,7 +26,9 @@ int worktree_detect(const char *cwd, struct worktree *ret, struct cs_error *err)
 void worktree_free(struct worktree *w);
 
 /* §2.1: refuse a work root that is home or above it, or that overlaps the profiles dir; the
- * messages as the reference words them (with csandbox's own advice). */
+ * messages as the reference words them (with csandbox's own advice). Also refuse git
+ * answers the work tree itself could have forged: a root that does not contain the cwd, or
+ * a git dir outside the root that is not a linked worktree's common dir pointing back. */
 int worktree_refuse(const struct worktree *w, const char *home, const char *profiles_base,
                     struct cs_error *err);
 

@@ -580,3 +580,77 @@ def test_retargeted_statusline_link_is_not_mounted(profiles):
     assert not any(s == "/etc/passwd" for s, _, _ in binds(json.loads(r.stdout)))
     assert "not mounting" in r.stderr and "statusline.sh" in r.stderr
     assert "ln -sfn" in r.stderr
+
+
+# --- git state a previous session could forge (found in review) -------------------------
+
+def shell_claude(profiles, script):
+    """A fake claude that is a shell script, for attacks that need a shell inside."""
+    path = profiles.bin / "claude"
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+
+
+def test_core_worktree_pointing_outside_the_cwd_is_refused(profiles, repo):
+    profiles.add()
+    (profiles.home / ".ssh").mkdir()
+    git("config", "core.worktree", str(profiles.home / ".ssh"), cwd=repo)
+    r = profiles.run(cmd="plan")
+    assert r.returncode == 125, r.stdout
+    assert "does not contain it" in r.stderr
+    assert str(profiles.home / ".ssh") not in r.stdout
+
+
+def test_planted_commondir_is_refused_on_the_next_launch(profiles, repo):
+    profiles.add()
+    (repo / ".git" / "commondir").write_text("../evil\n")
+    r = profiles.run()
+    assert r.returncode == 125
+    assert "commondir" in r.stderr and "planted" in r.stderr
+
+
+def test_foreign_git_dir_outside_the_tree_is_refused(profiles, repo):
+    profiles.add()
+    other = profiles.home / "secret"
+    other.mkdir()
+    git("init", "-q", cwd=other)
+    shutil.rmtree(repo / ".git")
+    (repo / ".git").write_text(f"gitdir: {other / '.git'}\n")
+    r = profiles.run(cmd="plan")
+    assert r.returncode == 125
+    assert "pointing back" in r.stderr
+    assert str(other) not in r.stdout
+
+
+def test_linked_worktree_common_dir_is_mounted(profiles, repo):
+    profiles.add()
+    (repo / "f").write_text("x")
+    git("add", "f", cwd=repo)
+    git("commit", "-q", "-m", "x", cwd=repo)
+    linked = profiles.home / "src" / "linked"
+    git("worktree", "add", "-q", str(linked), cwd=repo)
+    plan = profiles.plan(cwd=linked)
+    assert (str(repo / ".git"), str(repo / ".git"), False) in binds(plan)
+    assert (str(repo / ".git" / "config"), str(repo / ".git" / "config"), True) in binds(plan)
+
+
+def test_session_cannot_rename_git_or_dotclaude_away(profiles, repo):
+    profiles.add()
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.local.json").write_text("{}")
+    shell_claude(profiles, "mv .git .git-old; echo git=$?; mv .claude .claude-old; echo claude=$?\n"
+                           "echo x > .git/commondir; echo commondir=$?\n")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert "git=0" not in r.stdout and "claude=0" not in r.stdout, r.stdout
+    assert (repo / ".git").is_dir() and (repo / ".claude").is_dir()
+    # What it could still write, the report names after the session.
+    assert "commondir=0" in r.stdout
+    assert "git commondir in" in r.stderr and "added or changed" in r.stderr
+
+
+@pytest.mark.parametrize("arg", ["--version", "-v", "--help", "-h"])
+def test_version_and_help_alone_get_no_session_flags(profiles, arg):
+    profiles.add()
+    (profiles.base / "shared-settings.json").write_text("{}")
+    assert profiles.plan(args=[arg])["argv"] == ["claude", arg]
