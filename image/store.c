@@ -1128,7 +1128,8 @@ int store_list(struct image_store *s, struct image_info **ret, size_t *ret_n, st
                 if (v[n].name)
                         n++;
         }
-        qsort(v, n, sizeof(*v), info_cmp);
+        if (n > 1)
+                qsort(v, n, sizeof(*v), info_cmp);
         *ret = v;
         *ret_n = n;
         return 0;

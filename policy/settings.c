@@ -598,7 +598,8 @@ static int object_members(const cJSON *obj, cJSON ***ret_keys, cJSON ***ret_vals
                 refs[i].key = c->string ? c->string : "";
                 refs[i].index = i;
         }
-        qsort(refs, n, sizeof(*refs), member_ref_cmp);
+        if (n > 1)
+                qsort(refs, n, sizeof(*refs), member_ref_cmp);
         for (i = 0; i < n; i = j) {
                 for (j = i + 1; j < n && strcmp(refs[j].key, refs[i].key) == 0; j++)
                         ;

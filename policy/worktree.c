@@ -175,7 +175,8 @@ static int dir_names(int dir_fd, const char *path, char ***ret, size_t *ret_n,
                                              path, MODULES_ENTRY_MAX);
                 return cs_error_set(err, e, "read %s", path);
         }
-        qsort(names, n, sizeof(*names), name_cmp);
+        if (n > 1)
+                qsort(names, n, sizeof(*names), name_cmp);
         *ret = names;
         *ret_n = n;
         return 0;

@@ -150,7 +150,8 @@ static int rows_collect(const char *base, struct list_row **ret, size_t *ret_n,
                 rows_free(rows, n);
                 return cs_error_set(err, e, "read the profiles dir %s", base);
         }
-        qsort(rows, n, sizeof(*rows), row_cmp);
+        if (n > 1)
+                qsort(rows, n, sizeof(*rows), row_cmp);
         *ret = rows;
         *ret_n = n;
         return 0;
