@@ -144,3 +144,16 @@ int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t l
         }
         return 0;
 }
+
+void cs_human_size(uint64_t n, char *buf, size_t len)
+{
+        static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
+        double v = (double)n;
+        int u = 0;
+
+        while (v >= 1000 && u < 4) {
+                v /= 1000;
+                u++;
+        }
+        snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}

@@ -2,6 +2,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct cs_error;
@@ -24,3 +25,5 @@ int cs_write_all(int fd, const void *buf, size_t len);
  * copies regenerated on every launch, not data to keep. */
 int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                          struct cs_error *err);
+/* n bytes for people: "512 B", "3.4 MB" (powers of 1000). */
+void cs_human_size(uint64_t n, char *buf, size_t len);

@@ -71,3 +71,5 @@ int layer_remove_at(int dirfd, const char *name, struct cs_error *err);
 /* Escape a path for the metadata file (see layer_tree_finish); returns bytes written
  * excluding the NUL, or -1 when out is too small. */
 ssize_t layer_path_escape(const char *path, char *out, size_t out_len);
+/* A name made safe to show in a message: control characters become ?, long ones end in ... */
+void layer_sanitize(const char *in, char *out, size_t out_len);

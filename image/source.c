@@ -17,44 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define MEMBER_PATH_MAX  4096
 #define MEMBER_LINK_HOPS 8
-
-int source_open_in_root(int dirfd, const char *path, int flags, struct cs_error *err)
-{
-        struct open_how how = {
-            .flags = (uint64_t)(flags | O_CLOEXEC),
-            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-        };
-        int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-
-        if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
-                /* no openat2 (old kernel, or a seccomp profile refusing it): walk without
-                 * following any symlink, which is stricter but never escapes */
-                _cleanup_free_ char *rel = NULL;
-                _cleanup_close_ int cur = -1;
-                char *p, *slash;
-                int r = layer_path_normalize(path, MEMBER_PATH_MAX, &rel, err);
-
-                if (r < 0)
-                        return r;
-                cur = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                for (p = rel; cur >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
-                        int next;
-
-                        *slash = '\0';
-                        next = openat(cur, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        close(cur);
-                        cur = next;
-                }
-                if (cur < 0)
-                        return cs_error_set(err, errno, "open `%s`", path);
-                fd = openat(cur, p, flags | O_NOFOLLOW | O_CLOEXEC);
-        }
-        if (fd < 0)
-                return cs_error_set(err, errno, "open `%s`", path);
-        return fd;
-}
 
 int source_open(const char *path, bool is_tar, struct image_source *ret, struct cs_error *err)
 {

@@ -1,6 +1,9 @@
 /* Where an import reads its blobs from: an OCI layout directory, or a tar (oci-archive,
  * docker-archive) read entry by entry without unpacking it to disk. */
 #pragma once
+
+/* The longest member name of a source archive csandbox accepts. */
+#define MEMBER_PATH_MAX 4096
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>

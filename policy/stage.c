@@ -7,6 +7,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/sha256.h"
 #include "policy/profile.h"
 #include "policy/settings.h"
 #include "policy/worktree.h"
@@ -17,7 +18,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fs.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -84,11 +84,11 @@ static char *path_join(const char *a, const char *b)
 /* The first 16 hex digits of sha256(s): the reference's key for per-path copies. */
 static int sha256_hex16(const void *data, size_t len, char out[17])
 {
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned int n = 0;
+        unsigned char md[32];
+        int r = cs_sha256(data, len, md);
 
-        if (!EVP_Digest(data, len, md, &n, EVP_sha256(), NULL))
-                return -EIO;
+        if (r < 0)
+                return r;
         for (int i = 0; i < 8; i++)
                 snprintf(out + 2 * i, 3, "%02x", md[i]);
         return 0;

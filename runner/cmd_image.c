@@ -4,10 +4,12 @@
 #include "runner.h"
 
 #include "../common/error.h"
+#include "../common/fileio.h"
 #include "../image/store.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,155 +39,6 @@ static const char usage_image[] =
     "\n"
     "The store is ${XDG_DATA_HOME:-~/.local/share}/csandbox/images.\n";
 
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
-{
-        va_list ap;
-
-        fprintf(stderr, "csandbox: image: ");
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "; see `csandbox image --help`\n");
-        return CS_EXIT_SETUP;
-}
-
-static int parse_count(const char *flag, const char *v, bool suffixes, uint64_t *ret,
-                       struct cs_error *err)
-{
-        char *end;
-        unsigned long long n;
-        uint64_t mult = 1;
-
-        errno = 0;
-        n = strtoull(v, &end, 10);
-        if (suffixes && *end && !end[1]) {
-                const char *units = "KMGT";
-                const char *u = strchr(units, *end);
-                if (u) {
-                        mult = 1ull << (10 * (1 + (u - units)));
-                        end++;
-                }
-        }
-        if (errno || end == v || *end || v[0] == '-' || n == 0 || n > UINT64_MAX / mult)
-                return cs_error_setx(err, EINVAL, "%s `%s`: expected a positive number%s", flag, v,
-                                     suffixes ? " (K/M/G/T suffixes allowed)" : "");
-        *ret = n * mult;
-        return 0;
-}
-
-static void human(uint64_t n, char *buf, size_t len)
-{
-        const char *units[] = {"B", "KB", "MB", "GB", "TB"};
-        double v = (double)n;
-        int u = 0;
-
-        while (v >= 1000 && u < 4) {
-                v /= 1000;
-                u++;
-        }
-        snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-}
-
-static void show_progress(void *opaque, const struct import_progress *p)
-{
-        char done[32], total[32];
-
-        (void)opaque;
-        human(p->done, done, sizeof(done));
-        human(p->total, total, sizeof(total));
-        fprintf(stderr, "\r\033[Kimporting layer %zu/%zu: %s%s%s", p->layer, p->n_layers, done,
-                p->total ? " of " : "", p->total ? total : "");
-}
-
-static int image_import(int argc, char **argv)
-{
-        struct import_options o;
-        struct import_result res;
-        struct image_store s;
-        struct cs_error err = {0};
-        bool quiet = false;
-        int r;
-
-        import_options_init(&o);
-        for (int i = 0; i < argc; i++) {
-                const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-                uint64_t n;
-
-                if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
-                        quiet = true;
-                        continue;
-                }
-                if (a[0] != '-') {
-                        if (o.source)
-                                return usage_error("import takes one SRC (`%s` is extra)", a);
-                        o.source = a;
-                        continue;
-                }
-                if (!v)
-                        return usage_error("%s needs a value", a);
-                i++;
-                if (strcmp(a, "--name") == 0) {
-                        o.name = v;
-                } else if (strcmp(a, "--format") == 0) {
-                        if (strcmp(v, "oci") == 0)
-                                o.format = IMAGE_FORMAT_OCI;
-                        else if (strcmp(v, "oci-archive") == 0)
-                                o.format = IMAGE_FORMAT_OCI_ARCHIVE;
-                        else if (strcmp(v, "docker-archive") == 0)
-                                o.format = IMAGE_FORMAT_DOCKER_ARCHIVE;
-                        else if (strcmp(v, "rootfs-tar") == 0)
-                                o.format = IMAGE_FORMAT_ROOTFS_TAR;
-                        else
-                                return usage_error("--format `%s`: expected oci, oci-archive, "
-                                                   "docker-archive or rootfs-tar",
-                                                   v);
-                } else if (strcmp(a, "--platform") == 0) {
-                        if (oci_platform_parse(v, &o.platform, &err) < 0)
-                                return runner_fail(&err);
-                } else if (strcmp(a, "--max-size") == 0) {
-                        if (parse_count(a, v, true, &o.limits.max_size, &err) < 0)
-                                return runner_fail(&err);
-                } else if (strcmp(a, "--max-entries") == 0) {
-                        if (parse_count(a, v, false, &o.limits.max_entries, &err) < 0)
-                                return runner_fail(&err);
-                } else if (strcmp(a, "--max-path") == 0) {
-                        if (parse_count(a, v, false, &n, &err) < 0)
-                                return runner_fail(&err);
-                        o.limits.max_path = (size_t)(n > 65536 ? 65536 : n);
-                } else if (strcmp(a, "--max-layers") == 0) {
-                        if (parse_count(a, v, false, &n, &err) < 0)
-                                return runner_fail(&err);
-                        o.limits.max_layers = (size_t)(n > 65536 ? 65536 : n);
-                } else {
-                        return usage_error("import: unknown option `%s`", a);
-                }
-        }
-        if (!o.source)
-                return usage_error("import needs a SRC");
-        if (!quiet && isatty(STDERR_FILENO))
-                o.progress = show_progress;
-        r = store_open(NULL, &s, &err);
-        if (r < 0)
-                return runner_fail(&err);
-        r = store_import(&s, &o, &res, &err);
-        if (o.progress)
-                fprintf(stderr, "\r\033[K");
-        store_close(&s);
-        if (r < 0)
-                return runner_fail(&err);
-        {
-                char size[32];
-
-                human(res.size, size, sizeof(size));
-                printf("%s %s %s: %s, %" PRIu64 " files, %zu layers, %" PRIu64
-                       " skipped entries (devices, fifos, sockets)%s\n",
-                       res.existed ? "already stored" : "imported", res.name, res.digest, size,
-                       res.files, res.layers, res.skipped_devices,
-                       res.skipped_xattrs ? ", some xattrs not applied" : "");
-        }
-        return 0;
-}
-
 static int image_ls(int argc, char **argv)
 {
         struct image_store s;
@@ -196,7 +49,7 @@ static int image_ls(int argc, char **argv)
         int r;
 
         if (argc > 0 && !json)
-                return usage_error("ls: unexpected `%s`", argv[0]);
+                return runner_usage_error("image", "ls: unexpected `%s`", argv[0]);
         r = store_open(NULL, &s, &err);
         if (r == 0)
                 r = store_list(&s, &v, &n, &err);
@@ -219,7 +72,7 @@ static int image_ls(int argc, char **argv)
                                v[i].created);
                         continue;
                 }
-                human(v[i].size, size, sizeof(size));
+                cs_human_size(v[i].size, size, sizeof(size));
                 strftime(created, sizeof(created), "%Y-%m-%d %H:%M", localtime_r(&t, &tm));
                 printf("%-40s %-19.19s %10s  %s\n", v[i].name, v[i].digest, size, created);
         }
@@ -237,7 +90,7 @@ static int image_inspect(int argc, char **argv)
         int r;
 
         if (argc != 1)
-                return usage_error("inspect takes one NAME");
+                return runner_usage_error("image", "inspect takes one NAME");
         r = store_open(NULL, &s, &err);
         if (r == 0)
                 r = store_inspect(&s, argv[0], &json, &err);
@@ -256,7 +109,7 @@ static int image_rm(int argc, char **argv)
         int status = 0;
 
         if (argc < 1)
-                return usage_error("rm takes one or more NAMEs");
+                return runner_usage_error("image", "rm takes one or more NAMEs");
         if (store_open(NULL, &s, &err) < 0)
                 return runner_fail(&err);
         for (int i = 0; i < argc; i++) {
@@ -278,7 +131,7 @@ static int image_prune(int argc, char **argv)
 
         (void)argv;
         if (argc > 0)
-                return usage_error("prune takes no arguments");
+                return runner_usage_error("image", "prune takes no arguments");
         r = store_open(NULL, &s, &err);
         if (r == 0)
                 r = store_prune(&s, &images, &tmp, &err);
@@ -289,6 +142,37 @@ static int image_prune(int argc, char **argv)
         return 0;
 }
 
+/* `image import` runs the csandbox-import helper beside this binary: unpacking needs
+ * libarchive and libcrypto, which the binary every launch starts does not load. */
+static int image_import_helper(int argc, char **argv)
+{
+        char self[PATH_MAX], helper[PATH_MAX + 32];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char **v;
+        char *slash;
+
+        if (n <= 0)
+                return runner_usage_error("image",
+                                          "cannot find csandbox's own path (/proc/self/exe)");
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        *slash = '\0';
+        snprintf(helper, sizeof(helper), "%s/csandbox-import", self);
+        v = calloc((size_t)argc + 2, sizeof(*v));
+        if (!v)
+                return CS_EXIT_SETUP;
+        v[0] = "csandbox-import";
+        for (int i = 0; i < argc; i++)
+                v[i + 1] = argv[i];
+        execv(helper, v);
+        fprintf(stderr,
+                "csandbox: image import: cannot run %s: %s; it is built and installed beside "
+                "csandbox (ninja -C build builds both)\n",
+                helper, strerror(errno));
+        free(v);
+        return CS_EXIT_SETUP;
+}
+
 int cmd_image(int argc, char **argv)
 {
         if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0 ||
@@ -297,7 +181,7 @@ int cmd_image(int argc, char **argv)
                 return argc < 1 ? CS_EXIT_SETUP : 0;
         }
         if (strcmp(argv[0], "import") == 0)
-                return image_import(argc - 1, argv + 1);
+                return image_import_helper(argc - 1, argv + 1);
         if (strcmp(argv[0], "ls") == 0 || strcmp(argv[0], "list") == 0)
                 return image_ls(argc - 1, argv + 1);
         if (strcmp(argv[0], "inspect") == 0)
@@ -306,5 +190,5 @@ int cmd_image(int argc, char **argv)
                 return image_rm(argc - 1, argv + 1);
         if (strcmp(argv[0], "prune") == 0)
                 return image_prune(argc - 1, argv + 1);
-        return usage_error("unknown command `%s`", argv[0]);
+        return runner_usage_error("image", "unknown command `%s`", argv[0]);
 }

@@ -82,12 +82,6 @@ static const char usage_main[] =
     "  help                               show this text\n"
     "  version                            show the version\n";
 
-int runner_fail(const struct cs_error *err)
-{
-        fprintf(stderr, "csandbox: %s\n", err->msg);
-        return err->status ? err->status : CS_EXIT_SETUP;
-}
-
 struct exec_flag {
         const char *name;
         int nargs;

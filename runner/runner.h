@@ -65,6 +65,8 @@ void diagnose_userns(struct cs_error *err);
 /* The one way a command reports an error: "csandbox: MSG" on stderr; returns the exit
  * status it maps to (125 unless the error says otherwise). */
 int runner_fail(const struct cs_error *err);
+/* A usage error of `csandbox CMD`: the message, and where --help is; returns 125. */
+int runner_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Report a child-side failure through errfd and leave with status. */
 __attribute__((noreturn)) void runner_child_fail(int errfd, const struct cs_error *err);

@@ -1,0 +1,198 @@
+/* The parts of image/ a launch needs without libarchive: entry names checked and made
+ * safe to show, trees removed through dir fds, paths opened inside a rootfs. */
+#include "layer.h"
+#include "source.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void layer_sanitize(const char *in, char *out, size_t out_len)
+{
+        size_t i = 0;
+
+        for (; in && *in && i + 1 < out_len; in++)
+                out[i++] = ((unsigned char)*in < 0x20 || *in == 0x7f) ? '?' : *in;
+        out[i] = '\0';
+        if (in && *in && out_len > 4)
+                memcpy(out + out_len - 4, "...", 4);
+}
+
+ssize_t layer_path_escape(const char *path, char *out, size_t out_len)
+{
+        size_t o = 0;
+
+        for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+                if (*p <= ' ' || *p == '\\' || *p >= 0x7f) {
+                        if (o + 4 >= out_len)
+                                return -1;
+                        snprintf(out + o, 5, "\\%03o", *p);
+                        o += 4;
+                } else {
+                        if (o + 1 >= out_len)
+                                return -1;
+                        out[o++] = (char)*p;
+                }
+        }
+        if (o >= out_len)
+                return -1;
+        out[o] = '\0';
+        return (ssize_t)o;
+}
+
+int layer_path_normalize(const char *name, size_t max_path, char **ret, struct cs_error *err)
+{
+        char shown[256];
+        _cleanup_free_ char *out = NULL;
+        size_t len, o = 0, depth = 0;
+        const char *p;
+
+        layer_sanitize(name, shown, sizeof(shown));
+        if (!name || !*name)
+                return cs_error_setx(err, EINVAL, "an entry has an empty name");
+        len = strlen(name);
+        if (len > max_path)
+                return cs_error_setx(err, ENAMETOOLONG,
+                                     "entry `%s` has a name of %zu bytes, longer than the limit "
+                                     "of %zu (--max-path)",
+                                     shown, len, max_path);
+        if (name[0] == '/')
+                return cs_error_setx(err, EPERM,
+                                     "entry `%s` has an absolute name; a layer may only name paths "
+                                     "relative to the rootfs",
+                                     shown);
+        out = malloc(len + 1);
+        if (!out)
+                return cs_error_set(err, ENOMEM, "entry `%s`", shown);
+        for (p = name; *p;) {
+                const char *end = strchrnul(p, '/');
+                size_t clen = (size_t)(end - p);
+
+                if (clen == 2 && p[0] == '.' && p[1] == '.')
+                        return cs_error_setx(err, EPERM,
+                                             "entry `%s` contains a `..` component, which could "
+                                             "reach outside the rootfs",
+                                             shown);
+                if (clen > 255)
+                        return cs_error_setx(err, ENAMETOOLONG,
+                                             "entry `%s` has a component longer than 255 bytes",
+                                             shown);
+                if (clen > 0 && !(clen == 1 && p[0] == '.')) {
+                        if (++depth > LAYER_MAX_DEPTH)
+                                return cs_error_setx(err, ENAMETOOLONG,
+                                                     "entry `%s` is more than %d directories deep",
+                                                     shown, LAYER_MAX_DEPTH);
+                        if (o)
+                                out[o++] = '/';
+                        memcpy(out + o, p, clen);
+                        o += clen;
+                }
+                p = *end ? end + 1 : end;
+        }
+        out[o] = '\0';
+        *ret = cs_take_ptr(&out);
+        return 0;
+}
+
+static int remove_contents(int dfd, struct cs_error *err)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        struct stat st;
+        int fd;
+
+        if (fstat(dfd, &st) == 0 && (st.st_mode & 0700) != 0700)
+                (void)fchmod(dfd, (st.st_mode & 07777) | 0700);
+        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return cs_error_set(err, errno, "open a directory to empty it");
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return cs_error_set(err, errno, "read a directory to empty it");
+        }
+        while ((errno = 0, de = readdir(d))) {
+                int r;
+
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                r = layer_remove_at(dirfd(d), de->d_name, err);
+                if (r < 0)
+                        return r;
+        }
+        if (errno)
+                return cs_error_set(err, errno, "read a directory to empty it");
+        return 0;
+}
+
+int layer_remove_at(int dfd, const char *name, struct cs_error *err)
+{
+        _cleanup_close_ int sub = -1;
+        int r;
+
+        if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+                return 0;
+        if (errno != EISDIR && errno != EPERM)
+                return cs_error_set(err, errno, "remove `%s`", name);
+        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0 && errno == EACCES) {
+                /* a directory without r/x for us: it is ours, so open it by O_PATH and fix it */
+                _cleanup_close_ int p = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+                if (p >= 0 && fchmodat(dfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+                        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (sub < 0)
+                return cs_error_set(err, errno, "remove `%s`", name);
+        r = remove_contents(sub, err);
+        if (r < 0)
+                return cs_error_wrap(err, "remove `%s`", name);
+        if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return cs_error_set(err, errno, "remove the directory `%s`", name);
+        return 0;
+}
+
+int source_open_in_root(int dirfd, const char *path, int flags, struct cs_error *err)
+{
+        struct open_how how = {
+            .flags = (uint64_t)(flags | O_CLOEXEC),
+            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+        if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
+                /* no openat2 (old kernel, or a seccomp profile refusing it): walk without
+                 * following any symlink, which is stricter but never escapes */
+                _cleanup_free_ char *rel = NULL;
+                _cleanup_close_ int cur = -1;
+                char *p, *slash;
+                int r = layer_path_normalize(path, MEMBER_PATH_MAX, &rel, err);
+
+                if (r < 0)
+                        return r;
+                cur = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                for (p = rel; cur >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
+                        int next;
+
+                        *slash = '\0';
+                        next = openat(cur, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        close(cur);
+                        cur = next;
+                }
+                if (cur < 0)
+                        return cs_error_set(err, errno, "open `%s`", path);
+                fd = openat(cur, p, flags | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (fd < 0)
+                return cs_error_set(err, errno, "open `%s`", path);
+        return fd;
+}

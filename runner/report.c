@@ -1,0 +1,25 @@
+/* How every csandbox command reports a failure: one line on stderr, one exit status. */
+#include "runner.h"
+
+#include "../common/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int runner_fail(const struct cs_error *err)
+{
+        fprintf(stderr, "csandbox: %s\n", err->msg);
+        return err->status ? err->status : CS_EXIT_SETUP;
+}
+
+int runner_usage_error(const char *cmd, const char *fmt, ...)
+{
+        va_list ap;
+
+        fprintf(stderr, "csandbox: %s: ", cmd);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "; see `csandbox %s --help`\n", cmd);
+        return CS_EXIT_SETUP;
+}
