@@ -160,6 +160,13 @@ static int add_ca_trust(struct plan *p, bool *ret_mounted, struct cs_error *err)
         return r;
 }
 
+static bool plan_info_only(const struct plan_request *req)
+{
+        return req->n_args == 1 &&
+               (strcmp(req->args[0], "--version") == 0 || strcmp(req->args[0], "-v") == 0 ||
+                strcmp(req->args[0], "--help") == 0 || strcmp(req->args[0], "-h") == 0);
+}
+
 /* §2.11: the session flags first, then --settings, then the user's args. */
 static int build_argv(struct plan *p, const struct plan_request *req, const char *shared,
                       struct cs_error *err)
@@ -170,13 +177,13 @@ static int build_argv(struct plan *p, const struct plan_request *req, const char
         if (!v)
                 return cs_error_set(err, ENOMEM, "claude's argv");
         v[n++] = "claude";
-        /* `claude --version` / `--help` alone start no session, and any flag before them
-         * sends claude down its full start-up path (about 150 ms more): pass them as they
-         * are. */
-        if (req->n_args == 1 &&
-            (strcmp(req->args[0], "--version") == 0 || strcmp(req->args[0], "-v") == 0 ||
-             strcmp(req->args[0], "--help") == 0 || strcmp(req->args[0], "-h") == 0)) {
+        /* `claude --version` / `--help` alone start no session and use no network, and any
+         * flag before them sends claude down its full start-up path (about 150 ms more):
+         * pass them as they are, and give them no network (pasta's start is most of a
+         * launch's cost). */
+        if (plan_info_only(req)) {
                 v[n++] = req->args[0];
+                p->spec.net = SPEC_NET_NONE;
                 return spec_set_argv(&p->spec, (int)n, v, err);
         }
         if (req->config->skip_permissions &&

@@ -653,4 +653,7 @@ def test_session_cannot_rename_git_or_dotclaude_away(profiles, repo):
 def test_version_and_help_alone_get_no_session_flags(profiles, arg):
     profiles.add()
     (profiles.base / "shared-settings.json").write_text("{}")
-    assert profiles.plan(args=[arg])["argv"] == ["claude", arg]
+    plan = profiles.plan(args=[arg])
+    assert plan["argv"] == ["claude", arg]
+    assert plan["net"] == "none", "no session, no network: pasta is not started"
+    assert profiles.plan()["net"] == "pasta"
