@@ -958,12 +958,41 @@ int stage_claude(const struct profile_config *c, char **ret_path, bool *ret_miss
         return 0;
 }
 
-/* `git -C cwd config --get key`; *ret NULL when unset. */
-static int git_config_get(const char *cwd, const char *key, char **ret, struct cs_error *err)
+/* user.name and user.email for cwd as `git config --get` gives them (the last value of
+ * each), from one `git config -z --get-regexp`: records "key\nvalue\0". */
+static int git_identity_get(const char *cwd, char **ret_name, char **ret_email,
+                            struct cs_error *err)
 {
-        char *args[] = {"config", "--get", (char *)key, NULL};
+        char *args[] = {"config", "-z", "--get-regexp", "^user\\.(name|email)$", NULL};
+        _cleanup_free_ char *out = NULL;
+        size_t len = 0;
+        int r;
 
-        return worktree_git(cwd, args, ret, err);
+        *ret_name = *ret_email = NULL;
+        r = worktree_git(cwd, args, true, &out, &len, err);
+        if (r < 0 || !out)
+                return r;
+        for (char *rec = out; rec < out + len;) {
+                char *end = memchr(rec, '\0', (size_t)(out + len - rec));
+                char *nl = memchr(rec, '\n', end ? (size_t)(end - rec) : 0);
+                char **slot = NULL;
+
+                if (!end || !nl)
+                        break;
+                *nl = '\0';
+                if (strcmp(rec, "user.name") == 0)
+                        slot = ret_name;
+                else if (strcmp(rec, "user.email") == 0)
+                        slot = ret_email;
+                if (slot) {
+                        free(*slot);
+                        *slot = strdup(nl + 1);
+                        if (!*slot)
+                                return cs_error_set(err, ENOMEM, "git identity");
+                }
+                rec = end + 1;
+        }
+        return 0;
 }
 
 static int append_identity(char **content, const char *section, const char *name, const char *value)
@@ -975,6 +1004,13 @@ static int append_identity(char **content, const char *section, const char *name
         if (!quoted)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
+                /* A value from a config the work tree could have written: a newline in it
+                 * must not start a line of its own in the file we write. */
+                if (value[i] == '\n') {
+                        quoted[o++] = '\\';
+                        quoted[o++] = 'n';
+                        continue;
+                }
                 if (value[i] == '\\' || value[i] == '"')
                         quoted[o++] = '\\';
                 quoted[o++] = value[i];
@@ -996,24 +1032,22 @@ int stage_git_identity(const struct profile_config *c, const char *cwd, char **r
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int dfd = -1;
         char hex[17], name[32];
+        _cleanup_free_ char *name_value = NULL, *email_value = NULL;
         bool any = false;
         struct stat st;
         int r;
 
         if (!content)
                 return cs_error_set(err, ENOMEM, "git identity");
+        r = git_identity_get(cwd, &name_value, &email_value, err);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < 2; i++) {
-                _cleanup_free_ char *full = NULL;
-                _cleanup_free_ char *value = NULL;
+                const char *values[2] = {name_value, email_value};
 
-                if (asprintf(&full, "%s.%s", keys[i][0], keys[i][1]) < 0)
-                        return cs_error_set(err, ENOMEM, "git identity");
-                r = git_config_get(cwd, full, &value, err);
-                if (r < 0)
-                        return r;
-                if (!value)
+                if (!values[i])
                         continue;
-                if (append_identity(&content, keys[i][0], keys[i][1], value) < 0)
+                if (append_identity(&content, keys[i][0], keys[i][1], values[i]) < 0)
                         return cs_error_set(err, ENOMEM, "git identity");
                 any = true;
         }

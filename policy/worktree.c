@@ -32,7 +32,8 @@ static bool path_is_ancestor(const char *anc, const char *path)
         return strncmp(anc, path, n) == 0 && path[n] == '/';
 }
 
-int worktree_git(const char *cwd, char *const *args, char **ret, struct cs_error *err)
+int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_t *ret_len,
+                 struct cs_error *err)
 {
         _cleanup_free_ char *env_path = NULL, *env_home = NULL, *out = NULL;
         const char *path = getenv("PATH"), *home = getenv("HOME");
@@ -86,10 +87,12 @@ int worktree_git(const char *cwd, char *const *args, char **ret, struct cs_error
                 return r;
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 return 0;
-        if (len > 0 && out[len - 1] == '\n')
+        if (!raw && len > 0 && out[len - 1] == '\n')
                 out[--len] = '\0';
-        if (len == 0 || memchr(out, '\0', len))
+        if (len == 0 || (!raw && memchr(out, '\0', len)))
                 return 0;
+        if (ret_len)
+                *ret_len = len;
         *ret = cs_take_ptr(&out);
         return 0;
 }
@@ -101,7 +104,28 @@ static char *git_rev_parse(const char *cwd, const char *what)
         struct cs_error ignored;
         char *out = NULL;
 
-        return worktree_git(cwd, args, &out, &ignored) < 0 ? NULL : out;
+        return worktree_git(cwd, args, false, &out, NULL, &ignored) < 0 ? NULL : out;
+}
+
+/* `git rev-parse --show-toplevel --git-common-dir`: the top level, and *ret_common; both
+ * NULL when git fails. */
+static char *git_rev_parse2(const char *cwd, char **ret_common)
+{
+        char *args[] = {"rev-parse", "--show-toplevel", "--git-common-dir", NULL};
+        struct cs_error ignored;
+        char *out = NULL, *nl;
+
+        *ret_common = NULL;
+        if (worktree_git(cwd, args, false, &out, NULL, &ignored) < 0 || !out)
+                return NULL;
+        nl = strchr(out, '\n');
+        if (!nl || !nl[1] || strchr(nl + 1, '\n')) {
+                free(out);
+                return NULL;
+        }
+        *nl = '\0';
+        *ret_common = strdup(nl + 1);
+        return out;
 }
 
 struct modules_walk {
@@ -305,14 +329,17 @@ int worktree_detect(const char *cwd, struct worktree *ret, struct cs_error *err)
         w.cwd = cwd ? realpath(cwd, NULL) : getcwd(NULL, 0);
         if (!w.cwd)
                 return cs_error_set(err, errno, "resolve the working directory %s", cwd ? cwd : "");
-        top = git_rev_parse(w.cwd, "--show-toplevel");
+        /* One git for both answers; apart only when it is no work tree (inside a .git dir,
+         * where git knows the common dir but no top level). */
+        top = git_rev_parse2(w.cwd, &common);
         if (top)
                 w.root = realpath(top, NULL);
         if (!w.root)
                 w.root = strdup(w.cwd);
         if (!w.root)
                 goto oom;
-        common = git_rev_parse(w.cwd, "--git-common-dir");
+        if (!top)
+                common = git_rev_parse(w.cwd, "--git-common-dir");
         if (common && common[0] != '/') {
                 if (asprintf(&joined, "%s/%s", w.cwd, common) < 0) {
                         joined = NULL;
