@@ -657,3 +657,20 @@ def test_version_and_help_alone_get_no_session_flags(profiles, arg):
     assert plan["argv"] == ["claude", arg]
     assert plan["net"] == "none", "no session, no network: pasta is not started"
     assert profiles.plan()["net"] == "pasta"
+
+
+def test_host_ca_anchors_and_extracted_are_mounted_as_a_read_only_pair(profiles):
+    """tests/setup-root gives the test machine an anchor and an extracted bundle."""
+    anchors, extracted = "/etc/pki/ca-trust/source/anchors", "/etc/pki/ca-trust/extracted"
+    assert os.listdir(anchors) and os.path.isdir(extracted), "run the suite via tests/run"
+    profiles.add()
+    plan = profiles.plan()
+    got = [(s, d, ro) for s, d, ro in binds(plan) if s in (anchors, extracted)]
+    assert sorted(got) == [(extracted, extracted, True), (anchors, anchors, True)]
+    env = env_of(plan)
+    bundle = extracted + "/pem/tls-ca-bundle.pem"
+    assert env["NODE_EXTRA_CA_CERTS"] == env["SSL_CERT_FILE"] == env["REQUESTS_CA_BUNDLE"] == bundle
+    # A forwarded value is never overridden.
+    plan = profiles.plan(env=profiles.env(SSL_CERT_FILE="/mine.pem",
+                                          CLAUDE_PROFILE_SANDBOX_FORWARD_ENV="SSL_CERT_FILE"))
+    assert env_of(plan)["SSL_CERT_FILE"] == "<redacted>"
