@@ -22,17 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NAMES_MAX   (16u << 20)
-#define INFO_MAX    (1u << 20)
-#define PASSWD_MAX  (4u << 20)
 #define IMPORT_BUF  (256u << 10)
 #define INDEX_DEPTH 4
-
-static void json_deletep(cJSON **j)
-{
-        cJSON_Delete(*j);
-}
-#define _cleanup_json_ __attribute__((cleanup(json_deletep)))
 
 static void md_freep(EVP_MD_CTX **m)
 {

@@ -5,7 +5,16 @@
 
 #include <stdbool.h>
 
-typedef struct cJSON cJSON;
+#include <cjson/cJSON.h>
+
+/* Bounds shared by the store and the import. */
+#define INFO_MAX (1u << 20) /* an image's info.json */
+
+static inline void store_json_deletep(cJSON **j)
+{
+        cJSON_Delete(*j);
+}
+#define _cleanup_json_ __attribute__((cleanup(store_json_deletep)))
 
 /* The store's exclusive lock (names change, images move); an fd to close, or negative. */
 int store_lock(struct image_store *s, struct cs_error *err);

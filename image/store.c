@@ -18,17 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NAMES_MAX   (16u << 20)
-#define INFO_MAX    (1u << 20)
-#define PASSWD_MAX  (4u << 20)
-#define IMPORT_BUF  (256u << 10)
-#define INDEX_DEPTH 4
-
-static void json_deletep(cJSON **j)
-{
-        cJSON_Delete(*j);
-}
-#define _cleanup_json_ __attribute__((cleanup(json_deletep)))
+#define NAMES_MAX  (16u << 20)
+#define PASSWD_MAX (4u << 20)
 
 /* ---- the store's directories and locks ---- */
 

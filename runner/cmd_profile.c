@@ -35,18 +35,6 @@ static const char usage_sandbox[] =
     "  --off   launch NAME on the host: remove the marker\n"
     "The marker is the one claude-profile uses, so both tools see the same setting.\n";
 
-__attribute__((format(printf, 2, 3))) static int usage_error(const char *cmd, const char *fmt, ...)
-{
-        va_list ap;
-
-        fprintf(stderr, "csandbox: %s: ", cmd);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "; see `csandbox %s --help`\n", cmd);
-        return CS_EXIT_SETUP;
-}
-
 static bool is_help(const char *arg)
 {
         return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
@@ -171,7 +159,7 @@ int cmd_list(int argc, char **argv)
                 return 0;
         }
         if (argc >= 1)
-                return usage_error("list", "unexpected argument `%s`", argv[0]);
+                return runner_usage_error("list", "unexpected argument `%s`", argv[0]);
         r = profile_config_load(&c, &err);
         if (r < 0)
                 return runner_fail(&err);
@@ -267,9 +255,9 @@ int cmd_sandbox(int argc, char **argv)
                 else if (strcmp(argv[i], "--off") == 0)
                         off = true;
                 else if (argv[i][0] == '-' && argv[i][1] != '\0')
-                        return usage_error("sandbox", "unknown option `%s`", argv[i]);
+                        return runner_usage_error("sandbox", "unknown option `%s`", argv[i]);
                 else if (name)
-                        return usage_error("sandbox", "unexpected argument `%s`", argv[i]);
+                        return runner_usage_error("sandbox", "unexpected argument `%s`", argv[i]);
                 else
                         name = argv[i];
         }
@@ -278,7 +266,7 @@ int cmd_sandbox(int argc, char **argv)
                 return CS_EXIT_SETUP;
         }
         if (!name)
-                return usage_error("sandbox", "which profile? give its name");
+                return runner_usage_error("sandbox", "which profile? give its name");
         r = profile_config_load(&c, &err);
         if (r < 0)
                 return runner_fail(&err);

@@ -8,18 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        printf("FAIL %s: %s (line %d)\n", __func__, #cond, __LINE__);              \
-                        failures++;                                                                \
-                        return;                                                                    \
-                }                                                                                  \
-        } while (0)
-#define PASS() printf("ok %s\n", __func__)
+#include "check.h"
 
 #define D1 "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 #define D2 "sha256:2222222222222222222222222222222222222222222222222222222222222222"

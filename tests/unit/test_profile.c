@@ -16,20 +16,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int failures;
-static char why[4096];
-
-static bool fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static bool fail(const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(why, sizeof(why), fmt, ap);
-        va_end(ap);
-        return false;
-}
+#include "check.h"
 
 /* tpath() returns one of 32 rotating buffers: build the paths a check compares just before
  * it. Every test gets a fresh directory T with T/home as HOME, T/home/.claude-profiles as the

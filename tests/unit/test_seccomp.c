@@ -21,26 +21,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/netlink.h>
+#include "check.h"
 
 #define PODMAN_PROFILE "/usr/share/containers/seccomp.json"
 
 /* What a child reports when the filter could not be loaded, or it died of a signal. */
 #define CHILD_LOAD_FAILED 255
 #define CHILD_SIGNALED    1000
-
-static int failures;
-static char why[4096];
-
-static bool fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static bool fail(const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(why, sizeof(why), fmt, ap);
-        va_end(ap);
-        return false;
-}
 
 static void run(const char *name, bool (*test)(void))
 {

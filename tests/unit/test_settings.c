@@ -7,20 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        printf("FAIL %s: ", __func__);                                             \
-                        printf(__VA_ARGS__);                                                       \
-                        printf("\n");                                                              \
-                        failures++;                                                                \
-                        return;                                                                    \
-                }                                                                                  \
-        } while (0)
-#define PASS() printf("ok %s\n", __func__)
+#include "check.h"
 
 static void profile_copy(const char *raw, size_t len, char **out, size_t *out_len, bool *stripped,
                          int *r)
@@ -58,19 +45,19 @@ static void test_deny_strip_drops_sudo_and_ssh_prefixes(void)
         int r;
 
         profile_copy(in, strlen(in), &out, &len, &stripped, &r);
-        CHECK(r == 0 && stripped, "r=%d stripped=%d", r, stripped);
-        CHECK(len == strlen(want) && strcmp(out, want) == 0, "got <%s>", out);
+        CHECKF(r == 0 && stripped, "r=%d stripped=%d", r, stripped);
+        CHECKF(len == strlen(want) && strcmp(out, want) == 0, "got <%s>", out);
         free(out);
         PASS();
 }
 
 static void test_deny_prefixes_are_the_four_of_the_reference(void)
 {
-        CHECK(strcmp(settings_sandbox_deny_prefixes[0], "Bash(sudo") == 0 &&
-                  strcmp(settings_sandbox_deny_prefixes[1], "Read(~/.ssh") == 0 &&
-                  strcmp(settings_sandbox_deny_prefixes[2], "Edit(~/.ssh") == 0 &&
-                  strcmp(settings_sandbox_deny_prefixes[3], "Read(~/.aws") == 0,
-              "prefixes differ");
+        CHECKF(strcmp(settings_sandbox_deny_prefixes[0], "Bash(sudo") == 0 &&
+                   strcmp(settings_sandbox_deny_prefixes[1], "Read(~/.ssh") == 0 &&
+                   strcmp(settings_sandbox_deny_prefixes[2], "Edit(~/.ssh") == 0 &&
+                   strcmp(settings_sandbox_deny_prefixes[3], "Read(~/.aws") == 0,
+               "prefixes differ");
         PASS();
 }
 
@@ -92,9 +79,9 @@ static void test_profile_copy_byte_identical_when_nothing_stripped(void)
                 int r;
 
                 profile_copy(ins[i], strlen(ins[i]), &out, &len, &stripped, &r);
-                CHECK(r == 0 && !stripped, "case %zu: r=%d stripped=%d", i, r, stripped);
-                CHECK(len == strlen(ins[i]) && memcmp(out, ins[i], len) == 0, "case %zu: %s", i,
-                      out);
+                CHECKF(r == 0 && !stripped, "case %zu: r=%d stripped=%d", i, r, stripped);
+                CHECKF(len == strlen(ins[i]) && memcmp(out, ins[i], len) == 0, "case %zu: %s", i,
+                       out);
                 free(out);
         }
         PASS();
@@ -119,8 +106,8 @@ static void test_profile_copy_invalid_json_verbatim(void)
                 int r;
 
                 profile_copy(ins[i], strlen(ins[i]), &out, &len, &stripped, &r);
-                CHECK(r == 0 && !stripped, "case %zu: r=%d", i, r);
-                CHECK(len == strlen(ins[i]) && memcmp(out, ins[i], len) == 0, "case %zu", i);
+                CHECKF(r == 0 && !stripped, "case %zu: r=%d", i, r);
+                CHECKF(len == strlen(ins[i]) && memcmp(out, ins[i], len) == 0, "case %zu", i);
                 free(out);
         }
         PASS();
@@ -165,9 +152,9 @@ static void test_reserialise_matches_python_indent2(void)
                 int r;
 
                 profile_copy(cases[i][0], strlen(cases[i][0]), &out, &len, &stripped, &r);
-                CHECK(r == 0 && stripped, "case %zu: r=%d stripped=%d", i, r, stripped);
-                CHECK(len == strlen(cases[i][1]) && strcmp(out, cases[i][1]) == 0,
-                      "case %zu: got <%s>", i, out);
+                CHECKF(r == 0 && stripped, "case %zu: r=%d stripped=%d", i, r, stripped);
+                CHECKF(len == strlen(cases[i][1]) && strcmp(out, cases[i][1]) == 0,
+                       "case %zu: got <%s>", i, out);
                 free(out);
         }
         PASS();
@@ -181,11 +168,11 @@ static void test_profile_copy_refuses_oversized_input(void)
         bool stripped;
         int r;
 
-        CHECK(big, "malloc");
+        CHECKF(big, "malloc");
         memset(big, ' ', n);
         profile_copy(big, n, &out, &len, &stripped, &r);
         free(big);
-        CHECK(r < 0 && !out, "r=%d", r);
+        CHECKF(r < 0 && !out, "r=%d", r);
         PASS();
 }
 
@@ -206,7 +193,7 @@ static void test_profile_copy_too_deep_is_verbatim(void)
         buf[o++] = '}';
         buf[o] = '\0';
         profile_copy(buf, o, &out, &len, &stripped, &r);
-        CHECK(r == 0 && !stripped && len == o && memcmp(out, buf, o) == 0, "r=%d", r);
+        CHECKF(r == 0 && !stripped && len == o && memcmp(out, buf, o) == 0, "r=%d", r);
         free(out);
         PASS();
 }
@@ -221,11 +208,11 @@ static void test_shared_substitutes_profile_in_values_not_keys(void)
                    "\"n\": null, \"t\": true, \"f\": 2.50}",
                    "work", false, &lb, &r, &err);
 
-        CHECK(r == 0, "%s", err.msg);
-        CHECK(strcmp(out, "{\"{profile}\": [\"a-work-work\", 1, {\"k\": \"work\"}], \"n\": null, "
-                          "\"t\": true, \"f\": 2.5}") == 0,
-              "got %s", out);
-        CHECK(!lb, "host_loopback set");
+        CHECKF(r == 0, "%s", err.msg);
+        CHECKF(strcmp(out, "{\"{profile}\": [\"a-work-work\", 1, {\"k\": \"work\"}], \"n\": null, "
+                           "\"t\": true, \"f\": 2.5}") == 0,
+               "got %s", out);
+        CHECKF(!lb, "host_loopback set");
         free(out);
         PASS();
 }
@@ -264,9 +251,9 @@ static void test_shared_rewrites_loopback_hook_hosts(void)
                          "\"%s\"}]}]}}",
                          cases[i][1]);
                 out = shared(in, "p", true, &lb, &r, &err);
-                CHECK(r == 0, "case %zu: %s", i, err.msg);
-                CHECK(strcmp(out, want) == 0, "case %zu: got %s", i, out);
-                CHECK(lb == (cases[i][2][0] == '1'), "case %zu: host_loopback %d", i, lb);
+                CHECKF(r == 0, "case %zu: %s", i, err.msg);
+                CHECKF(strcmp(out, want) == 0, "case %zu: got %s", i, out);
+                CHECKF(lb == (cases[i][2][0] == '1'), "case %zu: host_loopback %d", i, lb);
                 free(out);
         }
         PASS();
@@ -284,14 +271,14 @@ static void test_shared_sandbox_full_example(void)
                    "[\"Bash(sudo *)\",\"Read(//home/u/.ssh/**)\"]},\"{profile}\":\"\xc3\xa9\"}",
                    "work", true, &lb, &r, &err);
 
-        CHECK(r == 0, "%s", err.msg);
-        CHECK(strcmp(out,
-                     "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"http\", \"url\": "
-                     "\"http://169.254.1.2:8080/work\"}, {\"type\": \"command\", "
-                     "\"command\": \"curl http://localhost/\"}]}]}, \"permissions\": "
-                     "{\"deny\": [\"Read(//home/u/.ssh/**)\"]}, \"{profile}\": \"\\u00e9\"}") == 0,
-              "got %s", out);
-        CHECK(lb, "host_loopback not set");
+        CHECKF(r == 0, "%s", err.msg);
+        CHECKF(strcmp(out,
+                      "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"http\", \"url\": "
+                      "\"http://169.254.1.2:8080/work\"}, {\"type\": \"command\", "
+                      "\"command\": \"curl http://localhost/\"}]}]}, \"permissions\": "
+                      "{\"deny\": [\"Read(//home/u/.ssh/**)\"]}, \"{profile}\": \"\\u00e9\"}") == 0,
+               "got %s", out);
+        CHECKF(lb, "host_loopback not set");
         free(out);
         PASS();
 }
@@ -306,7 +293,7 @@ static void test_host_launch_keeps_shared_denies_and_loopback_hooks(void)
         int r;
         char *out = shared(in, "p", false, &lb, &r, &err);
 
-        CHECK(r == 0 && strcmp(out, in) == 0 && !lb, "got %s", out);
+        CHECKF(r == 0 && strcmp(out, in) == 0 && !lb, "got %s", out);
         free(out);
         PASS();
 }
@@ -321,7 +308,7 @@ static void test_shared_ignores_non_http_and_malformed_hooks(void)
         int r;
         char *out = shared(in, "p", true, &lb, &r, &err);
 
-        CHECK(r == 0 && strcmp(out, in) == 0 && !lb, "got %s (%s)", out, err.msg);
+        CHECKF(r == 0 && strcmp(out, in) == 0 && !lb, "got %s (%s)", out, err.msg);
         free(out);
         PASS();
 }
@@ -333,9 +320,9 @@ static void test_shared_not_object_is_an_error(void)
         int r;
         char *out = shared("[1, 2]", "p", true, &lb, &r, &err);
 
-        CHECK(r < 0 && !out, "accepted a list");
-        CHECK(strcmp(err.msg, "/p/shared-settings.json must hold a JSON object.") == 0, "msg %s",
-              err.msg);
+        CHECKF(r < 0 && !out, "accepted a list");
+        CHECKF(strcmp(err.msg, "/p/shared-settings.json must hold a JSON object.") == 0, "msg %s",
+               err.msg);
         PASS();
 }
 
@@ -349,9 +336,9 @@ static void test_shared_invalid_json_cannot_be_read(void)
                 int r;
                 char *out = shared(ins[i], "p", true, &lb, &r, &err);
 
-                CHECK(r < 0 && !out, "case %zu accepted", i);
-                CHECK(strncmp(err.msg, "Can't read /p/shared-settings.json: ", 36) == 0,
-                      "case %zu: msg %s", i, err.msg);
+                CHECKF(r < 0 && !out, "case %zu accepted", i);
+                CHECKF(strncmp(err.msg, "Can't read /p/shared-settings.json: ", 36) == 0,
+                       "case %zu: msg %s", i, err.msg);
         }
         PASS();
 }
@@ -360,11 +347,11 @@ static void test_args_have_exact_or_equals(void)
 {
         char *args[] = {"-p", "--settings=x.json", "--permission-modes", "--append-system-prompt"};
 
-        CHECK(settings_args_have(args, 4, "--settings"), "--settings=");
-        CHECK(!settings_args_have(args, 4, "--permission-mode"), "--permission-modes matched");
-        CHECK(settings_args_have(args, 4, "--append-system-prompt"), "exact");
-        CHECK(!settings_args_have(args, 4, "--dangerously-skip-permissions"), "absent");
-        CHECK(!settings_args_have(args, 0, "-p"), "n=0");
+        CHECKF(settings_args_have(args, 4, "--settings"), "--settings=");
+        CHECKF(!settings_args_have(args, 4, "--permission-mode"), "--permission-modes matched");
+        CHECKF(settings_args_have(args, 4, "--append-system-prompt"), "exact");
+        CHECKF(!settings_args_have(args, 4, "--dangerously-skip-permissions"), "absent");
+        CHECKF(!settings_args_have(args, 0, "-p"), "n=0");
         PASS();
 }
 

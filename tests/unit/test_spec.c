@@ -6,18 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        printf("FAIL %s: %s (line %d)\n", __func__, #cond, __LINE__);              \
-                        failures++;                                                                \
-                        return;                                                                    \
-                }                                                                                  \
-        } while (0)
-#define PASS() printf("ok %s\n", __func__)
+#include "check.h"
 
 static void test_dest_normalised_without_dots_or_double_slashes(void)
 {

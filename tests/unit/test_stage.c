@@ -15,21 +15,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "check.h"
 
-static int failures;
 static char base[64];
-
-#define CHECK(cond, ...)                                                                           \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        printf("FAIL %s: ", __func__);                                             \
-                        printf(__VA_ARGS__);                                                       \
-                        printf("\n");                                                              \
-                        failures++;                                                                \
-                        return;                                                                    \
-                }                                                                                  \
-        } while (0)
-#define PASS() printf("ok %s\n", __func__)
 
 static void put(const char *path, const char *content)
 {
@@ -96,10 +84,10 @@ static void test_settings_missing_is_created_on_host(void)
 
         new_profile("missing", &p, dir, state);
         r = stage_settings(&p, &out, &w, &err);
-        CHECK(r == 0, "%s", err.msg);
-        CHECK(strcmp(slurp(at("missing-profile/settings.json")), "{}\n") == 0, "host file not {}");
-        CHECK(strcmp(slurp(out), "{}\n") == 0, "copy not {}");
-        CHECK(w.n == 0, "warned");
+        CHECKF(r == 0, "%s", err.msg);
+        CHECKF(strcmp(slurp(at("missing-profile/settings.json")), "{}\n") == 0, "host file not {}");
+        CHECKF(strcmp(slurp(out), "{}\n") == 0, "copy not {}");
+        CHECKF(w.n == 0, "warned");
         free(out);
         close_profile(&p);
         PASS();
@@ -118,11 +106,11 @@ static void test_settings_symlink_gives_empty_and_target_unread(void)
         snprintf(link, sizeof(link), "%s/settings.json", dir);
         symlink(at("secret"), link);
         r = stage_settings(&p, &out, &w, &err);
-        CHECK(r == 0, "%s", err.msg);
-        CHECK(strcmp(slurp(out), "{}\n") == 0, "copy is %s", slurp(out));
-        CHECK(w.n == 1 && strstr(w.msgs[0], "is a symlink"), "no warning");
+        CHECKF(r == 0, "%s", err.msg);
+        CHECKF(strcmp(slurp(out), "{}\n") == 0, "copy is %s", slurp(out));
+        CHECKF(w.n == 1 && strstr(w.msgs[0], "is a symlink"), "no warning");
         struct stat st;
-        CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "host link replaced");
+        CHECKF(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "host link replaced");
         stage_warnings_free(&w);
         free(out);
         close_profile(&p);
@@ -143,10 +131,10 @@ static void test_settings_copy_strips_sudo_deny(void)
         /* A link planted at the state copy's name is replaced, not written through. */
         symlink(at("victim"), at("strip-state/settings.json"));
         r = stage_settings(&p, &out, &w, &err);
-        CHECK(r == 0, "%s", err.msg);
-        CHECK(strcmp(slurp(out), "{\n  \"permissions\": {\n    \"deny\": []\n  }\n}") == 0,
-              "copy %s", slurp(out));
-        CHECK(access(at("victim"), F_OK) < 0, "wrote through a link");
+        CHECKF(r == 0, "%s", err.msg);
+        CHECKF(strcmp(slurp(out), "{\n  \"permissions\": {\n    \"deny\": []\n  }\n}") == 0,
+               "copy %s", slurp(out));
+        CHECKF(access(at("victim"), F_OK) < 0, "wrote through a link");
         free(out);
         close_profile(&p);
         PASS();
@@ -162,21 +150,21 @@ static void test_chrome_and_known_hosts(void)
 
         new_profile("kh", &p, dir, state);
         r = stage_chrome(&p, &out, &err);
-        CHECK(r == 0 && stat(out, &st) == 0 && S_ISDIR(st.st_mode), "%s", err.msg);
+        CHECKF(r == 0 && stat(out, &st) == 0 && S_ISDIR(st.st_mode), "%s", err.msg);
         free(out);
         r = stage_user_known_hosts(&p, &kh, &err);
-        CHECK(r == 0 && stat(kh, &st) == 0 && st.st_size == 0 && (st.st_mode & 0777) == 0600, "%s",
-              err.msg);
+        CHECKF(r == 0 && stat(kh, &st) == 0 && st.st_size == 0 && (st.st_mode & 0777) == 0600, "%s",
+               err.msg);
         put(kh, "host key\n");
         free(kh);
         r = stage_user_known_hosts(&p, &kh, &err);
-        CHECK(r == 0 && strcmp(slurp(kh), "host key\n") == 0, "overwritten");
+        CHECKF(r == 0 && strcmp(slurp(kh), "host key\n") == 0, "overwritten");
         unlink(kh);
         symlink("/etc/passwd", kh);
         free(kh);
         kh = NULL;
         r = stage_user_known_hosts(&p, &kh, &err);
-        CHECK(r < 0 && !kh, "accepted a linked known_hosts");
+        CHECKF(r < 0 && !kh, "accepted a linked known_hosts");
         close_profile(&p);
         PASS();
 }
@@ -192,13 +180,13 @@ static void test_gitconfig_copied_and_missing_is_null(void)
         snprintf(home, sizeof(home), "%s/home", base);
         mkdir(home, 0700);
         r = stage_gitconfig(&p, home, &out, &err);
-        CHECK(r == 0 && !out, "missing gave %s", out);
+        CHECKF(r == 0 && !out, "missing gave %s", out);
         r = stage_host_known_hosts(&p, home, &out, &err);
-        CHECK(r == 0 && !out, "missing known_hosts gave %s", out);
+        CHECKF(r == 0 && !out, "missing known_hosts gave %s", out);
         put(at("real-gitconfig"), "[user]\n\tname = x\n");
         symlink(at("real-gitconfig"), at("home/.gitconfig"));
         r = stage_gitconfig(&p, home, &out, &err);
-        CHECK(r == 0 && out && strcmp(slurp(out), "[user]\n\tname = x\n") == 0, "%s", err.msg);
+        CHECKF(r == 0 && out && strcmp(slurp(out), "[user]\n\tname = x\n") == 0, "%s", err.msg);
         free(out);
         close_profile(&p);
         PASS();
@@ -226,17 +214,17 @@ static void test_hooks_copy_keeps_links_and_clears_planted_ones(void)
         mkdir(at("repo.git/hooks/sub"), 0755);
         put(at("repo.git/hooks/sub/x"), "x");
         r = stage_git_dir(&p, git, &config, &copy, &w, &err);
-        CHECK(r == 0 && config && copy, "%s", err.msg);
-        CHECK(strstr(copy, "/git-hooks/") && strlen(strrchr(copy, '/') + 1) > 17 &&
-                  strrchr(copy, '/')[17] == '-',
-              "key %s", copy);
+        CHECKF(r == 0 && config && copy, "%s", err.msg);
+        CHECKF(strstr(copy, "/git-hooks/") && strlen(strrchr(copy, '/') + 1) > 17 &&
+                   strrchr(copy, '/')[17] == '-',
+               "key %s", copy);
         snprintf(path, sizeof(path), "%s/pre-commit", copy);
-        CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0751, "mode not kept");
+        CHECKF(stat(path, &st) == 0 && (st.st_mode & 0777) == 0751, "mode not kept");
         snprintf(path, sizeof(path), "%s/evil", copy);
         n = readlink(path, target, sizeof(target) - 1);
-        CHECK(n > 0 && (target[n] = '\0', strcmp(target, "/etc/shadow") == 0), "link not kept");
+        CHECKF(n > 0 && (target[n] = '\0', strcmp(target, "/etc/shadow") == 0), "link not kept");
         snprintf(path, sizeof(path), "%s/sub/x", copy);
-        CHECK(strcmp(slurp(path), "x") == 0, "subdir not copied");
+        CHECKF(strcmp(slurp(path), "x") == 0, "subdir not copied");
 
         /* The sandbox plants a link to a host dir inside the copy; clearing must not follow. */
         mkdir(at("outside"), 0700);
@@ -252,12 +240,12 @@ static void test_hooks_copy_keeps_links_and_clears_planted_ones(void)
         free(config);
         free(copy);
         r = stage_git_dir(&p, git, &config, &copy, &w, &err);
-        CHECK(r == 0, "%s", err.msg);
-        CHECK(strcmp(slurp(at("outside/keep")), "k") == 0, "followed planted link");
+        CHECKF(r == 0, "%s", err.msg);
+        CHECKF(strcmp(slurp(at("outside/keep")), "k") == 0, "followed planted link");
         snprintf(path, sizeof(path), "%s/planted", copy);
-        CHECK(lstat(path, &st) < 0, "planted link survived");
+        CHECKF(lstat(path, &st) < 0, "planted link survived");
         snprintf(path, sizeof(path), "%s/sub/ro", copy);
-        CHECK(lstat(path, &st) < 0, "sandbox-made dir survived");
+        CHECKF(lstat(path, &st) < 0, "sandbox-made dir survived");
         free(config);
         free(copy);
         close_profile(&p);
@@ -279,8 +267,8 @@ static void test_linked_hooks_and_config_give_no_copy(void)
         symlink(at("elsewhere"), at("linked.git/hooks"));
         symlink(at("repo.git/config"), at("linked.git/config"));
         r = stage_git_dir(&p, git, &config, &copy, &w, &err);
-        CHECK(r == 0 && !config && !copy, "config %s copy %s", config, copy);
-        CHECK(w.n == 2 && strstr(w.msgs[1], "hooks is a symlink"), "warnings %zu", w.n);
+        CHECKF(r == 0 && !config && !copy, "config %s copy %s", config, copy);
+        CHECKF(w.n == 2 && strstr(w.msgs[1], "hooks is a symlink"), "warnings %zu", w.n);
         stage_warnings_free(&w);
         close_profile(&p);
         PASS();
@@ -299,8 +287,8 @@ static void test_missing_hooks_gives_empty_copy(void)
         snprintf(git, sizeof(git), "%s/bare.git", base);
         mkdir(git, 0700);
         r = stage_git_dir(&p, git, &config, &copy, &w, &err);
-        CHECK(r == 0 && !config && copy && stat(copy, &st) == 0 && S_ISDIR(st.st_mode), "%s",
-              err.msg);
+        CHECKF(r == 0 && !config && copy && stat(copy, &st) == 0 && S_ISDIR(st.st_mode), "%s",
+               err.msg);
         free(copy);
         close_profile(&p);
         PASS();
@@ -318,17 +306,17 @@ static void test_local_settings_copy_and_link(void)
         mkdir(at("wt"), 0700);
         mkdir(at("wt/.claude"), 0700);
         r = stage_local_settings(&p, at("wt/.claude/settings.local.json"), &out, &w, &err);
-        CHECK(r == 0 && !out, "missing gave a copy");
+        CHECKF(r == 0 && !out, "missing gave a copy");
         put(at("wt/.claude/settings.local.json"), "{\"a\": 1}");
         r = stage_local_settings(&p, at("wt/.claude/settings.local.json"), &out, &w, &err);
-        CHECK(r == 0 && out && strcmp(slurp(out), "{\"a\": 1}") == 0, "%s", err.msg);
-        CHECK(strstr(out, "/local-settings/") && strstr(out, ".json"), "path %s", out);
+        CHECKF(r == 0 && out && strcmp(slurp(out), "{\"a\": 1}") == 0, "%s", err.msg);
+        CHECKF(strstr(out, "/local-settings/") && strstr(out, ".json"), "path %s", out);
         free(out);
         unlink(at("wt/.claude/settings.local.json"));
         put(at("secret2"), "{\"s\": 1}");
         symlink(at("secret2"), at("wt/.claude/settings.local.json"));
         r = stage_local_settings(&p, at("wt/.claude/settings.local.json"), &out, &w, &err);
-        CHECK(r == 0 && out && strcmp(slurp(out), "{}\n") == 0 && w.n == 1, "%s", err.msg);
+        CHECKF(r == 0 && out && strcmp(slurp(out), "{}\n") == 0 && w.n == 1, "%s", err.msg);
         free(out);
         stage_warnings_free(&w);
         close_profile(&p);
@@ -393,13 +381,13 @@ static void test_claude_versions_layout_and_pruning(void)
         r = stage_claude(&c, &out, &missing, &w, &err);
         kill(child, 9);
         waitpid(child, NULL, 0);
-        CHECK(r == 0 && !missing && out, "%s", err.msg);
-        CHECK(strcmp(strrchr(out, '/') + 1, "2.1.999") == 0, "key %s", out);
-        CHECK(stat(out, &st) == 0 && (st.st_mode & 0777) == 0755, "mode lost");
-        CHECK(strcmp(slurp(out), "#!/bin/sh\necho fake\n") == 0, "content");
-        CHECK(access(live, F_OK) == 0, "live partial pruned");
-        CHECK(access(dead, F_OK) < 0 && access(old, F_OK) < 0, "stale entries kept");
-        CHECK(count_entries(cache) == 2, "entries %d", count_entries(cache));
+        CHECKF(r == 0 && !missing && out, "%s", err.msg);
+        CHECKF(strcmp(strrchr(out, '/') + 1, "2.1.999") == 0, "key %s", out);
+        CHECKF(stat(out, &st) == 0 && (st.st_mode & 0777) == 0755, "mode lost");
+        CHECKF(strcmp(slurp(out), "#!/bin/sh\necho fake\n") == 0, "content");
+        CHECKF(access(live, F_OK) == 0, "live partial pruned");
+        CHECKF(access(dead, F_OK) < 0 && access(old, F_OK) < 0, "stale entries kept");
+        CHECKF(count_entries(cache) == 2, "entries %d", count_entries(cache));
         free(out);
         PASS();
 }
@@ -436,13 +424,13 @@ static void test_claude_npm_layout_and_fallback_key(void)
         c.data_home = data;
         c.claude_bin = "claude";
         r = stage_claude(&c, &out, &missing, &w, &err);
-        CHECK(r == 0 && out && strcmp(strrchr(out, '/') + 1, "2.1.332") == 0, "npm key %s (%s)",
-              out, err.msg);
+        CHECKF(r == 0 && out && strcmp(strrchr(out, '/') + 1, "2.1.332") == 0, "npm key %s (%s)",
+               out, err.msg);
         free(out);
 
         c.claude_bin = "no-such-claude";
         r = stage_claude(&c, &out, &missing, &w, &err);
-        CHECK(r == 0 && missing && !out, "missing not reported");
+        CHECKF(r == 0 && missing && !out, "missing not reported");
         if (oldpath)
                 setenv("PATH", oldpath, 1);
         free(oldpath);
@@ -452,9 +440,9 @@ static void test_claude_npm_layout_and_fallback_key(void)
         chmod(other, 0755);
         c.claude_bin = other;
         r = stage_claude(&c, &out, &missing, &w, &err);
-        CHECK(r == 0 && out && strchr(strrchr(out, '/'), '-'), "fallback key %s (%s)", out,
-              err.msg);
-        CHECK(access(at("data2/csandbox/claude/2.1.332"), F_OK) < 0, "previous key not pruned");
+        CHECKF(r == 0 && out && strchr(strrchr(out, '/'), '-'), "fallback key %s (%s)", out,
+               err.msg);
+        CHECKF(access(at("data2/csandbox/claude/2.1.332"), F_OK) < 0, "previous key not pruned");
         free(out);
         PASS();
 }
@@ -483,10 +471,10 @@ static void test_git_identity_file(void)
         c.data_home = data;
         r = stage_git_identity(&c, repo, &out, &err);
         unsetenv("GIT_CONFIG_GLOBAL");
-        CHECK(r == 0 && out, "%s", err.msg);
-        CHECK(strcmp(slurp(out), want) == 0, "content <%s>", slurp(out));
-        CHECK(strstr(out, "/claude-profile/git/identity-") && strlen(strrchr(out, '-') + 1) == 16,
-              "path %s", out);
+        CHECKF(r == 0 && out, "%s", err.msg);
+        CHECKF(strcmp(slurp(out), want) == 0, "content <%s>", slurp(out));
+        CHECKF(strstr(out, "/claude-profile/git/identity-") && strlen(strrchr(out, '-') + 1) == 16,
+               "path %s", out);
         free(out);
         PASS();
 }
