@@ -674,3 +674,36 @@ def test_host_ca_anchors_and_extracted_are_mounted_as_a_read_only_pair(profiles)
     plan = profiles.plan(env=profiles.env(SSL_CERT_FILE="/mine.pem",
                                           CLAUDE_PROFILE_SANDBOX_FORWARD_ENV="SSL_CERT_FILE"))
     assert env_of(plan)["SSL_CERT_FILE"] == "<redacted>"
+
+
+def test_secrets_never_reach_an_argv_or_the_environment_of_a_host_side_process(profiles):
+    """While a session runs, no process of ours outside the sandbox (csandbox itself, pasta)
+    carries a .env value in its argv or environment; only claude inside has it."""
+    d = profiles.add()
+    secret = "csbt-secret-" + str(os.getpid())
+    (d / ".env").write_text(f"API_TOKEN={secret}\n")
+    shell_claude(profiles, 'echo "ready $API_TOKEN"; exec sleep 30\n')
+    proc = subprocess.Popen([CSANDBOX, "run", "work"], cwd=str(profiles.project),
+                            env=profiles.env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline().decode()
+        assert line == f"ready {secret}\n", proc.stderr.read1().decode()
+        mine = os.readlink("/proc/self/ns/pid")
+        leaks = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{name}/ns/pid") != mine:
+                    continue  # inside the sandbox
+                for what in ("environ", "cmdline"):
+                    with open(f"/proc/{name}/{what}", "rb") as f:
+                        if secret.encode() in f.read():
+                            leaks.append((name, what))
+            except OSError:
+                continue
+        assert leaks == []
+    finally:
+        proc.kill()
+        proc.wait()
