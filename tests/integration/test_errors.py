@@ -2,6 +2,7 @@
 created, nothing left running."""
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -117,3 +118,17 @@ def test_missing_user_namespaces_names_cause_and_fix(csb, workdir):
                        capture_output=True, text=True, timeout=30, cwd=workdir)
     _assert_error(p, "max_user_namespaces")
     assert len(p.stderr.strip()) > len("csandbox: ") + 40, "no fix offered"
+
+
+def test_map_range_without_a_subuid_range_is_a_clear_error(csb, tmp_path):
+    """A user without an /etc/subuid range (here: an outer user namespace whose /etc/subuid
+    is empty) gets an error naming the file, the user and the fix, and nothing starts."""
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    script = (f"mount --bind {empty} /etc/subuid && mount --bind {empty} /etc/subgid && "
+              f"exec {csb.binary} exec --map-range -- /bin/true")
+    r = subprocess.run(["unshare", "-Urm", "sh", "-c", script], capture_output=True, text=True,
+                       timeout=30, stdin=subprocess.DEVNULL)
+    assert r.returncode == 125, r.stderr
+    assert "--map-range: /etc/subuid has no range of at least 65536 ids" in r.stderr
+    assert "usermod --add-subuids" in r.stderr and "drop --map-range" in r.stderr
