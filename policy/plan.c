@@ -705,7 +705,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         struct worktree w = {0};
         _cleanup_free_ char *settings_copy = NULL, *chrome = NULL, *gitconfig = NULL;
         _cleanup_free_ char *host_kh = NULL, *user_kh = NULL, *claude = NULL, *identity = NULL;
-        _cleanup_free_ char *shared = NULL, *dst = NULL;
+        _cleanup_free_ char *shared = NULL;
         char **mcp = NULL;
         size_t n_mcp = 0;
         bool loopback = false, claude_missing = false, ca = false;
@@ -863,7 +863,6 @@ out:
                 free(mcp[i]);
         free(mcp);
         worktree_free(&w);
-        (void)dst;
         return r;
 }
 
