@@ -41,11 +41,117 @@ static struct {
         mode_t umask;
 } st = {.host_root = -1, .root_dir = -1, .root = -1};
 
+/* Open an absolute path inside the root the way RESOLVE_IN_ROOT does, without openat2:
+ * component by component with O_NOFOLLOW, symlinks read and followed as text (absolute ones
+ * from the root, at most 40), ".." stopping at the root. For kernels before 5.6 and for
+ * container engines whose seccomp profile refuses openat2. Sets errno on failure. */
+static int open_in_root_walk(int root, const char *path, int flags)
+{
+        char todo[2 * SPEC_PATH_MAX], done[SPEC_PATH_MAX] = "";
+        int links = 0, cur = fcntl(root, F_DUPFD_CLOEXEC, 3);
+
+        if (cur < 0)
+                return -1;
+        if (snprintf(todo, sizeof(todo), "%s", path) >= (int)sizeof(todo)) {
+                close(cur);
+                errno = ENAMETOOLONG;
+                return -1;
+        }
+        for (char *p = todo;;) {
+                char comp[256], target[SPEC_PATH_MAX], rest[2 * SPEC_PATH_MAX];
+                size_t n;
+                struct stat sb;
+                ssize_t tl;
+                int next;
+
+                while (*p == '/')
+                        p++;
+                if (!*p)
+                        break;
+                n = strcspn(p, "/");
+                if (n >= sizeof(comp)) {
+                        close(cur);
+                        errno = ENAMETOOLONG;
+                        return -1;
+                }
+                memcpy(comp, p, n);
+                comp[n] = '\0';
+                p += n;
+                if (strcmp(comp, ".") == 0)
+                        continue;
+                if (strcmp(comp, "..") == 0) {
+                        /* Back to the parent of what is resolved so far: walk it again from
+                         * the root (its components are known directories, not links). */
+                        char *slash = strrchr(done, '/');
+
+                        if (slash)
+                                *slash = '\0';
+                        close(cur);
+                        cur = done[0] ? open_in_root_walk(root, done, O_PATH | O_DIRECTORY)
+                                      : fcntl(root, F_DUPFD_CLOEXEC, 3);
+                        if (cur < 0)
+                                return -1;
+                        continue;
+                }
+                if (fstatat(cur, comp, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(sb.st_mode)) {
+                        tl = readlinkat(cur, comp, target, sizeof(target) - 1);
+                        if (tl < 0 || ++links > 40) {
+                                close(cur);
+                                errno = tl < 0 ? errno : ELOOP;
+                                return -1;
+                        }
+                        target[tl] = '\0';
+                        snprintf(rest, sizeof(rest), "%s%s", target, p);
+                        snprintf(todo, sizeof(todo), "%s", rest);
+                        p = todo;
+                        if (target[0] == '/') {
+                                close(cur);
+                                cur = fcntl(root, F_DUPFD_CLOEXEC, 3);
+                                done[0] = '\0';
+                                if (cur < 0)
+                                        return -1;
+                        }
+                        continue;
+                }
+                next =
+                    openat(cur, comp, (*p ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
+                close(cur);
+                if (next < 0)
+                        return -1;
+                cur = next;
+                if (strlen(done) + 1 + n + 1 > sizeof(done)) {
+                        close(cur);
+                        errno = ENAMETOOLONG;
+                        return -1;
+                }
+                strcat(done, "/");
+                strcat(done, comp);
+        }
+        if (!done[0]) {
+                /* The root itself: reopen it with the caller's flags. */
+                int fd = openat(cur, ".", flags | O_CLOEXEC);
+
+                close(cur);
+                return fd;
+        }
+        return cur;
+}
+
+/* openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) relative to the new root, remembering
+ * when the kernel (or a container's seccomp profile) refuses it and walking instead. */
 static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
 {
+        static bool refused;
         struct open_how how = {.flags = flags, .resolve = resolve};
+        int fd;
 
-        return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+        if (!refused) {
+                fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+                if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+                        return fd;
+                refused = true;
+        }
+        return open_in_root_walk(dirfd, path, (int)flags);
 }
 
 static int mount_id_of(int fd, uint64_t *ret)

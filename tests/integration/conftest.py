@@ -14,8 +14,10 @@ Helpers:
     csb.run(args)            csandbox exec ARGS, as a CompletedProcess
     csb.probe(...)           run the probe inside (host root or a rootfs) and parse its JSON
     tier                     "direct", "userns" (inside `unshare -Urm` with a /proc file
-                             overmounted, as container engines mask it) or "csandbox"
-                             (inside an outer csandbox, host root, default seccomp)
+                             overmounted, as container engines mask it), "csandbox"
+                             (inside an outer csandbox, host root, default seccomp) or
+                             "no-openat2" (the same with openat2 refused, EPERM, as old
+                             container seccomp profiles do: the runner's walking fallback)
 """
 import json
 import os
@@ -147,14 +149,25 @@ class Csandbox:
             return inner
         if tier == "userns":
             return ["unshare", "-Urm", "sh", "-c", MASK_PROC, "sh", *inner]
-        if tier == "csandbox":
+        if tier in ("csandbox", "no-openat2"):
             outer = [self.binary, "exec", "--bind", self.basetemp, self.basetemp,
                      "--ro-bind", self.binary, self.binary,
                      "--ro-bind", self.probe_path, self.probe_path]
+            if tier == "no-openat2":
+                # As under a container engine whose seccomp profile predates openat2.
+                outer += ["--seccomp", self.no_openat2_profile()]
             for p in share:
                 outer += ["--bind", p, p]
             return [*outer, "--", *inner]
         raise ValueError(tier)
+
+    def no_openat2_profile(self):
+        path = os.path.join(self.basetemp, "no-openat2.json")
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                json.dump({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+                    {"names": ["openat2"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}, f)
+        return path
 
     def run(self, args, *, tier="direct", share=(), env=None, timeout=TIMEOUT, cwd="/",
             pass_fds=(), input=None):
@@ -234,7 +247,7 @@ def marker():
     return f"csb-marker-{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture(params=["direct", "userns", "csandbox"])
+@pytest.fixture(params=["direct", "userns", "csandbox", "no-openat2"])
 def tier(request):
     return request.param
 
