@@ -102,8 +102,8 @@ int cs_write_all(int fd, const void *buf, size_t len)
         return 0;
 }
 
-int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-                         struct cs_error *err)
+static int write_partial(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                         bool once, struct cs_error *err)
 {
         char partial[256];
         _cleanup_close_ int fd = -1;
@@ -136,13 +136,27 @@ int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t l
         r = cs_write_all(fd, data, len);
         if (r == 0 && fchmod(fd, mode) < 0)
                 r = -errno;
-        if (r == 0 && renameat(dirfd, partial, dirfd, name) < 0)
+        if (r == 0 && !once && renameat(dirfd, partial, dirfd, name) < 0)
                 r = -errno;
-        if (r < 0) {
+        if (r == 0 && once && linkat(dirfd, partial, dirfd, name, 0) < 0 && errno != EEXIST)
+                r = -errno;
+        if (r < 0 || once)
                 unlinkat(dirfd, partial, 0);
+        if (r < 0)
                 return cs_error_set(err, -r, "write %s", name);
-        }
         return 0;
+}
+
+int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                         struct cs_error *err)
+{
+        return write_partial(dirfd, name, data, len, mode, false, err);
+}
+
+int cs_write_file_once(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                       struct cs_error *err)
+{
+        return write_partial(dirfd, name, data, len, mode, true, err);
 }
 
 void cs_human_size(uint64_t n, char *buf, size_t len)

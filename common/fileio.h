@@ -25,5 +25,10 @@ int cs_write_all(int fd, const void *buf, size_t len);
  * copies regenerated on every launch, not data to keep. */
 int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                          struct cs_error *err);
+/* The same, for a file written once and never changed (content-addressed): the partial is
+ * linked into place, so a file already there (a concurrent writer's) is kept, never
+ * replaced from under a reader. */
+int cs_write_file_once(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                       struct cs_error *err);
 /* n bytes for people: "512 B", "3.4 MB" (powers of 1000). */
 void cs_human_size(uint64_t n, char *buf, size_t len);

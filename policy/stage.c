@@ -943,12 +943,13 @@ int stage_claude(const struct profile_config *c, char **ret_path, bool *ret_miss
                         r = -errno;
                 if (r == 0 && fsync(out) < 0)
                         r = -errno;
-                if (r == 0 && renameat(cfd, partial, cfd, key) < 0)
+                /* Never over an existing copy: a concurrent launch may be mounting it. The
+                 * first copy to land wins; a link fails with EEXIST instead of replacing. */
+                if (r == 0 && linkat(cfd, partial, cfd, key, 0) < 0 && errno != EEXIST)
                         r = -errno;
-                if (r < 0) {
-                        (void)unlinkat(cfd, partial, 0);
+                (void)unlinkat(cfd, partial, 0);
+                if (r < 0)
                         return cs_error_set(err, -r, "could not cache %s as %s", resolved, dest);
-                }
         }
         r = prune_claude_cache(cfd, key);
         if (r < 0)
@@ -1068,7 +1069,7 @@ int stage_git_identity(const struct profile_config *c, const char *cwd, char **r
                 return r;
         /* Content-addressed: an existing file already holds exactly this. */
         if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                r = cs_write_file_atomic(dfd, name, content, strlen(content), 0644, err);
+                r = cs_write_file_once(dfd, name, content, strlen(content), 0644, err);
                 if (r < 0)
                         return r;
         }

@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import oci  # noqa: E402
 
-from conftest import CSANDBOX, PROBE, base_env, read_line  # noqa: E402
+from conftest import CSANDBOX, PROBE, base_env, read_line, wait_until  # noqa: E402
 
 TIMEOUT = 120
 
@@ -426,4 +426,6 @@ def test_rm_refused_while_an_exec_image_sandbox_runs(store, app_image):
     finally:
         proc.kill()
         proc.wait()
-    store.ok("rm", "app")
+    # The sandbox's pid 1 holds the lock until PDEATHSIG has taken it down too.
+    assert wait_until(lambda: store.run("rm", "app").returncode == 0, 10)
+    assert store.ls() == []
