@@ -32,8 +32,9 @@ static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urand
 static struct {
         int *bind_trees; /* per spec mount: a detached clone of the source, or -1 */
         bool *bind_is_dir;
-        int host_root; /* SPEC_ROOT_HOST: detached read-only clone of / */
-        int root_dir;  /* SPEC_ROOT_DIR: O_PATH fd of the tree */
+        int *bind_parents; /* a file source's directory, to clone it again if replaced */
+        int host_root;     /* SPEC_ROOT_HOST: detached read-only clone of / */
+        int root_dir;      /* SPEC_ROOT_DIR: O_PATH fd of the tree */
         int dev_trees[N_DEV_NODES];
         int root;             /* the assembled root, once attached */
         uint64_t scratch[64]; /* mount ids of layers that may hold new entries */
@@ -212,6 +213,41 @@ static int clone_tree(int dirfd, const char *path, unsigned flags, bool recursiv
         return tree;
 }
 
+/* A detached recursive clone of a bind source, with the bind's attributes. *ret_tree -1:
+ * an optional source that is missing. */
+static int bind_source_clone(int dirfd, const char *path, const struct spec_mount *m, int *ret_tree,
+                             bool *ret_is_dir, struct cs_error *err)
+{
+        _cleanup_close_ int src = -1;
+        uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        struct stat sb;
+        int tree;
+
+        *ret_tree = -1;
+        src = openat(dirfd, path,
+                     O_PATH | O_CLOEXEC | (m->flags & SPEC_MOUNT_NOFOLLOW ? O_NOFOLLOW : 0));
+        if (src < 0 && errno == ENOENT && (m->flags & SPEC_MOUNT_OPTIONAL))
+                return 0;
+        if (src < 0)
+                return cs_error_set(err, errno, "bind %s: open the source %s", m->dest, m->source);
+        if (fstat(src, &sb) < 0)
+                return cs_error_set(err, errno, "bind %s: stat %s", m->dest, m->source);
+        if ((m->flags & SPEC_MOUNT_NOFOLLOW) && S_ISLNK(sb.st_mode))
+                return cs_error_setx(err, ELOOP,
+                                     "bind %s: the source %s is a symlink, which this mount "
+                                     "refuses to follow",
+                                     m->dest, m->source);
+        if (m->flags & SPEC_MOUNT_RO)
+                attrs |= MOUNT_ATTR_RDONLY;
+        tree = clone_tree(src, "", AT_EMPTY_PATH, true, attrs);
+        if (tree < 0)
+                return cs_error_set(err, -tree, "bind %s: clone the mount of %s", m->dest,
+                                    m->source);
+        *ret_tree = tree;
+        *ret_is_dir = S_ISDIR(sb.st_mode);
+        return 0;
+}
+
 int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
 {
         st.umask = umask(0);
@@ -222,41 +258,29 @@ int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
 
         st.bind_trees = calloc(s->n_mounts ? s->n_mounts : 1, sizeof(int));
         st.bind_is_dir = calloc(s->n_mounts ? s->n_mounts : 1, sizeof(bool));
-        if (!st.bind_trees || !st.bind_is_dir)
+        st.bind_parents = calloc(s->n_mounts ? s->n_mounts : 1, sizeof(int));
+        if (!st.bind_trees || !st.bind_is_dir || !st.bind_parents)
                 return cs_error_set(err, ENOMEM, "prepare mounts");
         /* Clone every source now: the staging tmpfs on /tmp would hide sources under it. */
         for (size_t i = 0; i < s->n_mounts; i++) {
                 const struct spec_mount *m = &s->mounts[i];
-                _cleanup_close_ int src = -1;
-                struct stat sb;
-                uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-                int tree;
+                const char *slash;
+                int r;
 
-                st.bind_trees[i] = -1;
+                st.bind_trees[i] = st.bind_parents[i] = -1;
                 if (m->kind != SPEC_MOUNT_BIND)
                         continue;
-                src = open(m->source,
-                           O_PATH | O_CLOEXEC | (m->flags & SPEC_MOUNT_NOFOLLOW ? O_NOFOLLOW : 0));
-                if (src < 0 && errno == ENOENT && (m->flags & SPEC_MOUNT_OPTIONAL))
-                        continue;
-                if (src < 0)
-                        return cs_error_set(err, errno, "bind %s: open the source %s", m->dest,
-                                            m->source);
-                if (fstat(src, &sb) < 0)
-                        return cs_error_set(err, errno, "bind %s: stat %s", m->dest, m->source);
-                if ((m->flags & SPEC_MOUNT_NOFOLLOW) && S_ISLNK(sb.st_mode))
-                        return cs_error_setx(err, ELOOP,
-                                             "bind %s: the source %s is a symlink, which this "
-                                             "mount refuses to follow",
-                                             m->dest, m->source);
-                if (m->flags & SPEC_MOUNT_RO)
-                        attrs |= MOUNT_ATTR_RDONLY;
-                tree = clone_tree(src, "", AT_EMPTY_PATH, true, attrs);
-                if (tree < 0)
-                        return cs_error_set(err, -tree, "bind %s: clone the mount of %s", m->dest,
-                                            m->source);
-                st.bind_trees[i] = tree;
-                st.bind_is_dir[i] = S_ISDIR(sb.st_mode);
+                r = bind_source_clone(AT_FDCWD, m->source, m, &st.bind_trees[i], &st.bind_is_dir[i],
+                                      err);
+                if (r < 0)
+                        return r;
+                slash = strrchr(m->source, '/');
+                if (st.bind_trees[i] >= 0 && !st.bind_is_dir[i] && slash) {
+                        _cleanup_free_ char *dir = strndup(m->source, (size_t)(slash - m->source));
+
+                        st.bind_parents[i] =
+                            dir ? open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+                }
         }
         for (size_t i = 0; i < N_DEV_NODES; i++) {
                 char path[32];
@@ -778,6 +802,21 @@ static int mount_one(const struct sandbox_spec *s, size_t i, struct cs_error *er
                 if (r < 0)
                         return r;
                 r = attach(st.bind_trees[i], dst, m->source, m->dest, err);
+                /* A file replaced by rename since it was cloned (a concurrent launch
+                 * regenerating a state copy) cannot be attached: take the new one. */
+                for (int tries = 0;
+                     r < 0 && err->err == ENOENT && st.bind_parents[i] >= 0 && tries < 3; tries++) {
+                        const char *base = strrchr(m->source, '/') + 1;
+                        bool is_dir = false;
+
+                        close(st.bind_trees[i]);
+                        r = bind_source_clone(st.bind_parents[i], base, m, &st.bind_trees[i],
+                                              &is_dir, err);
+                        if (r < 0 || st.bind_trees[i] < 0 || is_dir)
+                                return r < 0 ? r
+                                             : cs_error_setx(err, ENOENT, "%s is gone", m->source);
+                        r = attach(st.bind_trees[i], dst, m->source, m->dest, err);
+                }
                 close(st.bind_trees[i]);
                 st.bind_trees[i] = -1;
                 return r;
@@ -843,5 +882,9 @@ int mounts_setup(const struct sandbox_spec *s, struct cs_error *err)
         st.root = -1;
         free(st.bind_trees);
         free(st.bind_is_dir);
+        for (size_t i = 0; i < s->n_mounts; i++)
+                if (st.bind_parents[i] >= 0)
+                        close(st.bind_parents[i]);
+        free(st.bind_parents);
         return 0;
 }
