@@ -1,4 +1,5 @@
 /* csandbox: command dispatch. The only place that prints errors and decides exit codes. */
+#include "cmd_doctor.h"
 #include "cmd_image.h"
 #include "cmd_profile.h"
 #include "cmd_run.h"
@@ -79,6 +80,7 @@ static const char usage_main[] =
     "  image import|ls|inspect|rm|prune   OCI images to run from (see csandbox image --help)\n"
     "  list                               the profiles, their login and sandbox marker\n"
     "  sandbox NAME [--on|--off]          show or set a profile's sandbox marker\n"
+    "  doctor                             check what this machine and user can run\n"
     "  help                               show this text\n"
     "  version                            show the version\n";
 
@@ -572,6 +574,8 @@ int main(int argc, char **argv)
                 return cmd_image(argc - 2, argv + 2);
         if (strcmp(argv[1], "list") == 0)
                 return cmd_list(argc - 2, argv + 2);
+        if (strcmp(argv[1], "doctor") == 0)
+                return cmd_doctor(argc - 2, argv + 2);
         if (strcmp(argv[1], "sandbox") == 0)
                 return cmd_sandbox(argc - 2, argv + 2);
         if (strcmp(argv[1], "run") == 0)

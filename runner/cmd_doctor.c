@@ -1,0 +1,156 @@
+/* `csandbox doctor`: whether this machine and user can run sandboxes, each check done for
+ * real (not guessed from versions), each failure with its fix. */
+#include "cmd_doctor.h"
+
+#include "runner.h"
+
+#include "../common/error.h"
+#include "../policy/profile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int problems;
+
+static void report(bool ok, const char *what, const char *detail)
+{
+        printf("%-5s %-18s %s\n", ok ? "ok" : "FAIL", what, detail);
+        if (!ok)
+                problems++;
+}
+
+/* A child that tries what a launch does first: a user namespace with a mount namespace. */
+static void check_userns(void)
+{
+        struct cs_error err = {0};
+        int status;
+        pid_t pid = fork();
+
+        if (pid == 0)
+                _exit(unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : (errno & 0x7f));
+        if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+                report(false, "user namespaces", "cannot start a test process");
+                return;
+        }
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                report(true, "user namespaces", "a user and a mount namespace can be created");
+                return;
+        }
+        cs_error_set(&err, WIFEXITED(status) ? WEXITSTATUS(status) : EPERM,
+                     "cannot create a user namespace");
+        diagnose_userns(&err);
+        report(false, "user namespaces", err.msg);
+}
+
+static void check_openat2(void)
+{
+        long r = syscall(SYS_openat2, AT_FDCWD, "/", NULL, 0);
+
+        if (r < 0 && (errno == ENOSYS || errno == EPERM))
+                report(true, "openat2",
+                       "refused here (old kernel or a container's seccomp profile); csandbox "
+                       "walks paths itself instead");
+        else
+                report(true, "openat2", "available (destinations resolved with RESOLVE_IN_ROOT)");
+}
+
+static void check_network(void)
+{
+        struct sandbox_spec s;
+        struct net_helper h;
+        struct cs_error err = {0};
+        char line[5000];
+
+        spec_init(&s);
+        s.net = SPEC_NET_PASTA;
+        if (netns_helper_find(&s, &h, &err) < 0) {
+                report(false, "network (pasta)", err.msg);
+        } else {
+                snprintf(line, sizeof(line),
+                         "%s, /dev/net/tun usable: `--net pasta` and `run` "
+                         "have a network",
+                         h.path);
+                report(true, "network (pasta)", line);
+        }
+        spec_free(&s);
+}
+
+static void check_map_range(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err = {0};
+
+        spec_init(&s);
+        s.map_range = true;
+        s.host_uid = getuid();
+        if (idmap_check_range(&s, &err) < 0)
+                /* Only --map-range needs it: a note, not a failure. */
+                printf("%-5s %-18s %s\n", "note", "--map-range", err.msg);
+        else
+                report(true, "--map-range", "a subordinate id range and newuidmap/newgidmap");
+        spec_free(&s);
+}
+
+static void check_claude(void)
+{
+        struct profile_config c = {0};
+        struct cs_error err = {0};
+        char line[5000];
+        const char *path = getenv("PATH");
+        char buf[4096], *save = NULL;
+        bool found = false;
+
+        if (profile_config_load(&c, &err) < 0) {
+                report(false, "claude-profile", err.msg);
+                return;
+        }
+        if (strchr(c.claude_bin, '/')) {
+                found = access(c.claude_bin, X_OK) == 0;
+                snprintf(line, sizeof(line), "%s", c.claude_bin);
+        } else {
+                snprintf(buf, sizeof(buf), "%s", path ? path : "");
+                for (char *d = strtok_r(buf, ":", &save); d && !found;
+                     d = strtok_r(NULL, ":", &save)) {
+                        snprintf(line, sizeof(line), "%s/%s", d, c.claude_bin);
+                        found = d[0] == '/' && access(line, X_OK) == 0;
+                }
+        }
+        if (found) {
+                char detail[5100];
+
+                snprintf(detail, sizeof(detail), "%s; profiles in %s", line, c.profiles_base);
+                report(true, "claude", detail);
+        } else {
+                report(false, "claude",
+                       "not installed (no `claude` on PATH): install it with `npm install -g "
+                       "@anthropic-ai/claude-code`, or point CLAUDE_PROFILE_CLAUDE_BIN at it");
+        }
+        profile_config_free(&c);
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+        if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+                puts("Usage: csandbox doctor\n\nChecks, by trying them, what csandbox needs on "
+                     "this machine for this user: user namespaces, openat2, pasta and "
+                     "/dev/net/tun, a subordinate id range (for --map-range only) and claude. "
+                     "Exit status 0 when `csandbox run` can work, 1 otherwise.");
+                return 0;
+        }
+        if (argc > 0)
+                return runner_usage_error("doctor", "unexpected argument `%s`", argv[0]);
+        check_userns();
+        check_openat2();
+        check_network();
+        check_map_range();
+        check_claude();
+        fflush(stdout);
+        return problems ? 1 : 0;
+}
