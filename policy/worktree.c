@@ -107,6 +107,37 @@ static char *git_rev_parse(const char *cwd, const char *what)
         return worktree_git(cwd, args, false, &out, NULL, &ignored) < 0 ? NULL : out;
 }
 
+/* Whether git could find a repository from dir: an ancestor (or dir) with a .git entry, or
+ * one that is itself a git dir (HEAD, objects/, refs/). Cheaper than asking git. */
+static bool maybe_in_repo(const char *dir)
+{
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s", dir);
+        for (;;) {
+                struct stat st;
+                char probe[PATH_MAX + 16];
+                char *slash;
+
+                snprintf(probe, sizeof(probe), "%s/.git", strcmp(path, "/") ? path : "");
+                if (lstat(probe, &st) == 0)
+                        return true;
+                snprintf(probe, sizeof(probe), "%s/HEAD", strcmp(path, "/") ? path : "");
+                if (lstat(probe, &st) == 0) {
+                        snprintf(probe, sizeof(probe), "%s/objects", strcmp(path, "/") ? path : "");
+                        if (lstat(probe, &st) == 0)
+                                return true;
+                }
+                if (strcmp(path, "/") == 0)
+                        return false;
+                slash = strrchr(path, '/');
+                if (slash == path)
+                        slash[1] = '\0';
+                else
+                        *slash = '\0';
+        }
+}
+
 /* `git rev-parse --show-toplevel --git-common-dir`: the top level, and *ret_common; both
  * NULL when git fails. */
 static char *git_rev_parse2(const char *cwd, char **ret_common)
@@ -330,15 +361,17 @@ int worktree_detect(const char *cwd, struct worktree *ret, struct cs_error *err)
         if (!w.cwd)
                 return cs_error_set(err, errno, "resolve the working directory %s", cwd ? cwd : "");
         /* One git for both answers; apart only when it is no work tree (inside a .git dir,
-         * where git knows the common dir but no top level). */
-        top = git_rev_parse2(w.cwd, &common);
+         * where git knows the common dir but no top level). No git at all where no
+         * ancestor could be a repository: a launch outside one spawns none. */
+        if (maybe_in_repo(w.cwd))
+                top = git_rev_parse2(w.cwd, &common);
         if (top)
                 w.root = realpath(top, NULL);
         if (!w.root)
                 w.root = strdup(w.cwd);
         if (!w.root)
                 goto oom;
-        if (!top)
+        if (!top && maybe_in_repo(w.cwd))
                 common = git_rev_parse(w.cwd, "--git-common-dir");
         if (common && common[0] != '/') {
                 if (asprintf(&joined, "%s/%s", w.cwd, common) < 0) {
