@@ -3,6 +3,7 @@
 #include "cleanup.h"
 #include "error.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -170,4 +171,78 @@ void cs_human_size(uint64_t n, char *buf, size_t len)
                 u++;
         }
         snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+#define REMOVE_MAX_DEPTH 256
+
+static int remove_at_depth(int dfd, const char *name, int depth, struct cs_error *err);
+
+static int empty_at_depth(int dfd, int depth, struct cs_error *err)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        struct stat st;
+        int fd;
+
+        if (depth > REMOVE_MAX_DEPTH)
+                return cs_error_setx(err, ELOOP, "directories nested deeper than %d levels",
+                                     REMOVE_MAX_DEPTH);
+        /* A directory made read-only (by us, or inside a sandbox) is still ours to empty. */
+        if (fstat(dfd, &st) == 0 && (st.st_mode & 0700) != 0700)
+                (void)fchmod(dfd, (st.st_mode & 07777) | 0700);
+        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return cs_error_set(err, errno, "open a directory to empty it");
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return cs_error_set(err, errno, "read a directory to empty it");
+        }
+        while ((errno = 0, de = readdir(d))) {
+                int r;
+
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                r = remove_at_depth(dirfd(d), de->d_name, depth, err);
+                if (r < 0)
+                        return r;
+        }
+        if (errno)
+                return cs_error_set(err, errno, "read a directory to empty it");
+        return 0;
+}
+
+static int remove_at_depth(int dfd, const char *name, int depth, struct cs_error *err)
+{
+        _cleanup_close_ int sub = -1;
+        int r;
+
+        if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+                return 0;
+        if (errno != EISDIR && errno != EPERM)
+                return cs_error_set(err, errno, "remove `%s`", name);
+        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0 && errno == EACCES) {
+                /* A directory without r/x for us: it is ours, so make it readable first. */
+                if (fchmodat(dfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+                        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (sub < 0)
+                return cs_error_set(err, errno, "remove `%s`", name);
+        r = empty_at_depth(sub, depth + 1, err);
+        if (r < 0)
+                return cs_error_wrap(err, "remove `%s`", name);
+        if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return cs_error_set(err, errno, "remove the directory `%s`", name);
+        return 0;
+}
+
+int cs_remove_at(int dfd, const char *name, struct cs_error *err)
+{
+        return remove_at_depth(dfd, name, 0, err);
+}
+
+int cs_empty_dir(int dfd, struct cs_error *err)
+{
+        return empty_at_depth(dfd, 0, err);
 }

@@ -30,5 +30,10 @@ int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t l
  * replaced from under a reader. */
 int cs_write_file_once(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                        struct cs_error *err);
+/* Remove dirfd/name, recursively, never following a link (directories are opened
+ * O_NOFOLLOW and emptied through their fds; one made read-only is made writable first). */
+int cs_remove_at(int dirfd, const char *name, struct cs_error *err);
+/* Remove everything under the directory dirfd, the same way. */
+int cs_empty_dir(int dirfd, struct cs_error *err);
 /* n bytes for people: "512 B", "3.4 MB" (powers of 1000). */
 void cs_human_size(uint64_t n, char *buf, size_t len);

@@ -1,5 +1,5 @@
 /* The parts of image/ a launch needs without libarchive: entry names checked and made
- * safe to show, trees removed through dir fds, paths opened inside a rootfs. */
+ * safe to show, paths opened inside a rootfs. */
 #include "layer.h"
 #include "source.h"
 
@@ -101,63 +101,6 @@ int layer_path_normalize(const char *name, size_t max_path, char **ret, struct c
         }
         out[o] = '\0';
         *ret = cs_take_ptr(&out);
-        return 0;
-}
-
-static int remove_contents(int dfd, struct cs_error *err)
-{
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-        struct stat st;
-        int fd;
-
-        if (fstat(dfd, &st) == 0 && (st.st_mode & 0700) != 0700)
-                (void)fchmod(dfd, (st.st_mode & 07777) | 0700);
-        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return cs_error_set(err, errno, "open a directory to empty it");
-        d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return cs_error_set(err, errno, "read a directory to empty it");
-        }
-        while ((errno = 0, de = readdir(d))) {
-                int r;
-
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                r = layer_remove_at(dirfd(d), de->d_name, err);
-                if (r < 0)
-                        return r;
-        }
-        if (errno)
-                return cs_error_set(err, errno, "read a directory to empty it");
-        return 0;
-}
-
-int layer_remove_at(int dfd, const char *name, struct cs_error *err)
-{
-        _cleanup_close_ int sub = -1;
-        int r;
-
-        if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-                return 0;
-        if (errno != EISDIR && errno != EPERM)
-                return cs_error_set(err, errno, "remove `%s`", name);
-        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub < 0 && errno == EACCES) {
-                /* a directory without r/x for us: it is ours, so open it by O_PATH and fix it */
-                _cleanup_close_ int p = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW);
-                if (p >= 0 && fchmodat(dfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
-                        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        }
-        if (sub < 0)
-                return cs_error_set(err, errno, "remove `%s`", name);
-        r = remove_contents(sub, err);
-        if (r < 0)
-                return cs_error_wrap(err, "remove `%s`", name);
-        if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return cs_error_set(err, errno, "remove the directory `%s`", name);
         return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
+#include "../common/fileio.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -309,7 +310,7 @@ static int replace_existing(struct layer_tree *t, int pfd, const char *base, boo
                 }
                 cache_drop(t); /* the cached directory may be inside what goes */
         }
-        return layer_remove_at(pfd, base, err);
+        return cs_remove_at(pfd, base, err);
 }
 
 static void entry_rec(struct archive_entry *e, struct meta_rec *rec)
@@ -429,7 +430,7 @@ static int apply_whiteout(struct layer_tree *t, const char *parent, const char *
                                 return cs_error_set(err, ENOMEM, "opaque directory `%s`", shown);
                         if (created_in_this_layer(t, child))
                                 continue;
-                        r = layer_remove_at(dirfd(d), de->d_name, err);
+                        r = cs_remove_at(dirfd(d), de->d_name, err);
                         if (r < 0)
                                 return cs_error_wrap(err, "opaque directory `%s`", shown);
                 }
@@ -455,7 +456,7 @@ static int apply_whiteout(struct layer_tree *t, const char *parent, const char *
         if (pfd < 0)
                 return pfd;
         cache_drop(t);
-        r = layer_remove_at(pfd, name, err);
+        r = cs_remove_at(pfd, name, err);
         close(pfd);
         return r < 0 ? cs_error_wrap(err, "whiteout `%s`", shown) : 0;
 }

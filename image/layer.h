@@ -64,10 +64,6 @@ const struct layer_stats *layer_tree_stats(const struct layer_tree *t);
  * Refuses absolute names, `..`, names longer than max_path or deeper than LAYER_MAX_DEPTH. */
 int layer_path_normalize(const char *name, size_t max_path, char **ret, struct cs_error *err);
 
-/* Remove name under dirfd, recursively when it is a directory; symlinks are never followed
- * and read-only directories are made writable first. ENOENT is not an error. */
-int layer_remove_at(int dirfd, const char *name, struct cs_error *err);
-
 /* Escape a path for the metadata file (see layer_tree_finish); returns bytes written
  * excluding the NUL, or -1 when out is too small. */
 ssize_t layer_path_escape(const char *path, char *out, size_t out_len);

@@ -288,7 +288,7 @@ int store_tmp_remove(struct image_store *s, const char *name, struct cs_error *e
 
         if (tfd < 0)
                 return cs_error_set(err, errno, "open `%s/tmp`", s->root);
-        return layer_remove_at(tfd, name, err);
+        return cs_remove_at(tfd, name, err);
 }
 
 /* Remove what no live process holds in tmp/: killed imports and interrupted removals. */
@@ -313,7 +313,7 @@ int store_tmp_sweep(struct image_store *s, size_t *ret_n, struct cs_error *err)
                 e = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (e >= 0 && flock(e, LOCK_EX | LOCK_NB) < 0)
                         continue; /* an import or removal in progress */
-                r = layer_remove_at(dirfd(d), de->d_name, err);
+                r = cs_remove_at(dirfd(d), de->d_name, err);
                 if (r < 0)
                         return cs_error_wrap(err, "remove the stale `%s/tmp/%s`", s->root,
                                              de->d_name);
@@ -423,7 +423,7 @@ static int image_delete(struct image_store *s, const char *digest, bool *ret_bus
         snprintf(to, sizeof(to), "tmp/rm-%.16s-%d", store_digest_hex(digest), (int)getpid());
         if (renameat(s->fd, path, s->fd, to) < 0)
                 return cs_error_set(err, errno, "move `%s/%s` away", s->root, path);
-        return layer_remove_at(s->fd, to, err);
+        return cs_remove_at(s->fd, to, err);
 }
 
 static bool digest_named(const cJSON *names, const char *digest)

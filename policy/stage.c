@@ -315,54 +315,6 @@ int stage_user_known_hosts(const struct profile *p, char **ret_path, struct cs_e
         return 0;
 }
 
-/* Remove everything under dfd without following links: dirs are opened O_NOFOLLOW and
- * emptied through their fds, everything else is unlinked. */
-static int empty_dir(int dfd, int depth)
-{
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-        int fd2, r;
-
-        if (depth > TREE_MAX_DEPTH)
-                return -ELOOP;
-        fd2 = dup(dfd);
-        if (fd2 < 0)
-                return -errno;
-        d = fdopendir(fd2);
-        if (!d) {
-                close(fd2);
-                return -errno;
-        }
-        while ((errno = 0, de = readdir(d))) {
-                struct stat st;
-
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        if (errno == ENOENT)
-                                continue;
-                        return -errno;
-                }
-                if (S_ISDIR(st.st_mode)) {
-                        _cleanup_close_ int sub = openat(
-                            dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-                        if (sub < 0)
-                                return -errno;
-                        /* A dir made read-only inside the sandbox is still ours to empty. */
-                        (void)fchmod(sub, 0700);
-                        r = empty_dir(sub, depth + 1);
-                        if (r < 0)
-                                return r;
-                        if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                                return -errno;
-                } else if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT) {
-                        return -errno;
-                }
-        }
-        return errno ? -errno : 0;
-}
-
 /* Copy an open fd's bytes: copy_file_range, else read/write (the fds start at offset 0). */
 static int copy_fd_bytes(int in, int out)
 {
@@ -494,6 +446,7 @@ static int copy_tree(int src, int dst, int depth, struct tree_budget *bud)
  * our own pid when mine is set, else those whose pid no longer exists). */
 static void prune_hook_copies(int rootfd, const char *key, bool mine)
 {
+        struct cs_error ignored;
         _cleanup_closedir_ DIR *d = NULL;
         int dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
         size_t klen = key ? strlen(key) : 0;
@@ -508,7 +461,6 @@ static void prune_hook_copies(int rootfd, const char *key, bool mine)
                 const char *dash = strrchr(de->d_name, '-');
                 char *end;
                 long pid;
-                int cfd;
 
                 if (!dash || (key && ((size_t)(dash - de->d_name) != klen ||
                                       strncmp(de->d_name, key, klen) != 0)))
@@ -518,12 +470,8 @@ static void prune_hook_copies(int rootfd, const char *key, bool mine)
                         continue;
                 if (mine ? pid != getpid() : (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
                         continue;
-                cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (cfd < 0)
-                        continue;
-                empty_dir(cfd, 0);
-                close(cfd);
-                unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+                /* Best effort: what cannot go now goes with a later launch. */
+                (void)cs_remove_at(dirfd(d), de->d_name, &ignored);
         }
 }
 
@@ -547,6 +495,7 @@ int stage_git_dir(const struct profile *p, const char *git_dir, char **ret_confi
         _cleanup_free_ char *copy = NULL;
         _cleanup_close_ int gfd = -1, rootfd = -1, cfd = -1, hfd = -1;
         char key[17], name[40];
+        struct cs_error why;
         struct stat st;
         bool config_ok = false, hooks_dir = false;
         int r;
@@ -613,13 +562,12 @@ int stage_git_dir(const struct profile *p, const char *git_dir, char **ret_confi
         r = open_subdir(rootfd, name, copy, 0700, &cfd, err);
         if (r < 0)
                 return r;
-        (void)fchmod(cfd, 0700);
-        r = empty_dir(cfd, 0);
+        r = cs_empty_dir(cfd, &why);
         if (r < 0)
-                return cs_error_set(err, -r,
-                                    "Could not clear the sandbox's copy of %s at %s; remove it "
-                                    "with: rm -rf %s (and launch again)",
-                                    hooks, copy, copy);
+                return cs_error_setx(err, -r,
+                                     "Could not clear the sandbox's copy of %s at %s (%s); "
+                                     "remove it with: rm -rf %s and launch again",
+                                     hooks, copy, why.msg, copy);
         if (hooks_dir) {
                 struct tree_budget bud = {0};
 
