@@ -4,8 +4,12 @@
 
 #include "runner.h"
 
+#include "cmd_exec.h"
+
 #include "../common/error.h"
+#include "../image/store.h"
 #include "../policy/profile.h"
+#include "../policy/seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +53,45 @@ static void check_userns(void)
         report(false, "user namespaces", err.msg);
 }
 
+/* A throwaway sandbox built by the `exec` flag parser and run by the launch code `run` uses:
+ * id maps, hostname, loopback, mounts, pivot_root, proc, the filter and the payload. The
+ * first failing step comes back in err with the same diagnosis `run` would print. */
+static int try_sandbox(const char *const *args, int nargs, struct cs_error *err)
+{
+        struct sandbox_spec s;
+        struct image_ref img = {.rootfs_fd = -1, .lock_fd = -1};
+        struct sock_fprog filter = {0};
+        bool plan, help;
+        int status = 0;
+        int r;
+
+        r = parse_exec(nargs, (char **)args, &s, &img, &plan, &help, err);
+        if (r >= 0)
+                r = seccomp_builtin(SPEC_SECCOMP_DEFAULT, &filter, err);
+        if (r >= 0)
+                r = launch_run(&s, &filter, &status, err);
+        if (r >= 0 && status != 0)
+                r = cs_error_setx(err, EPROTO,
+                                  "the test command inside exited with status %d (expected 0)",
+                                  status);
+        spec_free(&s);
+        image_ref_free(&img);
+        return r;
+}
+
+static void check_sandbox(void)
+{
+        static const char *const args[] = {"--net", "none", "--", "/bin/sh", "-c", "exit 0"};
+        struct cs_error err = {0};
+
+        if (try_sandbox(args, sizeof(args) / sizeof(*args), &err) < 0)
+                report(false, "sandbox", err.msg);
+        else
+                report(true, "sandbox",
+                       "a throwaway sandbox started: id maps, hostname, loopback, mounts, "
+                       "pivot_root, proc, capabilities, seccomp");
+}
+
 static void check_openat2(void)
 {
         long r = syscall(SYS_openat2, AT_FDCWD, "/", NULL, 0);
@@ -70,12 +113,27 @@ static void check_network(void)
 
         spec_init(&s);
         s.net = SPEC_NET_PASTA;
+        /* A default route inside (IPv4 or IPv6) proves pasta configured the namespace. */
+        static const char *const args[] = {
+            "--net",
+            "pasta",
+            "--",
+            "/bin/sh",
+            "-c",
+            "grep -qE '^[^[:space:]]+[[:space:]]+00000000[[:space:]]' /proc/net/route || "
+            "grep -E '^0{32} 00 ' /proc/net/ipv6_route | grep -qvE ' lo$'"};
+
         if (netns_helper_find(&s, &h, &err) < 0) {
+                report(false, "network (pasta)", err.msg);
+        } else if (try_sandbox(args, sizeof(args) / sizeof(*args), &err) < 0) {
+                if (err.err == EPROTO)
+                        cs_error_wrap(&err, "%s started, but the sandbox has no default route",
+                                      h.path);
                 report(false, "network (pasta)", err.msg);
         } else {
                 snprintf(line, sizeof(line),
-                         "%s, /dev/net/tun usable: `--net pasta` and `run` "
-                         "have a network",
+                         "%s started for a throwaway sandbox and gave it a route: `--net pasta` "
+                         "and `run` have a network",
                          h.path);
                 report(true, "network (pasta)", line);
         }
@@ -90,11 +148,16 @@ static void check_map_range(void)
         spec_init(&s);
         s.map_range = true;
         s.host_uid = getuid();
-        if (idmap_check_range(&s, &err) < 0)
-                /* Only --map-range needs it: a note, not a failure. */
+        static const char *const args[] = {"--map-range", "--net", "none",  "--",
+                                           "/bin/sh",     "-c",    "exit 0"};
+
+        /* Only --map-range needs it: a note, not a failure. */
+        if (idmap_check_range(&s, &err) < 0 ||
+            try_sandbox(args, sizeof(args) / sizeof(*args), &err) < 0)
                 printf("%-5s %-18s %s\n", "note", "--map-range", err.msg);
         else
-                report(true, "--map-range", "a subordinate id range and newuidmap/newgidmap");
+                report(true, "--map-range",
+                       "a throwaway sandbox with 65536 ids through newuidmap/newgidmap started");
         spec_free(&s);
 }
 
@@ -139,14 +202,16 @@ int cmd_doctor(int argc, char **argv)
 {
         if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
                 puts("Usage: csandbox doctor\n\nChecks, by trying them, what csandbox needs on "
-                     "this machine for this user: user namespaces, openat2, pasta and "
-                     "/dev/net/tun, a subordinate id range (for --map-range only) and claude. "
+                     "this machine for this user: user namespaces, a throwaway sandbox through "
+                     "the launch code `run` uses, openat2, pasta and /dev/net/tun (a sandbox "
+                     "with pasta), a subordinate id range (for --map-range only) and claude. "
                      "Exit status 0 when `csandbox run` can work, 1 otherwise.");
                 return 0;
         }
         if (argc > 0)
                 return runner_usage_error("doctor", "unexpected argument `%s`", argv[0]);
         check_userns();
+        check_sandbox();
         check_openat2();
         check_network();
         check_map_range();

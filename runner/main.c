@@ -1,5 +1,6 @@
 /* csandbox: command dispatch. The only place that prints errors and decides exit codes. */
 #include "cmd_doctor.h"
+#include "cmd_exec.h"
 #include "cmd_image.h"
 #include "cmd_profile.h"
 #include "cmd_run.h"
@@ -296,8 +297,8 @@ static int apply_image(struct sandbox_spec *s, const char *name, struct image_re
         return 0;
 }
 
-static int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *img,
-                      bool *ret_plan, bool *ret_help, struct cs_error *err)
+int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *img, bool *ret_plan,
+               bool *ret_help, struct cs_error *err)
 {
         const char *term = getenv("TERM");
         const char *image = prescan_image(argc, argv);

@@ -1,6 +1,9 @@
 """`csandbox doctor`: each check done for real, each failure with its fix."""
+import json
 import os
 import subprocess
+
+import pytest
 
 from conftest import CSANDBOX, PROBE, TIMEOUT, base_env
 
@@ -47,3 +50,50 @@ def test_doctor_sees_openat2_refused_under_an_old_container_profile(csb):
     r = doctor(wrap=outer)
     got = lines(r)
     assert got["openat2"].startswith("ok") and "refused here" in got["openat2"]
+
+
+def outer_profile(csb, name, calls):
+    path = os.path.join(csb.basetemp, f"doctor-deny-{name}.json")
+    with open(path, "w") as f:
+        json.dump({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+            {"names": calls, "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}, f)
+    return path
+
+
+# Cells where a step of the launch is refused from outside, as container engines' and
+# AppArmor's restrictions do: doctor's verdict must be the launch's own outcome.
+CELLS = {
+    "hostname": ["sethostname"],
+    "mount-attrs": ["mount_setattr"],
+    "pivot": ["pivot_root"],
+    "new-mounts": ["fsopen", "fsmount", "open_tree", "move_mount", "mount"],
+}
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS))
+@pytest.mark.parametrize("net", ["none", "pasta"])
+def test_doctor_verdict_is_the_launchs_outcome(csb, cell, net):
+    outer = [CSANDBOX, "exec", "--seccomp", outer_profile(csb, cell, CELLS[cell]),
+             "--ro-bind", CSANDBOX, CSANDBOX, "--ro-bind", PROBE, PROBE, "--"]
+    r = doctor(wrap=outer)
+    key = "sandbox" if net == "none" else "network"
+    verdict = lines(r)[key]
+    launch = subprocess.run([*outer, CSANDBOX, "exec", "--net", net, "--", "/bin/sh", "-c",
+                             "exit 0"], capture_output=True, text=True, timeout=TIMEOUT,
+                            env=base_env(), stdin=subprocess.DEVNULL)
+    if launch.returncode == 0:
+        assert verdict.startswith("ok"), verdict
+    else:
+        assert verdict.startswith("FAIL"), (verdict, launch.stderr)
+        assert r.returncode == 1
+        # The same first failing step, in the same words.
+        first = launch.stderr.strip().splitlines()[-1].removeprefix("csandbox: ")
+        assert first[:60] in verdict, (verdict, launch.stderr)
+
+
+def test_doctor_fails_the_network_where_the_sandbox_has_no_tun(csb):
+    """Nested in csandbox, /dev/net/tun is not there: pasta cannot work, and doctor says so
+    (it used to say ok from a path check)."""
+    outer = [CSANDBOX, "exec", "--ro-bind", CSANDBOX, CSANDBOX, "--ro-bind", PROBE, PROBE, "--"]
+    r = doctor(wrap=outer)
+    assert lines(r)["network"].startswith("FAIL"), r.stdout

@@ -1,0 +1,13 @@
+#pragma once
+#include <stdbool.h>
+
+#include "spec.h"
+
+struct image_ref;
+struct cs_error;
+
+/* `csandbox exec`'s flags -> a spec (also the throwaway sandboxes of `csandbox doctor`, so
+ * its verdict comes from the same code). img holds an --image's lock until the sandbox is
+ * gone. */
+int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *img, bool *ret_plan,
+               bool *ret_help, struct cs_error *err);
