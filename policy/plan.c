@@ -865,7 +865,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 r = add_profile_pins(p, err);
         /* What the host runs from the profile: read-only, or watched by the report. */
         if (r >= 0)
-                r = trust_protect(s, c, &p->profile, PLAN_CONFIG, w.root, &p->watch, err);
+                r = trust_protect(s, c, &p->profile, PLAN_CONFIG, &w, &p->watch, err);
         /* §2.10 the git identity. */
         if (r >= 0)
                 r = stage_git_identity(c, w.cwd, &identity, err);

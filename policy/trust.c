@@ -7,6 +7,7 @@
 
 #include "plan.h"
 #include "profile.h"
+#include "worktree.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -393,8 +394,35 @@ static int protect_settings(struct protect_ctx *x, int dirfd, const char *path,
         return r;
 }
 
+/* A linked worktree's own git dir, <common>/worktrees/NAME, where its index is: NAME from
+ * the work tree's .git file, accepted only when that dir's gitdir points back at it. */
+static char *linked_index_dir(const struct worktree *wt)
+{
+        _cleanup_free_ char *dotgit = NULL, *back = NULL, *want = NULL, *rel = NULL;
+        _cleanup_close_ int common = -1, wd = -1;
+        struct cs_error ignored;
+        size_t len;
+        char *name;
+
+        if (asprintf(&want, "%s/.git", wt->root) < 0 ||
+            cs_read_file_at(AT_FDCWD, want, 4096, true, &dotgit, &len, &ignored) < 0)
+                return NULL;
+        while (len > 0 && (dotgit[len - 1] == '\n' || dotgit[len - 1] == '/'))
+                dotgit[--len] = '\0';
+        name = strrchr(dotgit, '/');
+        if (!name || !name[1] || name[1] == '.' || asprintf(&rel, "worktrees/%s", name + 1) < 0)
+                return NULL;
+        common = open(wt->common_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        wd = common >= 0 ? open_dir_beneath(common, rel) : -1;
+        if (wd < 0 || cs_read_file_at(wd, "gitdir", 4096, true, &back, &len, &ignored) < 0)
+                return NULL;
+        while (len > 0 && back[len - 1] == '\n')
+                back[--len] = '\0';
+        return strcmp(back, want) == 0 ? cs_take_ptr(&rel) : NULL;
+}
+
 int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const struct profile *p,
-                  const char *config_dest, const char *work_root, struct trust_watch *w,
+                  const char *config_dest, const struct worktree *wt, struct trust_watch *w,
                   struct cs_error *err)
 {
         /* What claude on the host runs from the profile by itself; commands and skills are
@@ -403,16 +431,26 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
                                             "skills"};
         struct protect_ctx x = {.s = s, .p = p, .w = w, .home = c->home, .root_fd = -1};
         _cleanup_free_ char *shared = NULL;
-        struct stat gst;
         int r = 0;
 
-        w->work_root = strdup(work_root);
-        if (!w->work_root || asprintf(&w->git_dir, "%s/.git", work_root) < 0)
-                return cs_error_set(err, ENOMEM, "watch %s", work_root);
-        if (lstat(w->git_dir, &gst) < 0 || !S_ISDIR(gst.st_mode)) {
+        w->work_root = strdup(wt->root);
+        if (!w->work_root)
+                return cs_error_set(err, ENOMEM, "watch %s", wt->root);
+        if (wt->common_dir && !wt->common_outside &&
+            asprintf(&w->git_dir, "%s/.git", wt->root) >= 0 &&
+            strcmp(w->git_dir, wt->common_dir) == 0) {
+                w->git_inside = true;
+                w->index_dir = strdup("");
+        } else if (wt->common_dir && wt->common_outside) {
+                free(w->git_dir);
+                w->git_dir = strdup(wt->common_dir);
+                w->index_dir = linked_index_dir(wt);
+        } else {
                 free(w->git_dir);
                 w->git_dir = NULL;
         }
+        if (list_add_unique(&w->tree_files, &w->n_tree_files, ".claude/settings.json") < 0)
+                return cs_error_set(err, ENOMEM, "watch %s", wt->root);
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && r >= 0; i++) {
                 struct stat st;
 
@@ -449,6 +487,7 @@ void trust_watch_free(struct trust_watch *w)
         free(w->tree_files);
         free(w->work_root);
         free(w->git_dir);
+        free(w->index_dir);
         memset(w, 0, sizeof(*w));
 }
 
@@ -773,13 +812,16 @@ void trust_snapshot_watch(struct plan_trust *t, const struct profile *p,
                         walk_nested(&walk, d, w->work_root, 0);
         }
         if (w->git_dir) {
-                /* <root>/.git is bound on itself during a session: the same dir after it. */
-                _cleanup_closedir_ DIR *gd = walk_open(root, ".git");
+                /* Each git dir is bound on itself during a session: the same dir after it. */
+                _cleanup_closedir_ DIR *gd =
+                    w->git_inside ? walk_open(root, ".git") : walk_open(AT_FDCWD, w->git_dir);
                 _cleanup_closedir_ DIR *mods = gd ? walk_open(dirfd(gd), "modules") : NULL;
                 _cleanup_free_ char *mpath = NULL;
+                _cleanup_close_ int index_dir =
+                    gd && w->index_dir ? open_dir_beneath(dirfd(gd), w->index_dir) : -1;
 
-                if (gd)
-                        snapshot_index(t, dirfd(gd), w->work_root);
+                if (index_dir >= 0)
+                        snapshot_index(t, index_dir, w->work_root);
                 if (mods && asprintf(&mpath, "%s/modules", w->git_dir) >= 0)
                         walk_modules(&walk, mods, mpath, 0);
         }

@@ -10,6 +10,7 @@ struct cs_error;
 struct profile;
 struct profile_config;
 struct sandbox_spec;
+struct worktree;
 typedef struct cJSON cJSON;
 
 /* Items "kind\tname\tvalue": the report lists the ones that are new after the session. */
@@ -24,7 +25,9 @@ void trust_free(struct plan_trust *t);
 /* What the snapshot watches besides the profile's .claude.json. */
 struct trust_watch {
         char *work_root;
-        char *git_dir;        /* <work_root>/.git when it is a directory; NULL otherwise */
+        char *git_dir;        /* the common git dir: <work_root>/.git, or a linked worktree's */
+        bool git_inside;      /* git_dir is <work_root>/.git (opened through the work root) */
+        char *index_dir;      /* where the index is, relative to git_dir ("" or worktrees/NAME) */
         char **profile_files; /* files the host runs, relative to the profile dir */
         size_t n_profile_files;
         char **tree_files; /* the same, relative to the work root */
@@ -35,10 +38,10 @@ struct trust_watch {
  * (a link is reported when retargeted instead), and each regular file in the profile or
  * the work tree that the profile's settings.json or shared-settings.json names in a
  * command (hooks, statusLine, apiKeyHelper, ...). Every such file, existing or not, is
- * watched. config_dest: the profile dir's path inside; work_root: the tree mounted
- * read-write at its own path. */
+ * watched, and so is the work tree's .claude/settings.json. config_dest: the profile dir's
+ * path inside; wt: the work tree mounted read-write at its own path. */
 int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const struct profile *p,
-                  const char *config_dest, const char *work_root, struct trust_watch *w,
+                  const char *config_dest, const struct worktree *wt, struct trust_watch *w,
                   struct cs_error *err);
 /* Add the watch's items: every .git entry under the work root but the top one (with its
  * config), every git dir under .git/modules (with its config), the index's gitlinks,

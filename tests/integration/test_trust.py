@@ -166,6 +166,31 @@ printf '[submodule "lib"]\\n\\tpath = lib\\n\\turl = ./lib\\n' > .gitmodules
     assert f"git .gitmodules: {repo}/.gitmodules" in r.stderr
 
 
+def test_gitlink_added_in_a_linked_worktree_is_reported(profiles, repo):
+    profiles.add()
+    linked = profiles.home / "src" / "linked"
+    git("worktree", "add", "-q", str(linked), cwd=repo)
+    shell_claude(profiles, f'cd "{linked}" && git update-index --add --cacheinfo '
+                           '160000,1234567890123456789012345678901234567890,vendored\n')
+    r = profiles.run(cwd=linked)
+    assert r.returncode == 0, r.stderr
+    assert f"gitlink in the index: {linked}/vendored" in r.stderr, r.stderr
+
+
+def test_changed_project_settings_are_reported(profiles, repo):
+    profiles.add()
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text("{}")
+    shell_claude(profiles, f"""cat > "{repo}/.claude/settings.json.new" <<'E'
+{{"hooks": {{"Stop": [{{"hooks": [{{"type": "command", "command": "touch /tmp/x"}}]}}]}}}}
+E
+mv "{repo}/.claude/settings.json.new" "{repo}/.claude/settings.json"
+""")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert f"file the host runs: {repo}/.claude/settings.json" in r.stderr, r.stderr
+
+
 def test_changed_config_of_an_existing_nested_repository_is_reported(profiles, repo):
     profiles.add()
     (repo / "vendor").mkdir()
