@@ -609,11 +609,12 @@ struct walk {
         bool truncated;
 };
 
-/* Everything in a git dir that makes git run something: config (fsmonitor, hooksPath,
- * filters, aliases), commondir (another config), and each hook. */
+/* Everything in a git dir that makes git run something: config and config.worktree
+ * (fsmonitor, hooksPath, filters, aliases), commondir (another config), and each hook. */
 static char *git_dir_value(int gd)
 {
         _cleanup_free_ char *config = entry_value(gd, "config");
+        _cleanup_free_ char *wt_config = entry_value(gd, "config.worktree");
         _cleanup_free_ char *commondir = entry_value(gd, "commondir");
         _cleanup_free_ char *hooks_v = entry_value(gd, "hooks");
         _cleanup_closedir_ DIR *d = NULL;
@@ -624,7 +625,8 @@ static char *git_dir_value(int gd)
 
         if (!f)
                 return NULL;
-        fprintf(f, "config: %s; commondir: %s; hooks: %s", config ? config : "none",
+        fprintf(f, "config: %s; config.worktree: %s; commondir: %s; hooks: %s",
+                config ? config : "none", wt_config ? wt_config : "none",
                 commondir ? commondir : "none", hooks_v ? hooks_v : "none");
         hfd = openat(gd, "hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         d = hfd >= 0 ? fdopendir(hfd) : NULL;
@@ -791,6 +793,7 @@ void trust_snapshot_watch(struct plan_trust *t, const struct profile *p,
 {
         _cleanup_close_ int root = -1;
         struct walk walk = {.t = t};
+        struct dirent *de;
 
         snapshot_files(t, p->dir_fd, p->dir, w->profile_files, w->n_profile_files);
         if (!w->work_root)
@@ -820,10 +823,29 @@ void trust_snapshot_watch(struct plan_trust *t, const struct profile *p,
                 _cleanup_close_ int index_dir =
                     gd && w->index_dir ? open_dir_beneath(dirfd(gd), w->index_dir) : -1;
 
+                _cleanup_closedir_ DIR *wts = gd ? walk_open(dirfd(gd), "worktrees") : NULL;
+                _cleanup_free_ char *v = gd ? git_dir_value(dirfd(gd)) : NULL;
+
                 if (index_dir >= 0)
                         snapshot_index(t, index_dir, w->work_root);
+                /* The repository's own: config.worktree is read when the (read-only) config
+                 * turns worktree configs on. */
+                if (v)
+                        trust_add_text(t, "git dir", w->git_dir, v);
                 if (mods && asprintf(&mpath, "%s/modules", w->git_dir) >= 0)
                         walk_modules(&walk, mods, mpath, 0);
+                /* Each linked worktree's git dir: its config.worktree and commondir are read
+                 * by git in that worktree. */
+                while (wts && (de = walk_next(&walk, wts, 0))) {
+                        _cleanup_close_ int wd = -1;
+                        _cleanup_free_ char *wv = NULL, *wpath = NULL;
+
+                        wd = openat(dirfd(wts), de->d_name,
+                                    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        wv = wd >= 0 ? git_dir_value(wd) : entry_value(dirfd(wts), de->d_name);
+                        if (asprintf(&wpath, "%s/worktrees/%s", w->git_dir, de->d_name) >= 0)
+                                trust_add_text(t, "linked worktree git dir", wpath, wv);
+                }
         }
         if (walk.truncated)
                 trust_add_text(t, "work tree too large to check whole for repositories",

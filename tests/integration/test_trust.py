@@ -152,18 +152,22 @@ echo planted
     assert mark.exists()
 
 
-def test_new_submodule_git_dir_and_gitmodules_are_reported(profiles, repo):
+def test_new_submodule_and_worktree_git_dirs_and_gitmodules_are_reported(profiles, repo):
     profiles.add()
     shell_claude(profiles, f"""set -e
 cd "{repo}"
-mkdir -p .git/modules/lib
+mkdir -p .git/modules/lib .git/worktrees/w
 git init -q --bare .git/modules/lib
 printf '[submodule "lib"]\\n\\tpath = lib\\n\\turl = ./lib\\n' > .gitmodules
+printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' > .git/config.worktree
+printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' > .git/worktrees/w/config.worktree
 """)
     r = profiles.run()
     assert r.returncode == 0, r.stderr
     assert f"submodule git dir: {repo}/.git/modules/lib" in r.stderr, r.stderr
     assert f"git .gitmodules: {repo}/.gitmodules" in r.stderr
+    assert f"git dir: {repo}/.git\n" in r.stderr
+    assert f"linked worktree git dir: {repo}/.git/worktrees/w" in r.stderr
 
 
 def test_gitlink_added_in_a_linked_worktree_is_reported(profiles, repo):
