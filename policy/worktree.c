@@ -42,7 +42,7 @@ static bool path_is_ancestor(const char *anc, const char *path)
 static const char *const git_hardening[] = {
     "core.fsmonitor=false",     /* run by any command that reads the index */
     "core.hooksPath=/dev/null", /* no hook of the tree's */
-    "core.sshCommand=false",    /* with protocol.allow=never: no transport at all */
+    "core.sshCommand=false",    /* and GIT_ALLOW_PROTOCOL: no transport at all */
     "protocol.allow=never",
     "credential.helper=", /* the empty value clears the list of helpers */
     "gc.auto=0",
@@ -57,7 +57,7 @@ int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_
         _cleanup_free_ char *env_path = NULL, *env_home = NULL, *out = NULL;
         const char *path = getenv("PATH"), *home = getenv("HOME");
         char *argv[2 * GIT_HARDENING_N + 16] = {"git", "--no-pager"};
-        char *envp[4] = {NULL};
+        char *envp[5] = {NULL};
         posix_spawn_file_actions_t fa;
         int pipefd[2], status, r;
         size_t n = 2, n_env = 0, len = 0;
@@ -78,6 +78,8 @@ int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_
                 return cs_error_set(err, ENOMEM, "run git");
         }
         envp[n_env++] = env_path;
+        /* Set, it overrides every protocol.<name>.allow a config has (ext:: runs a command). */
+        envp[n_env++] = "GIT_ALLOW_PROTOCOL=";
         envp[n_env++] = "GIT_PROTOCOL_FROM_USER=0";
         if (home && *home) {
                 if (asprintf(&env_home, "HOME=%s", home) < 0) {

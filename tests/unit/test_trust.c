@@ -1,11 +1,16 @@
 /* The git index reader of the trust report: gitlinks found in every index version git
- * writes, and a hostile index (truncated anywhere, lying lengths) read without a fault. */
+ * writes, and a hostile index (truncated anywhere, lying lengths) read without a fault.
+ * And the git csandbox runs: nothing that a repository's config names is executed. */
+#include "common/error.h"
 #include "policy/trust.h"
+#include "policy/worktree.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 
 struct buf {
@@ -132,9 +137,64 @@ static void test_index_truncated_or_lying_is_refused_without_a_fault(void)
         PASS();
 }
 
+/* Each plant writes its own marker; git run the way csandbox runs it must start none of
+ * them, even for commands that would (status reads the index, commit runs hooks, fetch
+ * starts a transport). Filters, textconv and external diffs are not switched off by name:
+ * csandbox runs no command that reads file content (see worktree_git). */
+static void test_worktree_git_runs_nothing_the_repository_config_names(void)
+{
+        char dir[] = "/tmp/test-trust-XXXXXX", cmd[4 * PATH_MAX], path[PATH_MAX + 16];
+        char *status[] = {"status", NULL};
+        char *commit[] = {
+            "-c", "user.name=a", "-c", "user.email=b", "commit", "-q", "--allow-empty",
+            "-m", "x",           NULL};
+        char *fetch_ssh[] = {"fetch", "ssh://example.invalid/x", NULL};
+        char ext[PATH_MAX + 32];
+        char *fetch_ext[] = {"fetch", ext, NULL};
+        char **const runs[] = {status, commit, fetch_ssh, fetch_ext, NULL};
+        struct cs_error err = {0};
+
+        CHECK(mkdtemp(dir));
+        snprintf(cmd, sizeof(cmd),
+                 "set -e; cd %s; export GIT_CONFIG_NOSYSTEM=1 HOME=%s; git init -q r; cd r; "
+                 "git config core.fsmonitor 'touch %s/fsmonitor'; "
+                 "git config core.sshCommand 'touch %s/ssh'; "
+                 "git config protocol.ext.allow always; "
+                 "git config core.hooksPath %s/hooks; mkdir %s/hooks; "
+                 "printf '#!/bin/sh\ntouch %s/hook\n' > %s/hooks/pre-commit; "
+                 "chmod +x %s/hooks/pre-commit; echo x > f",
+                 dir, dir, dir, dir, dir, dir, dir, dir, dir);
+        CHECK(system(cmd) == 0);
+        snprintf(path, sizeof(path), "%s/r", dir);
+        snprintf(ext, sizeof(ext), "ext::touch %s/ext", dir);
+        setenv("HOME", dir, 1);
+        setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+        for (size_t i = 0; runs[i]; i++) {
+                char *out = NULL;
+
+                CHECK(worktree_git(path, runs[i], false, &out, NULL, &err) == 0);
+                free(out);
+        }
+        snprintf(cmd, sizeof(cmd), "ls %s | grep -qvx -e r -e hooks", dir);
+        CHECKF(system(cmd) != 0, "a marker appeared in %s", dir);
+        /* The plants are live: plain git runs them. */
+        snprintf(cmd, sizeof(cmd),
+                 "cd %s/r && git status >/dev/null 2>&1; "
+                 "git -c user.name=a -c user.email=b commit -q --allow-empty -m x >/dev/null 2>&1; "
+                 "git fetch '%s' >/dev/null 2>&1; "
+                 "git fetch ssh://example.invalid/x >/dev/null 2>&1; "
+                 "test -e %s/fsmonitor -a -e %s/hook -a -e %s/ssh -a -e %s/ext",
+                 dir, ext, dir, dir, dir, dir);
+        CHECKF(system(cmd) == 0, "the plants did not run in %s", dir);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        CHECK(system(cmd) == 0);
+        PASS();
+}
+
 int main(void)
 {
         test_index_gitlinks_in_every_version_and_hash();
         test_index_truncated_or_lying_is_refused_without_a_fault();
+        test_worktree_git_runs_nothing_the_repository_config_names();
         return failures ? 1 : 0;
 }
