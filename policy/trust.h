@@ -58,5 +58,11 @@ int trust_index_gitlinks(const char *buf, size_t len, char **ret, size_t *ret_le
 /* A report the next launch waits on: <state>/trust-pending/<time>-<pid>. */
 int trust_pending_add(const struct profile *p, const char *work_root, const char *report,
                       struct cs_error *err);
+/* While a session runs, a record that stands for its report: found by a later launch after
+ * this process is gone without trust_session_end (killed, the machine stopped), it refuses
+ * like a report. *ret_name is the record's name for trust_session_end. */
+int trust_session_begin(const struct profile *p, const char *work_root, char **ret_name,
+                        struct cs_error *err);
+void trust_session_end(const struct profile *p, const char *name);
 /* The reports not accepted yet, joined (NULL when none); accept removes them. */
 int trust_pending_take(const struct profile *p, bool accept, char **ret, struct cs_error *err);

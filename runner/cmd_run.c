@@ -154,21 +154,29 @@ int cmd_run(int argc, char **argv, bool plan_only)
         } else if (plan_only) {
                 status = print_plan_json(&plan);
         } else {
-                char *report;
+                char *report, *session = NULL;
+                struct cs_error serr = {0};
 
+                /* Stands for the report should this process not live to write it. */
+                if (trust_session_begin(&plan.profile, plan.work_root, &session, &serr) < 0)
+                        fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
                 r = launch_run(&plan.spec, &filter, &status, &err);
                 if (r < 0)
                         status = runner_fail(&err);
                 stage_release(&plan.profile);
                 report = plan_trust_report(&plan);
                 if (report) {
-                        struct cs_error perr = {0};
-
                         fprintf(stderr, "%s\n", report);
-                        /* The next launch waits until the user accepts it. */
-                        if (trust_pending_add(&plan.profile, plan.work_root, report, &perr) < 0)
-                                fprintf(stderr, "csandbox: warning: %s\n", perr.msg);
+                        /* The next launch waits until the user accepts it; unsaved, the
+                         * session's record stands for it. */
+                        if (trust_pending_add(&plan.profile, plan.work_root, report, &serr) < 0) {
+                                fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
+                                free(session);
+                                session = NULL;
+                        }
                 }
+                trust_session_end(&plan.profile, session);
+                free(session);
                 free(report);
         }
         plan_free(&plan);

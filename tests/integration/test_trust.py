@@ -108,6 +108,30 @@ def test_a_file_the_settings_run_created_in_the_session_is_reported_and_refused(
     assert "later.sh" in r.stderr and "--accept-changes" in r.stderr
 
 
+def test_a_session_whose_csandbox_was_killed_refuses_the_next_launch(profiles, repo):
+    """Nobody lived to compare: the record written before the launch stands for the report."""
+    profiles.add()
+    shell_claude(profiles, 'echo started; exec sleep 60\n')
+    proc = subprocess.Popen([CSANDBOX, "run", "work"], cwd=str(repo), env=profiles.env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"started\n"
+        # A concurrent launch of the same profile is not refused by a live session.
+        shell_claude(profiles, "exit 0\n")
+        assert profiles.run().returncode == 0
+        proc.kill()
+        proc.wait(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+        proc.communicate()
+    r = profiles.run()
+    assert r.returncode == 125, r.stderr
+    assert "ended before csandbox could check" in r.stderr and str(repo) in r.stderr
+    assert run_accepting(profiles).returncode == 0
+    assert profiles.run().returncode == 0
+
+
 def test_nested_repository_with_fsmonitor_and_gitlink_is_reported_and_refused(profiles, repo,
                                                                               tmp_path):
     """The attack: src/.git whose core.fsmonitor runs a command, registered as a gitlink in
