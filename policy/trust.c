@@ -225,7 +225,7 @@ struct protect_ctx {
         const struct profile *p;
         struct trust_watch *w;
         const char *home, *config_dest;
-        char *profile_real;
+        char *profile_norm, *profile_real; /* the profile dir as named, normalised; resolved */
         int root_fd;
 };
 
@@ -238,7 +238,7 @@ static int protect_path(struct protect_ctx *x, char *path, struct cs_error *err)
         int base, r;
 
         path_normalise(path);
-        rel = below(path, x->p->dir);
+        rel = x->profile_norm ? below(path, x->profile_norm) : NULL;
         if (!rel && x->profile_real)
                 rel = below(path, x->profile_real);
         in_profile = rel != NULL;
@@ -464,6 +464,9 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
                 return r;
         x.config_dest = config_dest;
         x.profile_real = realpath(p->dir, NULL);
+        x.profile_norm = strdup(p->dir);
+        if (x.profile_norm)
+                path_normalise(x.profile_norm);
         x.root_fd = open(w->work_root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (asprintf(&shared, "%s/shared-settings.json", c->profiles_base) < 0)
                 r = cs_error_set(err, ENOMEM, "shared settings");
@@ -472,6 +475,7 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
         if (r >= 0)
                 r = protect_settings(&x, AT_FDCWD, shared, err);
         free(x.profile_real);
+        free(x.profile_norm);
         if (x.root_fd >= 0)
                 close(x.root_fd);
         return r;
