@@ -700,15 +700,17 @@ static void walk_nested(struct walk *w, DIR *d, const char *path, int depth)
 
         while ((de = walk_next(w, d, depth))) {
                 _cleanup_free_ char *child = NULL;
+                bool dotgit = strcmp(de->d_name, ".git") == 0, dir = is_dir_entry(dirfd(d), de);
 
+                /* Most entries are files: no path built, nothing opened. */
+                if ((!dotgit && !dir) || (dotgit && depth == 0)) /* depth 0: the repository */
+                        continue;
                 if (asprintf(&child, "%s/%s", path, de->d_name) < 0)
                         return;
-                if (strcmp(de->d_name, ".git") == 0) {
+                if (dotgit) {
                         _cleanup_free_ char *v = NULL;
 
-                        if (depth == 0)
-                                continue; /* the repository itself */
-                        if (is_dir_entry(dirfd(d), de)) {
+                        if (dir) {
                                 _cleanup_close_ int gd =
                                     openat(dirfd(d), ".git",
                                            O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -718,9 +720,7 @@ static void walk_nested(struct walk *w, DIR *d, const char *path, int depth)
                                 v = entry_value(dirfd(d), ".git");
                         }
                         trust_add_text(w->t, "nested git repository", child, v);
-                        continue;
-                }
-                if (is_dir_entry(dirfd(d), de)) {
+                } else {
                         _cleanup_closedir_ DIR *sub = walk_open(dirfd(d), de->d_name);
 
                         if (sub)
