@@ -279,8 +279,11 @@ static int add_env_secret_list(struct plan *p, const struct plan_request *req, s
                 const char *v = getenv(name);
 
                 if (env_launcher_owned(name))
-                        continue;
-                if (v && spec_env_name_valid(name)) {
+                        warn(&p->warnings,
+                             "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names %s, which "
+                             "csandbox sets itself in the sandbox; it is not forwarded.",
+                             name);
+                else if (v && spec_env_name_valid(name)) {
                         r = spec_env_set(&p->spec, name, v, true, err);
                         if (r < 0)
                                 return r;

@@ -301,3 +301,10 @@ def test_env_file_cannot_override_what_csandbox_sets(profiles):
                                          NODE_EXTRA_CA_CERTS=None))
     assert r["env"]["NODE_EXTRA_CA_CERTS"] == "/evil.pem"
     assert r["env"]["HOME"] == HOME_IN
+    # Forwarding one of csandbox's own names does not change it either.
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX_FORWARD_ENV="HOME,PATH"))
+    assert r.returncode == 0, r.stderr
+    env = json.loads(r.stdout)["env"]
+    assert env["HOME"] == HOME_IN and env["PATH"].startswith(HOME_IN + "/.local/bin:")
+    assert "names HOME, which csandbox sets itself" in r.stderr
+    assert ".env sets HOME, which csandbox sets itself" in r.stderr
