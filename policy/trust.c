@@ -73,7 +73,8 @@ void trust_free(struct plan_trust *t)
 
 /* A directory rel below base (rel normalised: no "." or ".." or empty component), never
  * through a link: openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or one component at a time
- * with O_NOFOLLOW where openat2 is refused (an old kernel, a container's seccomp). */
+ * with O_NOFOLLOW where openat2 is refused (an old kernel, a container's seccomp) or keeps
+ * failing with EAGAIN. */
 static int open_dir_beneath(int base, const char *rel)
 {
         struct open_how how = {
@@ -86,15 +87,23 @@ static int open_dir_beneath(int base, const char *rel)
 
         if (!*rel)
                 return openat(base, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        fd = (int)syscall(SYS_openat2, base, rel, &how, sizeof(how));
-        if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-                return fd;
+        /* EAGAIN: a rename or mount anywhere on the machine raced the lookup; try again,
+         * then walk. */
+        for (int tries = 0; tries < 8; tries++) {
+                fd = (int)syscall(SYS_openat2, base, rel, &how, sizeof(how));
+                if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != EAGAIN))
+                        return fd;
+                if (errno != EAGAIN)
+                        break;
+        }
         copy = strdup(rel);
         if (!copy)
                 return -1;
         fd = openat(base, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
         for (c = strtok_r(copy, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
-                int next = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int next = strcmp(c, "..") == 0
+                               ? (errno = EXDEV, -1) /* as RESOLVE_BENEATH refuses it */
+                               : openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
                 close(fd);
                 fd = next;
