@@ -773,8 +773,14 @@ static void snapshot_index(struct plan_trust *t, int gd, const char *root)
         struct cs_error ignored;
         size_t len, n = 0;
 
-        if (cs_read_file_at(gd, "index", INDEX_MAX, true, &buf, &len, &ignored) < 0)
+        if (cs_read_file_at(gd, "index", INDEX_MAX, true, &buf, &len, &ignored) < 0) {
+                /* git follows a link here; csandbox names it instead. */
+                _cleanup_free_ char *v = ignored.err == ENOENT ? NULL : entry_value(gd, "index");
+
+                if (v)
+                        trust_add_text(t, "git index that is no plain file, in", root, v);
                 return;
+        }
         if (trust_index_gitlinks(buf, len, &links, &n) < 0) {
                 trust_add_text(t, "unreadable git index in", root, NULL);
                 return;

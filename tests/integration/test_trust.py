@@ -205,6 +205,15 @@ def test_gitlink_added_in_a_linked_worktree_is_reported(profiles, repo):
     assert f"gitlink in the index: {linked}/vendored" in r.stderr, r.stderr
 
 
+def test_index_swapped_for_a_link_is_reported(profiles, repo):
+    """git follows a linked index; csandbox does not read through it, so it names it."""
+    profiles.add()
+    shell_claude(profiles, f'cd "{repo}" && mv .git/index idx && ln -s ../idx .git/index\n')
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert f"git index that is no plain file, in: {repo}" in r.stderr, r.stderr
+
+
 def test_changed_project_settings_are_reported(profiles, repo):
     profiles.add()
     (repo / ".claude").mkdir()
