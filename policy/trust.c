@@ -738,6 +738,21 @@ static void walk_nested(struct walk *w, DIR *d, const char *path, int depth)
         }
 }
 
+/* A directory git reads below a git dir (path: its name for the report). git follows a
+ * link there, csandbox does not: a link is named instead. */
+static DIR *git_subdir(struct plan_trust *t, int dirfd, const char *name, const char *path)
+{
+        struct stat st;
+
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+                _cleanup_free_ char *v = entry_value(dirfd, name);
+
+                trust_add_text(t, "link that git follows in a git dir", path, v);
+                return NULL;
+        }
+        return walk_open(dirfd, name);
+}
+
 /* Every git dir below <git dir>/modules (HEAD in it), and those below its own modules/. */
 static void walk_modules(struct walk *w, DIR *d, const char *path, int depth)
 {
@@ -748,18 +763,20 @@ static void walk_modules(struct walk *w, DIR *d, const char *path, int depth)
                 _cleanup_closedir_ DIR *sub = NULL;
                 struct stat st;
 
-                if (!is_dir_entry(dirfd(d), de) || asprintf(&child, "%s/%s", path, de->d_name) < 0)
+                if ((!is_dir_entry(dirfd(d), de) && de->d_type != DT_LNK &&
+                     de->d_type != DT_UNKNOWN) ||
+                    asprintf(&child, "%s/%s", path, de->d_name) < 0)
                         continue;
-                sub = walk_open(dirfd(d), de->d_name);
+                sub = git_subdir(w->t, dirfd(d), de->d_name, child);
                 if (!sub)
                         continue;
                 if (fstatat(dirfd(sub), "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-                        _cleanup_free_ char *v = git_dir_value(dirfd(sub));
-                        _cleanup_closedir_ DIR *mods = walk_open(dirfd(sub), "modules");
-                        _cleanup_free_ char *mpath = NULL;
+                        _cleanup_free_ char *v = git_dir_value(dirfd(sub)), *mpath = NULL;
+                        _cleanup_closedir_ DIR *mods = NULL;
 
                         trust_add_text(w->t, "submodule git dir", child, v);
-                        if (mods && asprintf(&mpath, "%s/modules", child) >= 0)
+                        if (asprintf(&mpath, "%s/modules", child) >= 0 &&
+                            (mods = git_subdir(w->t, dirfd(sub), "modules", mpath)))
                                 walk_modules(w, mods, mpath, depth + 1);
                 } else {
                         walk_modules(w, sub, child, depth + 1);
@@ -837,13 +854,16 @@ void trust_snapshot_watch(struct plan_trust *t, const struct profile *p,
                 /* Each git dir is bound on itself during a session: the same dir after it. */
                 _cleanup_closedir_ DIR *gd =
                     w->git_inside ? walk_open(root, ".git") : walk_open(AT_FDCWD, w->git_dir);
-                _cleanup_closedir_ DIR *mods = gd ? walk_open(dirfd(gd), "modules") : NULL;
-                _cleanup_free_ char *mpath = NULL;
+                _cleanup_free_ char *mpath = NULL, *wtpath = NULL;
+                _cleanup_closedir_ DIR *mods = NULL, *wts = NULL;
                 _cleanup_close_ int index_dir =
                     gd && w->index_dir ? open_dir_beneath(dirfd(gd), w->index_dir) : -1;
-
-                _cleanup_closedir_ DIR *wts = gd ? walk_open(dirfd(gd), "worktrees") : NULL;
                 _cleanup_free_ char *v = gd ? git_dir_value(dirfd(gd)) : NULL;
+
+                if (gd && asprintf(&mpath, "%s/modules", w->git_dir) >= 0)
+                        mods = git_subdir(t, dirfd(gd), "modules", mpath);
+                if (gd && asprintf(&wtpath, "%s/worktrees", w->git_dir) >= 0)
+                        wts = git_subdir(t, dirfd(gd), "worktrees", wtpath);
 
                 if (index_dir >= 0)
                         snapshot_index(t, index_dir, w->work_root);
@@ -851,7 +871,7 @@ void trust_snapshot_watch(struct plan_trust *t, const struct profile *p,
                  * turns worktree configs on. */
                 if (v)
                         trust_add_text(t, "git dir", w->git_dir, v);
-                if (mods && asprintf(&mpath, "%s/modules", w->git_dir) >= 0)
+                if (mods)
                         walk_modules(&walk, mods, mpath, 0);
                 /* Each linked worktree's git dir: its config.worktree and commondir are read
                  * by git in that worktree. */
@@ -862,7 +882,7 @@ void trust_snapshot_watch(struct plan_trust *t, const struct profile *p,
                         wd = openat(dirfd(wts), de->d_name,
                                     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         wv = wd >= 0 ? git_dir_value(wd) : entry_value(dirfd(wts), de->d_name);
-                        if (asprintf(&wpath, "%s/worktrees/%s", w->git_dir, de->d_name) >= 0)
+                        if (asprintf(&wpath, "%s/%s", wtpath, de->d_name) >= 0)
                                 trust_add_text(t, "linked worktree git dir", wpath, wv);
                 }
         }

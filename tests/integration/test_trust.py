@@ -205,6 +205,19 @@ def test_gitlink_added_in_a_linked_worktree_is_reported(profiles, repo):
     assert f"gitlink in the index: {linked}/vendored" in r.stderr, r.stderr
 
 
+def test_modules_dir_made_a_link_is_reported(profiles, repo):
+    """git follows .git/modules -> a dir of the session's: csandbox names the link."""
+    profiles.add()
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+mkdir -p tools/mods && git init -q --bare tools/mods/lib
+ln -s ../tools/mods .git/modules
+""")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert f"link that git follows in a git dir: {repo}/.git/modules" in r.stderr, r.stderr
+
+
 def test_index_swapped_for_a_link_is_reported(profiles, repo):
     """git follows a linked index; csandbox does not read through it, so it names it."""
     profiles.add()
