@@ -701,6 +701,14 @@ static bool is_dir_entry(int dirfd, const struct dirent *de)
         return fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
+static bool is_bare_repo(int dirfd)
+{
+        struct stat st;
+
+        return fstatat(dirfd, "objects", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+               fstatat(dirfd, "refs", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* Every .git below the work root (a directory, a file, a link): git on the host takes each
  * for a repository of its own, with its own config and hooks. */
 static void walk_nested(struct walk *w, DIR *d, const char *path, int depth)
@@ -711,6 +719,13 @@ static void walk_nested(struct walk *w, DIR *d, const char *path, int depth)
                 _cleanup_free_ char *child = NULL;
                 bool dotgit = strcmp(de->d_name, ".git") == 0, dir = is_dir_entry(dirfd(d), de);
 
+                /* A bare repository (HEAD beside objects/ and refs/): git in it, or in a dir
+                 * below it, takes its config, as safe.bareRepository=all allows. */
+                if (!dir && strcmp(de->d_name, "HEAD") == 0 && is_bare_repo(dirfd(d))) {
+                        _cleanup_free_ char *v = git_dir_value(dirfd(d));
+
+                        trust_add_text(w->t, "bare git repository", path, v);
+                }
                 /* Most entries are files: no path built, nothing opened. */
                 if ((!dotgit && !dir) || (dotgit && depth == 0)) /* depth 0: the repository */
                         continue;

@@ -44,9 +44,10 @@ static const char usage_run[] =
     "\n"
     "After each session, run reports what the session added or changed that claude or\n"
     "git runs on the host: MCP servers and their approvals, settings.local.json files,\n"
-    "a .git (directory, file or link) anywhere in the work tree, a new or changed git\n"
-    "dir under .git/modules, a gitlink added to the index, a changed .gitmodules, files\n"
-    "that the profile's settings run. The next run of the profile lists the report and\n"
+    "a .git (directory, file or link) or a bare repository anywhere in the work tree,\n"
+    "a new or changed git dir under .git/modules or .git/worktrees, a gitlink added to\n"
+    "the index, a changed .gitmodules, a changed config or hook of a nested repository,\n"
+    "files that the profile's settings run. The next run of the profile lists the report and\n"
     "refuses to start (exit 125) until you have checked it and start with\n"
     "--accept-changes, which accepts what is listed and launches. plan shows a report\n"
     "that is waiting, and accepts nothing.\n";

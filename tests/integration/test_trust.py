@@ -241,16 +241,18 @@ mv "{repo}/.claude/settings.json.new" "{repo}/.claude/settings.json"
     assert f"file the host runs: {repo}/.claude/settings.json" in r.stderr, r.stderr
 
 
-def test_changed_config_of_an_existing_nested_repository_is_reported(profiles, repo):
+def test_changed_nested_repository_config_and_a_new_bare_repository_are_reported(profiles, repo):
     profiles.add()
     (repo / "vendor").mkdir()
     git("init", "-q", cwd=repo / "vendor")
     r = profiles.run()
     assert r.returncode == 0 and "nested git repository" not in r.stderr, r.stderr
-    shell_claude(profiles, f'git -C "{repo}/vendor" config core.hooksPath /tmp\n')
+    shell_claude(profiles, f'git -C "{repo}/vendor" config core.hooksPath /tmp\n'
+                           f'git init -q --bare "{repo}/fixtures/bare.git"\n')
     r = profiles.run()
     assert r.returncode == 0, r.stderr
     assert f"nested git repository: {repo}/vendor/.git" in r.stderr, r.stderr
+    assert f"bare git repository: {repo}/fixtures/bare.git" in r.stderr
 
 
 def test_nothing_reported_or_refused_after_an_ordinary_session(profiles, repo):
