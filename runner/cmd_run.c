@@ -47,8 +47,8 @@ static const char usage_run[] =
     "a .git (directory, file or link) or a bare repository anywhere in the work tree,\n"
     "a new or changed git dir under .git/modules or .git/worktrees, a gitlink added to\n"
     "the index, a changed .gitmodules, a changed config or hook of a nested repository,\n"
-    "files that the profile's settings run. The next run of the profile lists the report and\n"
-    "refuses to start (exit 125) until you have checked it and start with\n"
+    "files that the profile's settings run. The next run of the profile lists the\n"
+    "report and refuses to start (exit 125) until you have checked it and start with\n"
     "--accept-changes, which accepts what is listed and launches. plan shows a report\n"
     "that is waiting, and accepts nothing.\n";
 
