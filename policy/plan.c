@@ -3,6 +3,7 @@
 #include "plan.h"
 
 #include "settings.h"
+#include "trust.h"
 #include "worktree.h"
 
 #include "../common/cleanup.h"
@@ -227,6 +228,27 @@ static int shared_settings(struct plan *p, const struct plan_request *req, char 
         return settings_shared(raw, len, path, req->name, true, ret, ret_loopback, err);
 }
 
+/* What csandbox sets itself wins over .env and forwarding, as podman's -e wins over its
+ * --env-file in the reference: claude must find its config, home and binary where the
+ * mounts put them. */
+static bool env_launcher_owned(const char *name)
+{
+        static const char *const owned[] = {"HOME", "USER", "CLAUDE_CONFIG_DIR", "TERM", "PATH"};
+
+        for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+                if (strcmp(name, owned[i]) == 0)
+                        return true;
+        return false;
+}
+
+static bool env_forwarded(const struct profile_config *c, const char *name)
+{
+        for (size_t i = 0; i < c->n_forward_env; i++)
+                if (strcmp(c->forward_env[i], name) == 0)
+                        return true;
+        return false;
+}
+
 static int add_env_secret_list(struct plan *p, const struct plan_request *req, struct cs_error *err)
 {
         struct profile_env dotenv = {0};
@@ -236,7 +258,12 @@ static int add_env_secret_list(struct plan *p, const struct plan_request *req, s
         if (r < 0)
                 return r;
         for (size_t i = 0; i < dotenv.n && r >= 0; i++)
-                if (spec_env_name_valid(dotenv.names[i]))
+                if (env_launcher_owned(dotenv.names[i]))
+                        warn(&p->warnings,
+                             "Warning: %s/.env sets %s, which csandbox sets itself in the "
+                             "sandbox; the .env value is not used.",
+                             p->profile.dir, dotenv.names[i]);
+                else if (spec_env_name_valid(dotenv.names[i]))
                         r = spec_env_set(&p->spec, dotenv.names[i], dotenv.values[i], true, err);
                 else
                         warn(&p->warnings,
@@ -251,7 +278,12 @@ static int add_env_secret_list(struct plan *p, const struct plan_request *req, s
                 const char *name = req->config->forward_env[i];
                 const char *v = getenv(name);
 
-                if (v && spec_env_name_valid(name)) {
+                if (env_launcher_owned(name))
+                        warn(&p->warnings,
+                             "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names %s, which "
+                             "csandbox sets itself in the sandbox; it is not forwarded.",
+                             name);
+                else if (v && spec_env_name_valid(name)) {
                         r = spec_env_set(&p->spec, name, v, true, err);
                         if (r < 0)
                                 return r;
@@ -503,19 +535,6 @@ static int add_profile_pins(struct plan *p, struct cs_error *err)
         return 0;
 }
 
-static void trust_add(struct plan_trust *t, const char *kind, const char *name, const cJSON *value)
-{
-        char *v = value ? cJSON_PrintUnformatted(value) : NULL;
-        char **n = realloc(t->items, (t->n + 1) * sizeof(*n));
-
-        if (n) {
-                t->items = n;
-                if (asprintf(&t->items[t->n], "%s\t%s\t%s", kind, name, v ? v : "") >= 0)
-                        t->n++;
-        }
-        free(v);
-}
-
 /* A file the host runs or follows: recorded with its content (bounded; a link as its target,
  * a directory as such), so a changed one counts too. dir/name, or path alone. */
 static void trust_add_file(struct plan_trust *t, const char *kind, const char *dir,
@@ -633,14 +652,7 @@ static void trust_snapshot(struct plan *p, struct plan_trust *t)
                 if (join(&dotgit, p->work_root, ".git") == 0)
                         trust_add_file(t, "git dir link", dotgit, NULL);
         }
-}
-
-static void trust_free(struct plan_trust *t)
-{
-        for (size_t i = 0; i < t->n; i++)
-                free(t->items[i]);
-        free(t->items);
-        memset(t, 0, sizeof(*t));
+        trust_snapshot_watch(t, &p->profile, &p->watch);
 }
 
 static void neutralise(char *s)
@@ -691,11 +703,36 @@ char *plan_trust_report(struct plan *p)
         if (asprintf(&msg,
                      "Warning: the sandboxed session added or changed what claude runs on the "
                      "host:\n%sThe MCP entries are in %s/.claude.json. Check these before "
-                     "running claude on the host with this profile or in this project.",
+                     "running claude or git on the host with this profile or in this project.",
                      out, p->profile.dir) < 0)
                 msg = NULL;
         free(out);
         return msg;
+}
+
+/* An earlier session's report waits until the user accepts it (policy/trust.c). */
+static int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error *err)
+{
+        _cleanup_free_ char *text = NULL;
+        int r = trust_pending_take(&p->profile, req->pending == PLAN_PENDING_ACCEPT, &text, err);
+
+        if (r < 0 || !text)
+                return r;
+        if (req->pending == PLAN_PENDING_ACCEPT)
+                return warn(&p->warnings, "Accepted with --accept-changes:\n%s", text);
+        if (req->pending == PLAN_PENDING_SHOW)
+                return warn(&p->warnings,
+                            "%s\nNot accepted yet: `csandbox run %s` refuses to start until "
+                            "`csandbox run --accept-changes %s`.",
+                            text, req->name, req->name);
+        warn(&p->warnings, "%s", text);
+        return cs_error_setx(err, EPERM,
+                             "Refusing to start the sandbox for profile %s: an earlier "
+                             "sandboxed session changed what claude or git runs on the host "
+                             "(listed above). Check each of them (a nested repository's config "
+                             "or a hook runs commands in any git or claude on the host), then "
+                             "accept them and start with: csandbox run --accept-changes %s",
+                             req->name, req->name);
 }
 
 int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *err)
@@ -732,6 +769,8 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 r = plan_root(p, req, err);
         if (r >= 0)
                 r = profile_state_open(&p->profile, err);
+        if (r >= 0)
+                r = plan_pending(p, req, err);
         if (r < 0)
                 goto out;
 
@@ -827,6 +866,9 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 r = add_linked(p, c, err);
         if (r >= 0)
                 r = add_profile_pins(p, err);
+        /* What the host runs from the profile: read-only, or watched by the report. */
+        if (r >= 0)
+                r = trust_protect(s, c, &p->profile, PLAN_CONFIG, &w, &p->watch, err);
         /* §2.10 the git identity. */
         if (r >= 0)
                 r = stage_git_identity(c, w.cwd, &identity, err);
@@ -839,8 +881,9 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         if (r >= 0 && ca) {
                 static const char *const ca_vars[] = {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE",
                                                       "REQUESTS_CA_BUNDLE"};
+                /* Over a .env value too; a forwarded one is the user's choice. */
                 for (size_t i = 0; r >= 0 && i < 3; i++)
-                        if (!spec_env_get(s, ca_vars[i]))
+                        if (!env_forwarded(c, ca_vars[i]) || !spec_env_get(s, ca_vars[i]))
                                 r = spec_env_set(s, ca_vars[i],
                                                  "/etc/pki/ca-trust/extracted/pem/"
                                                  "tls-ca-bundle.pem",
@@ -880,4 +923,5 @@ void plan_free(struct plan *p)
         free(p->git_dirs);
         free(p->work_root);
         trust_free(&p->trust_before);
+        trust_watch_free(&p->watch);
 }

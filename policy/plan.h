@@ -8,6 +8,7 @@
 #include "../runner/spec.h"
 #include "profile.h"
 #include "stage.h"
+#include "trust.h"
 
 struct cs_error;
 
@@ -25,12 +26,9 @@ struct plan_request {
         char *const *args; /* claude's args, as given */
         size_t n_args;
         const char *image; /* --image; NULL: CLAUDE_PROFILE_SANDBOX_IMAGE or the default */
-};
-
-/* What claude could change that the host runs (§6.4), before and after the session. */
-struct plan_trust {
-        char **items; /* "mcpServers: NAME", "enabledMcpjsonServers: NAME", ... */
-        size_t n;
+        /* An earlier session's unaccepted trust report: refuse (run), accept it
+         * (run --accept-changes), or only show it (plan). */
+        enum { PLAN_PENDING_REFUSE, PLAN_PENDING_ACCEPT, PLAN_PENDING_SHOW } pending;
 };
 
 struct plan {
@@ -43,7 +41,8 @@ struct plan {
         size_t n_git_dirs;
         char *work_root;
         struct plan_trust trust_before;
-        struct image_ref image; /* the image's lock is held until plan_free */
+        struct trust_watch watch; /* what else the report compares (policy/trust.c) */
+        struct image_ref image;   /* the image's lock is held until plan_free */
 };
 
 /* Build the spec. This stages the per-profile copies exactly as a launch does (the state

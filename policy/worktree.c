@@ -32,20 +32,45 @@ static bool path_is_ancestor(const char *anc, const char *path)
         return strncmp(anc, path, n) == 0 && path[n] == '/';
 }
 
+/* The work tree's .git/config is hostile (a session wrote it, or a nested repository's did):
+ * whatever git would execute because a config says so is switched off for every git that
+ * csandbox runs. The command line outranks every config file, includes too, and reaches
+ * git's own child processes (GIT_CONFIG_PARAMETERS). The user's global and the system
+ * config are the user's own and stay in effect. Filters, textconv and diff.external run
+ * only for commands that read file content (add, diff, status, checkout): csandbox runs
+ * none of those, and reads the index itself (policy/trust.c), never through git. */
+static const char *const git_hardening[] = {
+    "core.fsmonitor=false",     /* run by any command that reads the index */
+    "core.hooksPath=/dev/null", /* no hook of the tree's */
+    "core.sshCommand=false",    /* and GIT_ALLOW_PROTOCOL: no transport at all */
+    "protocol.allow=never",
+    "credential.helper=", /* the empty value clears the list of helpers */
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "core.pager=cat",
+};
+#define GIT_HARDENING_N (sizeof(git_hardening) / sizeof(git_hardening[0]))
+
 int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_t *ret_len,
                  struct cs_error *err)
 {
         _cleanup_free_ char *env_path = NULL, *env_home = NULL, *out = NULL;
         const char *path = getenv("PATH"), *home = getenv("HOME");
-        char *argv[16] = {"git", "-C", (char *)cwd};
-        char *envp[3] = {NULL};
+        char *argv[2 * GIT_HARDENING_N + 16] = {"git", "--no-pager"};
+        char *envp[5] = {NULL};
         posix_spawn_file_actions_t fa;
         int pipefd[2], status, r;
-        size_t n = 3, n_env = 0, len = 0;
+        size_t n = 2, n_env = 0, len = 0;
         pid_t pid;
 
         *ret = NULL;
-        for (; *args && n < 15; args++)
+        for (size_t i = 0; i < GIT_HARDENING_N; i++) {
+                argv[n++] = "-c";
+                argv[n++] = (char *)git_hardening[i];
+        }
+        argv[n++] = "-C";
+        argv[n++] = (char *)cwd;
+        for (; *args && n < 2 * GIT_HARDENING_N + 15; args++)
                 argv[n++] = *args;
         argv[n] = NULL;
         if (asprintf(&env_path, "PATH=%s", path && *path ? path : DEFAULT_PATH) < 0) {
@@ -53,6 +78,9 @@ int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_
                 return cs_error_set(err, ENOMEM, "run git");
         }
         envp[n_env++] = env_path;
+        /* Set, it overrides every protocol.<name>.allow a config has (ext:: runs a command). */
+        envp[n_env++] = "GIT_ALLOW_PROTOCOL=";
+        envp[n_env++] = "GIT_PROTOCOL_FROM_USER=0";
         if (home && *home) {
                 if (asprintf(&env_home, "HOME=%s", home) < 0) {
                         env_home = NULL;

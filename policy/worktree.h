@@ -16,10 +16,11 @@ struct worktree {
 };
 
 /* `git -C cwd ARGS...` (git found on PATH) with only PATH and HOME of our environment, so no
- * GIT_DIR or GIT_WORK_TREE can point it at another repository; stdin /dev/null; output
- * bounded. *ret is its stdout without the final newline (raw: all of it, NULs included,
- * *ret_len bytes), or NULL when git is missing, fails or prints nothing. Negative only when git
- * could not be run or waited for. */
+ * GIT_DIR or GIT_WORK_TREE can point it at another repository, and with what a config would
+ * make git execute switched off (fsmonitor, hooks, ssh, credential helpers); stdin
+ * /dev/null; output bounded. *ret is its stdout without the final newline (raw: all of it, NULs
+ * included, *ret_len bytes), or NULL when git is missing, fails or prints nothing. Negative only
+ * when git could not be run or waited for. */
 int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_t *ret_len,
                  struct cs_error *err);
 

@@ -8,6 +8,7 @@
 #include "../policy/plan.h"
 #include "../policy/profile.h"
 #include "../policy/seccomp.h"
+#include "../policy/trust.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -18,7 +19,7 @@
 #include <unistd.h>
 
 static const char usage_run[] =
-    "Usage: csandbox run [--image NAME] PROFILE [--] [CLAUDE_ARGS...]\n"
+    "Usage: csandbox run [--image NAME] [--accept-changes] PROFILE [--] [CLAUDE_ARGS...]\n"
     "       csandbox plan [--image NAME] PROFILE [--] [CLAUDE_ARGS...]\n"
     "\n"
     "run launches Claude Code for the claude-profile profile PROFILE in a sandbox: the\n"
@@ -39,15 +40,26 @@ static const char usage_run[] =
     "Settings come from CLAUDE_PROFILE_* variables as claude-profile reads them:\n"
     "CLAUDE_PROFILE_PROFILES_BASE, CLAUDE_PROFILE_CLAUDE_BIN,\n"
     "CLAUDE_PROFILE_SANDBOX_IMAGE, CLAUDE_PROFILE_SANDBOX_FORWARD_ENV,\n"
-    "CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS.\n";
+    "CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS.\n"
+    "\n"
+    "After each session, run reports what the session added or changed that claude or\n"
+    "git runs on the host: MCP servers and their approvals, settings.local.json files,\n"
+    "a .git (directory, file or link) or a bare repository anywhere in the work tree,\n"
+    "a new or changed git dir under .git/modules or .git/worktrees, a gitlink added to\n"
+    "the index, a changed .gitmodules, a changed config or hook of a nested repository,\n"
+    "files that the profile's settings run. The next run of the profile lists the\n"
+    "report and refuses to start (exit 125) until you have checked it and start with\n"
+    "--accept-changes, which accepts what is listed and launches. plan shows a report\n"
+    "that is waiting, and accepts nothing.\n";
 
 static int parse(int argc, char **argv, const char **ret_image, const char **ret_name,
-                 int *ret_first_arg, bool *ret_help, struct cs_error *err)
+                 int *ret_first_arg, bool *ret_help, bool *ret_accept, struct cs_error *err)
 {
         int i;
 
         *ret_image = NULL;
         *ret_help = false;
+        *ret_accept = false;
         for (i = 0; i < argc; i++) {
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                         *ret_help = true;
@@ -59,6 +71,10 @@ static int parse(int argc, char **argv, const char **ret_image, const char **ret
                         *ret_image = argv[++i];
                         continue;
                 }
+                if (strcmp(argv[i], "--accept-changes") == 0) {
+                        *ret_accept = true;
+                        continue;
+                }
                 if (argv[i][0] == '-')
                         return cs_error_setx(err, EINVAL,
                                              "unknown option `%s` before the profile name; "
@@ -68,9 +84,10 @@ static int parse(int argc, char **argv, const char **ret_image, const char **ret
                 break;
         }
         if (i >= argc)
-                return cs_error_setx(err, EINVAL,
-                                     "no PROFILE given; usage: csandbox run [--image NAME] "
-                                     "PROFILE [--] [CLAUDE_ARGS...]");
+                return cs_error_setx(
+                    err, EINVAL,
+                    "no PROFILE given; usage: csandbox run [--image NAME] [--accept-changes] "
+                    "PROFILE [--] [CLAUDE_ARGS...]");
         *ret_name = argv[i++];
         if (i < argc && strcmp(argv[i], "--") == 0)
                 i++;
@@ -98,10 +115,14 @@ int cmd_run(int argc, char **argv, bool plan_only)
         struct sock_fprog filter = {0};
         char cwd[PATH_MAX];
         const char *image = NULL, *name = NULL;
-        bool help;
+        bool help, accept;
         int first = 0, status = CS_EXIT_SETUP, r;
 
-        r = parse(argc, argv, &image, &name, &first, &help, &err);
+        r = parse(argc, argv, &image, &name, &first, &help, &accept, &err);
+        if (r >= 0 && accept && plan_only)
+                r = cs_error_setx(&err, EINVAL,
+                                  "--accept-changes belongs to run: plan shows a waiting trust "
+                                  "report but accepts nothing");
         if (r < 0)
                 return runner_fail(&err);
         if (help) {
@@ -121,6 +142,9 @@ int cmd_run(int argc, char **argv, bool plan_only)
         req.args = argv + first;
         req.n_args = (size_t)(argc - first);
         req.image = image;
+        req.pending = plan_only ? PLAN_PENDING_SHOW
+                      : accept  ? PLAN_PENDING_ACCEPT
+                                : PLAN_PENDING_REFUSE;
         r = plan_build(&req, &plan, &err);
         for (size_t i = 0; i < plan.warnings.n; i++)
                 fprintf(stderr, "%s\n", plan.warnings.msgs[i]);
@@ -131,15 +155,29 @@ int cmd_run(int argc, char **argv, bool plan_only)
         } else if (plan_only) {
                 status = print_plan_json(&plan);
         } else {
-                char *report;
+                char *report, *session = NULL;
+                struct cs_error serr = {0};
 
+                /* Stands for the report should this process not live to write it. */
+                if (trust_session_begin(&plan.profile, plan.work_root, &session, &serr) < 0)
+                        fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
                 r = launch_run(&plan.spec, &filter, &status, &err);
                 if (r < 0)
                         status = runner_fail(&err);
                 stage_release(&plan.profile);
                 report = plan_trust_report(&plan);
-                if (report)
+                if (report) {
                         fprintf(stderr, "%s\n", report);
+                        /* The next launch waits until the user accepts it; unsaved, the
+                         * session's record stands for it. */
+                        if (trust_pending_add(&plan.profile, plan.work_root, report, &serr) < 0) {
+                                fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
+                                free(session);
+                                session = NULL;
+                        }
+                }
+                trust_session_end(&plan.profile, session);
+                free(session);
                 free(report);
         }
         plan_free(&plan);
