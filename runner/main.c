@@ -154,13 +154,15 @@ static int add_bind(struct sandbox_spec *s, const char *flag, const char *src, c
         bool ro = strstr(flag, "ro-") != NULL;
         bool optional = strstr(flag, "-try") != NULL;
         _cleanup_free_ char *abs = NULL;
-        struct stat st;
-        int r;
+        int fd, r;
 
         r = host_path(flag, src, &abs, err);
         if (r < 0)
                 return r;
-        if (stat(abs, &st) < 0) {
+        /* The user's own path, symlinks followed as bubblewrap does, opened once: the
+         * sandbox gets this object whatever the path names by the time it is mounted. */
+        fd = open(abs, O_PATH | O_CLOEXEC);
+        if (fd < 0) {
                 if (errno == ENOENT && optional)
                         return 0;
                 if (errno == ENOENT)
@@ -171,9 +173,8 @@ static int add_bind(struct sandbox_spec *s, const char *flag, const char *src, c
                 return cs_error_set(err, errno, "%s %s %s: cannot use the source %s", flag, src,
                                     dst, abs);
         }
-        r = spec_add_mount(s, SPEC_MOUNT_BIND,
-                           (ro ? SPEC_MOUNT_RO : 0) | (optional ? SPEC_MOUNT_OPTIONAL : 0), abs,
-                           dst, err);
+        r = spec_add_bind(s, (ro ? SPEC_MOUNT_RO : 0) | (optional ? SPEC_MOUNT_OPTIONAL : 0), &fd,
+                          abs, dst, err);
         if (r < 0)
                 return cs_error_wrap(err, "%s", flag);
         return 0;

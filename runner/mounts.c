@@ -6,6 +6,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../common/resolve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +34,7 @@ static struct {
         int *bind_trees; /* per spec mount: a detached clone of the source, or -1 */
         bool *bind_is_dir;
         int *bind_parents; /* a file source's directory, to clone it again if replaced */
+        int host_view;     /* "/" of our copy of the caller's mount table, before staging */
         int host_root;     /* SPEC_ROOT_HOST: detached read-only clone of / */
         int root_dir;      /* SPEC_ROOT_DIR: O_PATH fd of the tree */
         int dev_trees[N_DEV_NODES];
@@ -40,119 +42,13 @@ static struct {
         uint64_t scratch[64]; /* mount ids of layers that may hold new entries */
         size_t n_scratch;
         mode_t umask;
-} st = {.host_root = -1, .root_dir = -1, .root = -1};
+} st = {.host_root = -1, .root_dir = -1, .root = -1, .host_view = -1};
 
-/* Open an absolute path inside the root the way RESOLVE_IN_ROOT does, without openat2:
- * component by component with O_NOFOLLOW, symlinks read and followed as text (absolute ones
- * from the root, at most 40), ".." stopping at the root. For kernels before 5.6 and for
- * container engines whose seccomp profile refuses openat2. Sets errno on failure. */
-static int open_in_root_walk(int root, const char *path, int flags)
-{
-        char todo[2 * SPEC_PATH_MAX], done[SPEC_PATH_MAX] = "";
-        int links = 0, cur = fcntl(root, F_DUPFD_CLOEXEC, 3);
-
-        if (cur < 0)
-                return -1;
-        if (snprintf(todo, sizeof(todo), "%s", path) >= (int)sizeof(todo)) {
-                close(cur);
-                errno = ENAMETOOLONG;
-                return -1;
-        }
-        for (char *p = todo;;) {
-                char comp[256], target[SPEC_PATH_MAX], rest[2 * SPEC_PATH_MAX];
-                size_t n;
-                struct stat sb;
-                ssize_t tl;
-                int next;
-
-                while (*p == '/')
-                        p++;
-                if (!*p)
-                        break;
-                n = strcspn(p, "/");
-                if (n >= sizeof(comp)) {
-                        close(cur);
-                        errno = ENAMETOOLONG;
-                        return -1;
-                }
-                memcpy(comp, p, n);
-                comp[n] = '\0';
-                p += n;
-                if (strcmp(comp, ".") == 0)
-                        continue;
-                if (strcmp(comp, "..") == 0) {
-                        /* Back to the parent of what is resolved so far: walk it again from
-                         * the root (its components are known directories, not links). */
-                        char *slash = strrchr(done, '/');
-
-                        if (slash)
-                                *slash = '\0';
-                        close(cur);
-                        cur = done[0] ? open_in_root_walk(root, done, O_PATH | O_DIRECTORY)
-                                      : fcntl(root, F_DUPFD_CLOEXEC, 3);
-                        if (cur < 0)
-                                return -1;
-                        continue;
-                }
-                if (fstatat(cur, comp, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(sb.st_mode)) {
-                        tl = readlinkat(cur, comp, target, sizeof(target) - 1);
-                        if (tl < 0 || ++links > 40) {
-                                close(cur);
-                                errno = tl < 0 ? errno : ELOOP;
-                                return -1;
-                        }
-                        target[tl] = '\0';
-                        snprintf(rest, sizeof(rest), "%s%s", target, p);
-                        snprintf(todo, sizeof(todo), "%s", rest);
-                        p = todo;
-                        if (target[0] == '/') {
-                                close(cur);
-                                cur = fcntl(root, F_DUPFD_CLOEXEC, 3);
-                                done[0] = '\0';
-                                if (cur < 0)
-                                        return -1;
-                        }
-                        continue;
-                }
-                next =
-                    openat(cur, comp, (*p ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
-                close(cur);
-                if (next < 0)
-                        return -1;
-                cur = next;
-                if (strlen(done) + 1 + n + 1 > sizeof(done)) {
-                        close(cur);
-                        errno = ENAMETOOLONG;
-                        return -1;
-                }
-                strcat(done, "/");
-                strcat(done, comp);
-        }
-        if (!done[0]) {
-                /* The root itself: reopen it with the caller's flags. */
-                int fd = openat(cur, ".", flags | O_CLOEXEC);
-
-                close(cur);
-                return fd;
-        }
-        return cur;
-}
-
-/* openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) relative to the new root, remembering
- * when the kernel (or a container's seccomp profile) refuses it and walking instead. */
+/* Destinations resolve inside the new root (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS). */
 static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
 {
-        static bool refused;
-        struct open_how how = {.flags = flags, .resolve = resolve};
-        int fd;
-
-        if (!refused) {
-                fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-                if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-                        return fd;
-                refused = true;
-        }
-        return open_in_root_walk(dirfd, path, (int)flags);
+        (void)resolve;
+        return cs_open_in_root(dirfd, path, (int)flags);
 }
 
 static int mount_id_of(int fd, uint64_t *ret)
@@ -213,29 +109,50 @@ static int clone_tree(int dirfd, const char *path, unsigned flags, bool recursiv
         return tree;
 }
 
-/* A detached recursive clone of a bind source, with the bind's attributes. *ret_tree -1:
- * an optional source that is missing. */
+static bool same_object(const struct stat *a, const struct stat *b)
+{
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+               (a->st_mode & S_IFMT) == (b->st_mode & S_IFMT);
+}
+
+/* The object the producer opened (m->source_fd), as a mount of our own namespace.
+ * The kernel clones only mounts of the caller's mount namespace (open_tree on the
+ * producer's fd, which belongs to the caller's, is EINVAL here), so the object is found
+ * again in our copy of that table: by the name the kernel gave the fd, beneath dirfd with
+ * no symlink and no "..", and proven to be the very inode that was opened and checked.
+ * A different inode is refused: something swapped a component in between. One exception
+ * keeps concurrent launches of one profile working: a regular file that was unlinked since
+ * (a staged copy replaced by rename) is taken as its successor when that is a regular file
+ * of the same owner. *ret_tree -1: an optional source that is gone. */
 static int bind_source_clone(int dirfd, const char *path, const struct spec_mount *m, int *ret_tree,
                              bool *ret_is_dir, struct cs_error *err)
 {
         _cleanup_close_ int src = -1;
         uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-        struct stat sb;
+        struct stat want, sb;
         int tree;
 
         *ret_tree = -1;
-        src = openat(dirfd, path,
-                     O_PATH | O_CLOEXEC | (m->flags & SPEC_MOUNT_NOFOLLOW ? O_NOFOLLOW : 0));
+        if (fstat(m->source_fd, &want) < 0)
+                return cs_error_set(err, errno, "bind %s: stat the source %s", m->dest, m->source);
+        while (*path == '/')
+                path++;
+        src = cs_open_beneath(dirfd, path, O_PATH);
         if (src < 0 && errno == ENOENT && (m->flags & SPEC_MOUNT_OPTIONAL))
                 return 0;
-        if (src < 0)
-                return cs_error_set(err, errno, "bind %s: open the source %s", m->dest, m->source);
-        if (fstat(src, &sb) < 0)
-                return cs_error_set(err, errno, "bind %s: stat %s", m->dest, m->source);
-        if ((m->flags & SPEC_MOUNT_NOFOLLOW) && S_ISLNK(sb.st_mode))
-                return cs_error_setx(err, ELOOP,
-                                     "bind %s: the source %s is a symlink, which this mount "
-                                     "refuses to follow",
+        if (src < 0 || fstat(src, &sb) < 0)
+                return cs_error_set(err, errno,
+                                    "bind %s: find the source %s (%s) again in the sandbox's "
+                                    "mount namespace (it changed since it was checked: launch "
+                                    "again)",
+                                    m->dest, m->source, m->source_real);
+        if (!same_object(&want, &sb) && !(S_ISREG(want.st_mode) && want.st_nlink == 0 &&
+                                          S_ISREG(sb.st_mode) && sb.st_uid == want.st_uid))
+                return cs_error_setx(err, ESTALE,
+                                     "bind %s: the source %s was replaced between its check and "
+                                     "the mount (something swapped it, or a directory on its "
+                                     "way); refusing to mount what was not checked. Launch "
+                                     "again",
                                      m->dest, m->source);
         if (m->flags & SPEC_MOUNT_RO)
                 attrs |= MOUNT_ATTR_RDONLY;
@@ -262,6 +179,9 @@ int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
         if (!st.bind_trees || !st.bind_is_dir || !st.bind_parents)
                 return cs_error_set(err, ENOMEM, "prepare mounts");
         /* Clone every source now: the staging tmpfs on /tmp would hide sources under it. */
+        st.host_view = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (st.host_view < 0)
+                return cs_error_set(err, errno, "open /");
         for (size_t i = 0; i < s->n_mounts; i++) {
                 const struct spec_mount *m = &s->mounts[i];
                 const char *slash;
@@ -270,18 +190,23 @@ int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
                 st.bind_trees[i] = st.bind_parents[i] = -1;
                 if (m->kind != SPEC_MOUNT_BIND)
                         continue;
-                r = bind_source_clone(AT_FDCWD, m->source, m, &st.bind_trees[i], &st.bind_is_dir[i],
-                                      err);
+                r = bind_source_clone(st.host_view, m->source_real, m, &st.bind_trees[i],
+                                      &st.bind_is_dir[i], err);
                 if (r < 0)
                         return r;
-                slash = strrchr(m->source, '/');
+                slash = strrchr(m->source_real, '/');
                 if (st.bind_trees[i] >= 0 && !st.bind_is_dir[i] && slash) {
-                        _cleanup_free_ char *dir = strndup(m->source, (size_t)(slash - m->source));
+                        _cleanup_free_ char *dir =
+                            strndup(m->source_real, (size_t)(slash - m->source_real));
 
                         st.bind_parents[i] =
-                            dir ? open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+                            dir ? cs_open_beneath(st.host_view, dir[0] ? dir + 1 : "",
+                                                  O_PATH | O_DIRECTORY)
+                                : -1;
                 }
         }
+        close(st.host_view);
+        st.host_view = -1;
         for (size_t i = 0; i < N_DEV_NODES; i++) {
                 char path[32];
 
@@ -806,7 +731,7 @@ static int mount_one(const struct sandbox_spec *s, size_t i, struct cs_error *er
                  * regenerating a state copy) cannot be attached: take the new one. */
                 for (int tries = 0;
                      r < 0 && err->err == ENOENT && st.bind_parents[i] >= 0 && tries < 3; tries++) {
-                        const char *base = strrchr(m->source, '/') + 1;
+                        const char *base = strrchr(m->source_real, '/') + 1;
                         bool is_dir = false;
 
                         close(st.bind_trees[i]);
@@ -882,9 +807,13 @@ int mounts_setup(const struct sandbox_spec *s, struct cs_error *err)
         st.root = -1;
         free(st.bind_trees);
         free(st.bind_is_dir);
-        for (size_t i = 0; i < s->n_mounts; i++)
+        for (size_t i = 0; i < s->n_mounts; i++) {
                 if (st.bind_parents[i] >= 0)
                         close(st.bind_parents[i]);
+                /* pid 1 never execs: the host fds must not stay open in the sandbox. */
+                if (s->mounts[i].source_fd >= 0)
+                        close(s->mounts[i].source_fd);
+        }
         free(st.bind_parents);
         return 0;
 }

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Bounds on what a producer may put into one spec; a profile or a flag list past these is
  * a mistake or an attack, not a sandbox. */
@@ -27,6 +29,9 @@ void spec_init(struct sandbox_spec *s)
 void spec_free(struct sandbox_spec *s)
 {
         for (size_t i = 0; i < s->n_mounts; i++) {
+                if (s->mounts[i].source_fd >= 0)
+                        close(s->mounts[i].source_fd);
+                free(s->mounts[i].source_real);
                 free(s->mounts[i].source);
                 free(s->mounts[i].dest);
                 free(s->mounts[i].data);
@@ -115,6 +120,7 @@ static struct spec_mount *spec_mount_append(struct sandbox_spec *s, struct cs_er
         s->mounts = n;
         n = &s->mounts[s->n_mounts];
         memset(n, 0, sizeof(*n));
+        n->source_fd = -1;
         n->seq = s->n_mounts;
         return n;
 }
@@ -148,10 +154,15 @@ int spec_add_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned f
         struct spec_mount *m;
         int r;
 
+        if (kind == SPEC_MOUNT_BIND)
+                return cs_error_setx(err, EINVAL,
+                                     "bind %s: a bind source enters the spec as an fd "
+                                     "(spec_add_bind), never as a path",
+                                     dest);
         r = spec_normalize_dest(dest, spec_mount_what(kind), &d, err);
         if (r < 0)
                 return r;
-        if (strcmp(d, "/") == 0 && kind != SPEC_MOUNT_BIND)
+        if (strcmp(d, "/") == 0)
                 return cs_error_setx(err, EINVAL, "%s cannot be / itself", spec_mount_what(kind));
         if (source) {
                 if (strlen(source) >= SPEC_PATH_MAX)
@@ -168,6 +179,54 @@ int spec_add_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned f
         m->source = cs_take_ptr(&src);
         m->dest = cs_take_ptr(&d);
         m->mode = kind == SPEC_MOUNT_TMPFS || kind == SPEC_MOUNT_DIR ? 0755 : 0;
+        s->n_mounts++;
+        return 0;
+}
+
+int spec_add_bind(struct sandbox_spec *s, unsigned flags, int *source_fd, const char *source,
+                  const char *dest, struct cs_error *err)
+{
+        _cleanup_close_ int fd = cs_take_fd(source_fd);
+        _cleanup_free_ char *d = NULL, *src = NULL, *real = NULL;
+        char link[64], buf[SPEC_PATH_MAX];
+        struct spec_mount *m;
+        struct stat sb;
+        ssize_t n;
+        int r;
+
+        r = spec_normalize_dest(dest, spec_mount_what(SPEC_MOUNT_BIND), &d, err);
+        if (r < 0)
+                return r;
+        if (fd < 0 || fstat(fd, &sb) < 0)
+                return cs_error_setx(err, EBADF, "bind %s: no open source", d);
+        if (S_ISLNK(sb.st_mode))
+                return cs_error_setx(err, ELOOP, "bind %s: the source %s is a symlink itself", d,
+                                     source);
+        if (strlen(source) >= SPEC_PATH_MAX)
+                return cs_error_setx(err, ENAMETOOLONG, "source of %s is too long", d);
+        /* The name the kernel gives the fd: how the runner finds the same object again in
+         * its copy of the mount table (and checks that it is the same). */
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        n = readlink(link, buf, sizeof(buf) - 1);
+        if (n <= 0 || n >= (ssize_t)sizeof(buf) - 1 || buf[0] != '/')
+                return cs_error_setx(err, n < 0 ? errno : ENAMETOOLONG,
+                                     "bind %s: cannot name the source %s through /proc/self/fd "
+                                     "(is /proc mounted?)",
+                                     d, source);
+        buf[n] = '\0';
+        src = strdup(source);
+        real = strdup(buf);
+        if (!src || !real)
+                return cs_error_set(err, ENOMEM, "add mount");
+        m = spec_mount_append(s, err);
+        if (!m)
+                return -err->err;
+        m->kind = SPEC_MOUNT_BIND;
+        m->flags = flags;
+        m->source = cs_take_ptr(&src);
+        m->source_real = cs_take_ptr(&real);
+        m->source_fd = cs_take_fd(&fd);
+        m->dest = cs_take_ptr(&d);
         s->n_mounts++;
         return 0;
 }
