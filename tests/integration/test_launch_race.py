@@ -75,6 +75,13 @@ def submodule_layout(profiles, repo):
     return cwd, swaps, written
 
 
+def modules_link_layout(profiles, repo):
+    """The attack as it was found: only .git/modules swapped for a link to the home, so the
+    submodule git dir .git/modules/.ssh found by the walk is the host's ~/.ssh at the mount."""
+    cwd, swaps, written = submodule_layout(profiles, repo)
+    return cwd, [s for s in swaps if s[0].name == "modules"], written
+
+
 def linked_worktree_layout(profiles, repo):
     """A linked worktree: the common dir, with a submodule git dir named .ssh, lives in the
     main repository."""
@@ -96,7 +103,8 @@ def linked_worktree_layout(profiles, repo):
     return linked, swaps, written
 
 
-@pytest.mark.parametrize("layout", [submodule_layout, linked_worktree_layout])
+@pytest.mark.parametrize("layout", [submodule_layout, modules_link_layout,
+                                    linked_worktree_layout])
 def test_racing_planter_never_gets_a_host_dir_mounted_or_created(profiles, tmp_path, layout):
     profiles.add()
     repo = profiles.project
