@@ -436,8 +436,13 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
                                      "CLAUDE_PROFILE_SANDBOX_IMAGE to use the host's root",
                                      name);
         }
-        s->root = SPEC_ROOT_DIR;
-        s->root_path = strdup(p->image.rootfs);
+        {
+                int fd = fcntl(p->image.rootfs_fd, F_DUPFD_CLOEXEC, 3);
+
+                r = spec_set_root_dir(s, &fd, p->image.rootfs, err);
+                if (r < 0)
+                        return r;
+        }
         s->writable = true;
         for (char **e = p->image.config.env; e && *e; e++) {
                 char *eq = strchr(*e, '=');

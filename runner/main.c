@@ -269,8 +269,13 @@ static int apply_image(struct sandbox_spec *s, const char *name, struct image_re
         r = store_open_image(name, img, err);
         if (r < 0)
                 return cs_error_wrap(err, "--image %s", name);
-        s->root = SPEC_ROOT_DIR;
-        s->root_path = strdup(img->rootfs);
+        {
+                int fd = fcntl(img->rootfs_fd, F_DUPFD_CLOEXEC, 3);
+
+                r = spec_set_root_dir(s, &fd, img->rootfs, err);
+                if (r < 0)
+                        return cs_error_wrap(err, "--image %s", name);
+        }
         for (char **e = img->config.env; e && *e; e++) {
                 char *eq = strchr(*e, '=');
                 _cleanup_free_ char *k = eq ? strndup(*e, (size_t)(eq - *e)) : NULL;
@@ -359,26 +364,23 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct imag
                 } else if (strcmp(a, "--image") == 0) {
                         /* Applied first (prescan_image). */
                 } else if (strcmp(a, "--rootfs") == 0) {
-                        struct stat st;
+                        _cleanup_free_ char *abs = NULL;
+                        int fd;
 
                         if (image)
                                 return cs_error_setx(err, EINVAL,
                                                      "--rootfs and --image both name the root; "
                                                      "give one of them");
-
-                        free(s->root_path);
-                        s->root_path = NULL;
-                        r = host_path(a, v1, &s->root_path, err);
+                        r = host_path(a, v1, &abs, err);
                         if (r < 0)
                                 return r;
-                        if (stat(s->root_path, &st) < 0)
-                                return cs_error_set(err, errno, "--rootfs %s", s->root_path);
-                        if (!S_ISDIR(st.st_mode))
-                                return cs_error_setx(err, ENOTDIR,
-                                                     "--rootfs %s: not a directory; give the "
-                                                     "directory that holds the root tree",
-                                                     s->root_path);
-                        s->root = SPEC_ROOT_DIR;
+                        /* Opened once, here: the sandbox gets this tree. */
+                        fd = open(abs, O_PATH | O_CLOEXEC);
+                        if (fd < 0)
+                                return cs_error_set(err, errno, "--rootfs %s", abs);
+                        r = spec_set_root_dir(s, &fd, abs, err);
+                        if (r < 0)
+                                return cs_error_wrap(err, "--rootfs");
                 } else if (strcmp(a, "--writable") == 0) {
                         s->writable = true;
                 } else if (strstr(a, "bind")) {

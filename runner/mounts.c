@@ -115,45 +115,67 @@ static bool same_object(const struct stat *a, const struct stat *b)
                (a->st_mode & S_IFMT) == (b->st_mode & S_IFMT);
 }
 
-/* The object the producer opened (m->source_fd), as a mount of our own namespace.
+/* The object the producer opened (want_fd), found again in our own mount namespace.
  * The kernel clones only mounts of the caller's mount namespace (open_tree on the
  * producer's fd, which belongs to the caller's, is EINVAL here), so the object is found
- * again in our copy of that table: by the name the kernel gave the fd, beneath dirfd with
- * no symlink and no "..", and proven to be the very inode that was opened and checked.
- * A different inode is refused: something swapped a component in between. One exception
- * keeps concurrent launches of one profile working: a regular file that was unlinked since
- * (a staged copy replaced by rename) is taken as its successor when that is a regular file
- * of the same owner. *ret_tree -1: an optional source that is gone. */
+ * again in our copy of that table: by the name the kernel gave the fd (real), beneath dirfd
+ * with no symlink and no "..", and proven to be the very inode that was opened and checked.
+ * A different inode is refused (ESTALE): something swapped a component in between. One
+ * exception keeps concurrent launches of one profile working: a regular file that was
+ * unlinked since (a staged copy replaced by rename) is taken as its successor when that is
+ * a regular file of the same owner. Sets errno on failure. */
+static int source_find_again(int dirfd, const char *real, int want_fd, struct stat *ret_st)
+{
+        struct stat want;
+        int fd;
+
+        if (fstat(want_fd, &want) < 0)
+                return -1;
+        while (*real == '/')
+                real++;
+        fd = cs_open_beneath(dirfd, real, O_PATH);
+        if (fd < 0 || fstat(fd, ret_st) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        if (!same_object(&want, ret_st) &&
+            !(S_ISREG(want.st_mode) && want.st_nlink == 0 && S_ISREG(ret_st->st_mode) &&
+              ret_st->st_uid == want.st_uid)) {
+                close(fd);
+                errno = ESTALE;
+                return -1;
+        }
+        return fd;
+}
+
+/* A detached recursive clone of bind source m, with the bind's attributes. *ret_tree -1: an
+ * optional source that is gone. */
 static int bind_source_clone(int dirfd, const char *path, const struct spec_mount *m, int *ret_tree,
                              bool *ret_is_dir, struct cs_error *err)
 {
         _cleanup_close_ int src = -1;
         uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-        struct stat want, sb;
+        struct stat sb;
         int tree;
 
         *ret_tree = -1;
-        if (fstat(m->source_fd, &want) < 0)
-                return cs_error_set(err, errno, "bind %s: stat the source %s", m->dest, m->source);
-        while (*path == '/')
-                path++;
-        src = cs_open_beneath(dirfd, path, O_PATH);
+        src = source_find_again(dirfd, path, m->source_fd, &sb);
         if (src < 0 && errno == ENOENT && (m->flags & SPEC_MOUNT_OPTIONAL))
                 return 0;
-        if (src < 0 || fstat(src, &sb) < 0)
-                return cs_error_set(err, errno,
-                                    "bind %s: find the source %s (%s) again in the sandbox's "
-                                    "mount namespace (it changed since it was checked: launch "
-                                    "again)",
-                                    m->dest, m->source, m->source_real);
-        if (!same_object(&want, &sb) && !(S_ISREG(want.st_mode) && want.st_nlink == 0 &&
-                                          S_ISREG(sb.st_mode) && sb.st_uid == want.st_uid))
+        if (src < 0 && errno == ESTALE)
                 return cs_error_setx(err, ESTALE,
                                      "bind %s: the source %s was replaced between its check and "
                                      "the mount (something swapped it, or a directory on its "
                                      "way); refusing to mount what was not checked. Launch "
                                      "again",
                                      m->dest, m->source);
+        if (src < 0)
+                return cs_error_set(err, errno,
+                                    "bind %s: find the source %s (%s) again in the sandbox's "
+                                    "mount namespace (it changed since it was checked: launch "
+                                    "again)",
+                                    m->dest, m->source, m->source_real);
         if (m->flags & SPEC_MOUNT_RO)
                 attrs |= MOUNT_ATTR_RDONLY;
         tree = clone_tree(src, "", AT_EMPTY_PATH, true, attrs);
@@ -205,6 +227,16 @@ int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
                                 : -1;
                 }
         }
+        if (s->root == SPEC_ROOT_DIR) {
+                struct stat sb;
+
+                st.root_dir = source_find_again(st.host_view, s->root_real, s->root_fd, &sb);
+                if (st.root_dir < 0 || !S_ISDIR(sb.st_mode))
+                        return cs_error_set(err, st.root_dir < 0 ? errno : ENOTDIR,
+                                            "find the root %s (%s) again in the sandbox's mount "
+                                            "namespace",
+                                            s->root_path, s->root_real);
+        }
         close(st.host_view);
         st.host_view = -1;
         for (size_t i = 0; i < N_DEV_NODES; i++) {
@@ -219,10 +251,6 @@ int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
                                           MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
                 if (st.host_root < 0)
                         return cs_error_set(err, -st.host_root, "clone the host's root");
-        } else {
-                st.root_dir = open(s->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (st.root_dir < 0)
-                        return cs_error_set(err, errno, "--rootfs %s", s->root_path);
         }
         return 0;
 }
@@ -814,6 +842,8 @@ int mounts_setup(const struct sandbox_spec *s, struct cs_error *err)
                 if (s->mounts[i].source_fd >= 0)
                         close(s->mounts[i].source_fd);
         }
+        if (s->root_fd >= 0)
+                close(s->root_fd);
         free(st.bind_parents);
         return 0;
 }

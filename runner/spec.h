@@ -72,7 +72,9 @@ struct spec_rlimit {
 
 struct sandbox_spec {
         enum spec_root root;
-        char *root_path; /* SPEC_ROOT_DIR */
+        char *root_path; /* SPEC_ROOT_DIR: the tree as given (--plan and messages only) */
+        int root_fd;     /* SPEC_ROOT_DIR: O_PATH fd of the tree, opened once by the producer */
+        char *root_real; /* SPEC_ROOT_DIR: where root_fd is, as the kernel names it */
         bool writable;   /* an overlay with a tmpfs upper dir stays writable */
 
         struct spec_mount *mounts;
@@ -129,6 +131,9 @@ int spec_add_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned f
  * (*source_fd becomes -1). source is the path shown by --plan and in messages. */
 int spec_add_bind(struct sandbox_spec *s, unsigned flags, int *source_fd, const char *source,
                   const char *dest, struct cs_error *err);
+/* SPEC_ROOT_DIR on the directory *fd (opened once by the producer); the spec owns the fd
+ * from here on, even on failure. path is what --plan and messages show. */
+int spec_set_root_dir(struct sandbox_spec *s, int *fd, const char *path, struct cs_error *err);
 /* A read-only file at dest holding a copy of data (len bytes). */
 int spec_add_file(struct sandbox_spec *s, const char *dest, const char *origin, const void *data,
                   size_t len, unsigned flags, struct cs_error *err);

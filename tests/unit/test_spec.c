@@ -91,6 +91,24 @@ static void test_bind_source_enters_only_as_an_fd_and_is_named_by_the_kernel(voi
         PASS();
 }
 
+static void test_root_dir_enters_as_an_fd_and_a_file_is_refused(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+        int fd = open("/usr", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int file = open("/etc/hostname", O_PATH | O_CLOEXEC);
+
+        spec_init(&s);
+        CHECK(s.root_fd == -1);
+        CHECK(spec_set_root_dir(&s, &file, "/etc/hostname", &err) < 0 && file == -1);
+        CHECK(strstr(err.msg, "not a directory"));
+        CHECK(spec_set_root_dir(&s, &fd, "/shown", &err) == 0 && fd == -1);
+        CHECK(s.root == SPEC_ROOT_DIR && s.root_fd >= 0);
+        CHECK(strcmp(s.root_path, "/shown") == 0 && strcmp(s.root_real, "/usr") == 0);
+        spec_free(&s);
+        PASS();
+}
+
 static void test_env_file_lines_parsed_and_comments_skipped(void)
 {
         struct sandbox_spec s;
@@ -173,6 +191,7 @@ int main(void)
         test_relative_dest_is_refused();
         test_parents_sorted_before_children_keeping_order();
         test_bind_source_enters_only_as_an_fd_and_is_named_by_the_kernel();
+        test_root_dir_enters_as_an_fd_and_a_file_is_refused();
         test_env_file_lines_parsed_and_comments_skipped();
         test_env_file_bad_line_names_origin_and_line();
         test_plan_json_redacts_secrets();
