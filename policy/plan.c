@@ -172,6 +172,7 @@ static int warn(struct stage_warnings *w, const char *fmt, ...)
 static int add_linked(struct plan *p, const struct profile_config *c, struct cs_error *err)
 {
         static const char *const names[] = {"commands", "skills", "hooks", "statusline.sh"};
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 char target[PATH_MAX], real[PATH_MAX];
@@ -196,7 +197,7 @@ static int add_linked(struct plan *p, const struct profile_config *c, struct cs_
                  * re-point it at any time): the user's own path is what is opened. */
                 if (!realpath(expected, real))
                         continue; /* a broken link gets no mount */
-                r = add_bind_host(&p->spec, real, target, SPEC_MOUNT_RO, err);
+                r = add_bind_at(&p->spec, root, "/", real, target, SPEC_MOUNT_RO, err);
                 if (r < 0)
                         return r;
         }

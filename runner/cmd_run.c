@@ -121,6 +121,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
         req.args = argv + first;
         req.n_args = (size_t)(argc - first);
         req.image = image;
+        raise_nofile_limit();
         r = plan_build(&req, &plan, &err);
         for (size_t i = 0; i < plan.warnings.n; i++)
                 fprintf(stderr, "%s\n", plan.warnings.msgs[i]);

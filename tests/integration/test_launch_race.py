@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from test_run import CFG_IN, Profiles, git, shell_claude  # noqa: F401
+from conftest import CSANDBOX
+from test_run import CFG_IN, Profiles, git, shell_claude
 
 PLANTER = os.path.join(os.path.dirname(__file__), "planter.py")
 LAUNCHES = 50
@@ -201,3 +202,27 @@ def test_chrome_dir_gets_the_mask(profiles):
     assert r.returncode == 0, r.stderr
     assert "rc=0" in r.stdout
     assert (d / "chrome" / "chrome-native-host").read_text() == "real\n"
+
+
+def test_seven_hundred_submodule_git_dirs_fit_under_a_soft_limit_of_1024_fds(profiles):
+    """Every git dir is an open fd from the walk until the mount: the launch raises its own
+    soft RLIMIT_NOFILE instead of failing with EMFILE."""
+    import resource
+
+    profiles.add()
+    repo = profiles.project
+    git("init", "-q", cwd=repo)
+    for i in range(700):
+        mod = repo / ".git" / "modules" / f"m{i}"
+        (mod / "objects").mkdir(parents=True)
+        (mod / "HEAD").write_text("ref: refs/heads/main\n")
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    assert hard > 2048, "the test needs a hard limit above the soft one"
+
+    def soft_1024():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+
+    r = subprocess.run([CSANDBOX, "plan", "work"], cwd=str(repo), env=profiles.env(),
+                       capture_output=True, text=True, timeout=120, preexec_fn=soft_1024)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count('/.git/modules/m') >= 700
