@@ -3,8 +3,9 @@ every bind source of a real `run` plan is swapped for a link to a host directory
 again, by a separate program (planter.py), while `csandbox run` starts repeatedly with a
 claude that writes into everything it is given. Afterwards nothing outside the work tree and
 the profile may have changed, and nothing may have been created through a link. Also: a
-linked profile dir and profiles base (resolved once, then the fd), and the chrome mask over
-whatever <profile>/chrome is."""
+linked profile dir and profiles base (resolved once, then the fd), the chrome mask over
+whatever <profile>/chrome is, and `exec --bind` / `--rootfs` sources swapped between the
+moment csandbox read the flag and the mount (held there by a blocking --env-fd)."""
 import os
 import subprocess
 import sys
@@ -226,3 +227,63 @@ def test_seven_hundred_submodule_git_dirs_fit_under_a_soft_limit_of_1024_fds(pro
                        capture_output=True, text=True, timeout=120, preexec_fn=soft_1024)
     assert r.returncode == 0, r.stderr
     assert r.stdout.count('/.git/modules/m') >= 700
+
+
+def exec_swapped_between_parse_and_mount(tmp_path, flags, swap):
+    """csandbox exec FLAGS --env-fd N -- cat /tmp/x/marker, where reading the --env-fd pipe
+    holds csandbox after it has opened every source given before it: swap() runs in that
+    window, then the pipe is closed and the launch goes on."""
+    import conftest
+
+    r, w = os.pipe()
+    p = subprocess.Popen([CSANDBOX, "exec", *flags, "--env-fd", str(r), "--", "/bin/cat",
+                          "/tmp/x/marker"], env=conftest.base_env(), pass_fds=(r,),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(r)
+    time.sleep(0.3)
+    swap()
+    os.close(w)
+    out, err = p.communicate(timeout=30)
+    return p.returncode, out, err
+
+
+def test_exec_bind_source_is_the_object_opened_at_parse_time(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "marker").write_text("checked\n")
+    host = tmp_path / "host-secret"
+    host.mkdir()
+    (host / "marker").write_text("secret\n")
+    rc, out, err = exec_swapped_between_parse_and_mount(
+        tmp_path, ["--bind", str(src), "/tmp/x"], lambda: None)
+    assert rc == 0 and out == "checked\n", err
+
+    def to_other_dir():
+        src.rename(tmp_path / "src.old")
+        src.mkdir()
+        (src / "marker").write_text("swapped\n")
+    rc, out, err = exec_swapped_between_parse_and_mount(
+        tmp_path, ["--bind", str(src), "/tmp/x"], to_other_dir)
+    assert rc == 125 and "replaced between its check and the mount" in err, (rc, out, err)
+
+    def to_link():
+        os.rename(src, tmp_path / "src.new")
+        os.symlink(host, src)
+    rc, out, err = exec_swapped_between_parse_and_mount(
+        tmp_path, ["--bind", str(src), "/tmp/x"], to_link)
+    assert rc == 125 and "secret" not in out, (rc, out, err)
+    assert (host / "marker").read_text() == "secret\n" and os.listdir(host) == ["marker"]
+
+
+def test_exec_rootfs_is_the_tree_opened_at_parse_time(tmp_path, rootfs):
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(rootfs, root, symlinks=True)
+
+    def to_other_tree():
+        root.rename(tmp_path / "root.old")
+        shutil.copytree(rootfs, root, symlinks=True)
+    rc, out, err = exec_swapped_between_parse_and_mount(
+        tmp_path, ["--rootfs", str(root), "--dir", "/tmp/x"], to_other_tree)
+    assert rc == 125 and "find the root" in err, (rc, out, err)
