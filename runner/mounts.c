@@ -44,11 +44,17 @@ static struct {
         mode_t umask;
 } st = {.host_root = -1, .root_dir = -1, .root = -1, .host_view = -1};
 
-/* Destinations resolve inside the new root (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS). */
+/* The two resolutions common/resolve.c offers (each with its walking fallback): inside a
+ * root (RESOLVE_IN_ROOT, magic links refused), or beneath a dir with no link at all
+ * (RESOLVE_BENEATH, which there always means RESOLVE_NO_SYMLINKS too). */
 static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
 {
-        (void)resolve;
-        return cs_open_in_root(dirfd, path, (int)flags);
+        if (resolve & RESOLVE_IN_ROOT)
+                return cs_open_in_root(dirfd, path, (int)flags);
+        if (resolve & RESOLVE_BENEATH)
+                return cs_open_beneath(dirfd, path, (int)flags);
+        errno = EINVAL;
+        return -1;
 }
 
 static int mount_id_of(int fd, uint64_t *ret)
