@@ -5,16 +5,15 @@
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
+#include "../common/resolve.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 void layer_sanitize(const char *in, char *out, size_t out_len)
@@ -106,35 +105,8 @@ int layer_path_normalize(const char *name, size_t max_path, char **ret, struct c
 
 int source_open_in_root(int dirfd, const char *path, int flags, struct cs_error *err)
 {
-        struct open_how how = {
-            .flags = (uint64_t)(flags | O_CLOEXEC),
-            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-        };
-        int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+        int fd = cs_open_in_root(dirfd, path, flags);
 
-        if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
-                /* no openat2 (old kernel, or a seccomp profile refusing it): walk without
-                 * following any symlink, which is stricter but never escapes */
-                _cleanup_free_ char *rel = NULL;
-                _cleanup_close_ int cur = -1;
-                char *p, *slash;
-                int r = layer_path_normalize(path, MEMBER_PATH_MAX, &rel, err);
-
-                if (r < 0)
-                        return r;
-                cur = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                for (p = rel; cur >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
-                        int next;
-
-                        *slash = '\0';
-                        next = openat(cur, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        close(cur);
-                        cur = next;
-                }
-                if (cur < 0)
-                        return cs_error_set(err, errno, "open `%s`", path);
-                fd = openat(cur, p, flags | O_NOFOLLOW | O_CLOEXEC);
-        }
         if (fd < 0)
                 return cs_error_set(err, errno, "open `%s`", path);
         return fd;

@@ -9,6 +9,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../common/resolve.h"
 #include "../image/store.h"
 
 #include <cjson/cJSON.h>
@@ -47,10 +48,82 @@ static const char briefing[] =
     "repository should run with --user \"$(id -u):$(id -g)\". When the sandbox blocks "
     "something you need, ask the user instead of working around it.";
 
-static int add_bind(struct sandbox_spec *s, const char *src, const char *dst, unsigned flags,
-                    struct cs_error *err)
+/* path's part below anchor ("" for anchor itself), or NULL when it is not below it. */
+static const char *path_below(const char *anchor, const char *path)
 {
-        return spec_add_mount(s, SPEC_MOUNT_BIND, flags | SPEC_MOUNT_NOFOLLOW, src, dst, err);
+        size_t n = strlen(anchor);
+
+        if (strcmp(anchor, "/") == 0)
+                return path[0] == '/' ? path + 1 : NULL;
+        if (strncmp(anchor, path, n) != 0 || (path[n] != '/' && path[n] != '\0'))
+                return NULL;
+        return path[n] ? path + n + 1 : path + n;
+}
+
+/* The one way policy hands the runner a host object: an fd opened once, checked here (a
+ * directory or a regular file, the caller's or root's), owned by the spec from then on. */
+static int add_bind_fd(struct sandbox_spec *s, int *fd, const char *src, const char *dst,
+                       unsigned flags, struct cs_error *err)
+{
+        _cleanup_close_ int f = cs_take_fd(fd);
+        struct stat st;
+
+        if (fstat(f, &st) < 0)
+                return cs_error_set(err, errno, "stat %s", src);
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+                return cs_error_setx(err, EINVAL,
+                                     "%s is neither a directory nor a regular file, so it is "
+                                     "not mounted at %s",
+                                     src, dst);
+        if (st.st_uid != getuid() && st.st_uid != 0)
+                return cs_error_setx(err, EPERM,
+                                     "%s belongs to uid %u, neither to you (uid %u) nor to root; "
+                                     "csandbox does not mount it at %s. Check who made it",
+                                     src, (unsigned)st.st_uid, (unsigned)getuid(), dst);
+        return spec_add_bind(s, flags, &f, src, dst, err);
+}
+
+/* src, a path below anchor (whose verified fd is anchor_fd), opened once with no symlink,
+ * magic link or ".." on the way: whatever a session renames or swaps later, the sandbox
+ * gets this object or nothing. A missing optional source is skipped. */
+int plan_bind_at(struct sandbox_spec *s, int anchor_fd, const char *anchor, const char *src,
+                 const char *dst, unsigned flags, struct cs_error *err)
+{
+        const char *rel = path_below(anchor, src);
+        _cleanup_close_ int fd = -1;
+
+        if (!rel)
+                return cs_error_setx(err, EINVAL, "bind %s: %s is not below %s", dst, src, anchor);
+        fd = cs_open_beneath(anchor_fd, rel, O_PATH);
+        if (fd < 0 && errno == ENOENT && (flags & SPEC_MOUNT_OPTIONAL))
+                return 0;
+        if (fd < 0 && (errno == ELOOP || errno == EXDEV))
+                return cs_error_setx(err, errno,
+                                     "%s: a symlink is on its way below %s (planted since it "
+                                     "was found?); csandbox mounts nothing through one",
+                                     src, anchor);
+        if (fd < 0)
+                return cs_error_set(err, errno, "open %s", src);
+        return add_bind_fd(s, &fd, src, dst, flags, err);
+}
+
+/* A host path no session can write (the user's ~/.claude, the CA store, csandbox's own
+ * caches): its links are the user's or the system's, resolved once as the reference does,
+ * and the result opened from / with none left. */
+static int add_bind_host(struct sandbox_spec *s, const char *src, const char *dst, unsigned flags,
+                         struct cs_error *err)
+{
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        char real[PATH_MAX];
+
+        if (root < 0)
+                return cs_error_set(err, errno, "open /");
+        if (!realpath(src, real)) {
+                if (errno == ENOENT && (flags & SPEC_MOUNT_OPTIONAL))
+                        return 0;
+                return cs_error_set(err, errno, "resolve %s", src);
+        }
+        return plan_bind_at(s, root, "/", real, dst, flags, err);
 }
 
 static int join(char **ret, const char *a, const char *b)
@@ -63,16 +136,18 @@ static int join(char **ret, const char *a, const char *b)
 }
 
 /* A directory the reference's runtime creates on the host when it is missing, because a
- * copy is mounted over it (<profile>/chrome, <gitdir>/hooks): make it, but never through a
- * planted link. Returns 1 when it is a real directory now. */
+ * copy is mounted over it (<profile>/chrome, <gitdir>/hooks): mkdirat on the verified parent
+ * dirfd, then checked again on what is there (no link, a directory of the caller's).
+ * Returns 1 when it is a real directory now. */
 static int ensure_host_dir(int dirfd, const char *name)
 {
         _cleanup_close_ int fd = -1;
+        struct stat st;
 
         if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
                 return 0;
-        fd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        return fd >= 0;
+        fd = cs_open_beneath(dirfd, name, O_PATH | O_DIRECTORY);
+        return fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid();
 }
 
 static int warn(struct stage_warnings *w, const char *fmt, ...)
@@ -98,6 +173,7 @@ static int warn(struct stage_warnings *w, const char *fmt, ...)
 static int add_linked(struct plan *p, const struct profile_config *c, struct cs_error *err)
 {
         static const char *const names[] = {"commands", "skills", "hooks", "statusline.sh"};
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 char target[PATH_MAX], real[PATH_MAX];
@@ -118,11 +194,11 @@ static int add_linked(struct plan *p, const struct profile_config *c, struct cs_
                              link, target, expected, expected, link);
                         continue;
                 }
-                if (!realpath(link, real))
+                /* The profile's link is only compared, never followed (the session can
+                 * re-point it at any time): the user's own path is what is opened. */
+                if (!realpath(expected, real))
                         continue; /* a broken link gets no mount */
-                r = add_bind(&p->spec, real, target, SPEC_MOUNT_RO, err);
-                /* The resolved path was checked just now; the runner opens it by path. */
-                p->spec.mounts[p->spec.n_mounts - 1].flags &= ~SPEC_MOUNT_NOFOLLOW;
+                r = plan_bind_at(&p->spec, root, "/", real, target, SPEC_MOUNT_RO, err);
                 if (r < 0)
                         return r;
         }
@@ -153,10 +229,9 @@ static int add_ca_trust(struct plan *p, bool *ret_mounted, struct cs_error *err)
                      anchors, extracted);
                 return 0;
         }
-        r = spec_add_mount(&p->spec, SPEC_MOUNT_BIND, SPEC_MOUNT_RO, anchors, anchors, err);
+        r = add_bind_host(&p->spec, anchors, anchors, SPEC_MOUNT_RO, err);
         if (r >= 0)
-                r = spec_add_mount(&p->spec, SPEC_MOUNT_BIND, SPEC_MOUNT_RO, extracted, extracted,
-                                   err);
+                r = add_bind_host(&p->spec, extracted, extracted, SPEC_MOUNT_RO, err);
         *ret_mounted = r >= 0;
         return r;
 }
@@ -394,8 +469,13 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
                                      "CLAUDE_PROFILE_SANDBOX_IMAGE to use the host's root",
                                      name);
         }
-        s->root = SPEC_ROOT_DIR;
-        s->root_path = strdup(p->image.rootfs);
+        {
+                int fd = fcntl(p->image.rootfs_fd, F_DUPFD_CLOEXEC, 3);
+
+                r = spec_set_root_dir(s, &fd, p->image.rootfs, err);
+                if (r < 0)
+                        return r;
+        }
         s->writable = true;
         for (char **e = p->image.config.env; e && *e; e++) {
                 char *eq = strchr(*e, '=');
@@ -426,21 +506,29 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
 
 static int trust_track_git_dir(struct plan *p, const char *git_dir);
 
+/* The state dir's copies: below the state dir fd, which profile_state_open verified. */
+static int add_bind_state(struct plan *p, const char *copy, const char *dst, unsigned flags,
+                          struct cs_error *err)
+{
+        return plan_bind_at(&p->spec, p->profile.state_fd, p->profile.state_dir, copy, dst, flags,
+                            err);
+}
+
 static int add_git_state(struct plan *p, const struct worktree *w, struct cs_error *err)
 {
         for (size_t i = 0; i < w->n_git_dirs; i++) {
                 _cleanup_free_ char *config = NULL, *hooks_copy = NULL, *hooks = NULL;
-                _cleanup_close_ int gd =
-                    open(w->git_dirs[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                /* The fd the walk found the git dir through: never its path again. */
+                const int gd = w->git_dir_fds[i];
                 int r;
 
-                if (gd < 0)
-                        continue;
                 /* The git dir on itself: a mountpoint cannot be renamed away, so the session
                  * cannot swap in a .git whose config and hooks are its own. (An external
                  * common dir is a mountpoint already, #5.) */
                 if (!(w->common_outside && strcmp(w->git_dirs[i], w->common_dir) == 0)) {
-                        r = add_bind(&p->spec, w->git_dirs[i], w->git_dirs[i], 0, err);
+                        int fd = fcntl(gd, F_DUPFD_CLOEXEC, 3);
+
+                        r = add_bind_fd(&p->spec, &fd, w->git_dirs[i], w->git_dirs[i], 0, err);
                         if (r < 0)
                                 return r;
                 }
@@ -450,19 +538,20 @@ static int add_git_state(struct plan *p, const struct worktree *w, struct cs_err
                 /* The copy goes over <gitdir>/hooks; a missing one is made on the host so
                  * that the sandbox cannot create hooks the host would run. */
                 ensure_host_dir(gd, "hooks");
-                r = stage_git_dir(&p->profile, w->git_dirs[i], &config, &hooks_copy, &p->warnings,
-                                  err);
+                r = stage_git_dir(&p->profile, gd, w->git_dirs[i], &config, &hooks_copy,
+                                  &p->warnings, err);
                 if (r < 0)
                         return r;
                 if (config) {
-                        r = add_bind(&p->spec, config, config, SPEC_MOUNT_RO, err);
+                        r = plan_bind_at(&p->spec, gd, w->git_dirs[i], config, config,
+                                         SPEC_MOUNT_RO, err);
                         if (r < 0)
                                 return r;
                 }
                 if (hooks_copy) {
                         if (join(&hooks, w->git_dirs[i], "hooks") < 0)
                                 return cs_error_set(err, ENOMEM, "hooks");
-                        r = add_bind(&p->spec, hooks_copy, hooks, 0, err);
+                        r = add_bind_state(p, hooks_copy, hooks, 0, err);
                         if (r < 0)
                                 return r;
                 }
@@ -470,12 +559,16 @@ static int add_git_state(struct plan *p, const struct worktree *w, struct cs_err
         return 0;
 }
 
-static int add_local_settings(struct plan *p, const struct worktree *w, struct cs_error *err)
+/* work_fd: the work root, verified. */
+static int add_local_settings(struct plan *p, const struct worktree *w, int work_fd,
+                              struct cs_error *err)
 {
         const char *bases[2] = {w->root, w->cwd};
 
         for (size_t i = 0; i < 2; i++) {
                 _cleanup_free_ char *local = NULL, *dotclaude = NULL, *copy = NULL;
+                _cleanup_close_ int dc = -1;
+                const char *rel;
                 char **n;
                 int r;
 
@@ -484,28 +577,35 @@ static int add_local_settings(struct plan *p, const struct worktree *w, struct c
                 if (join(&dotclaude, bases[i], ".claude") < 0 ||
                     join(&local, dotclaude, "settings.local.json") < 0)
                         return cs_error_set(err, ENOMEM, "local settings");
-                {
-                        /* .claude on itself, when it is a real directory: the session cannot
-                         * rename it away and put a settings.local.json of its own there. */
-                        _cleanup_close_ int dc =
-                            open(dotclaude, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                rel = path_below(w->root, dotclaude);
+                /* .claude opened once below the work root (no link on the way), and bound on
+                 * itself when it is a real directory: the session cannot rename it away and
+                 * put a settings.local.json of its own there. */
+                dc = rel ? cs_open_beneath(work_fd, rel, O_PATH | O_DIRECTORY) : -1;
+                if (dc < 0 && errno == ELOOP) {
+                        r = warn(&p->warnings,
+                                 "Warning: %s is a symlink, so the sandbox gets no copy of %s.",
+                                 dotclaude, local);
+                        if (r < 0)
+                                return cs_error_set(err, ENOMEM, "local settings");
+                }
+                if (dc >= 0) {
+                        int fd = fcntl(dc, F_DUPFD_CLOEXEC, 3);
 
-                        if (dc >= 0) {
-                                r = add_bind(&p->spec, dotclaude, dotclaude, 0, err);
-                                if (r < 0)
-                                        return r;
-                        }
+                        r = add_bind_fd(&p->spec, &fd, dotclaude, dotclaude, 0, err);
+                        if (r < 0)
+                                return r;
                 }
                 n = realloc(p->local_settings, (p->n_local_settings + 1) * sizeof(*n));
                 if (!n)
                         return cs_error_set(err, ENOMEM, "local settings");
                 p->local_settings = n;
                 p->local_settings[p->n_local_settings++] = strdup(local);
-                r = stage_local_settings(&p->profile, local, &copy, &p->warnings, err);
+                r = stage_local_settings(&p->profile, dc, local, &copy, &p->warnings, err);
                 if (r < 0)
                         return r;
                 if (copy) {
-                        r = add_bind(&p->spec, copy, local, 0, err);
+                        r = add_bind_state(p, copy, local, 0, err);
                         if (r < 0)
                                 return r;
                 }
@@ -528,7 +628,8 @@ static int add_profile_pins(struct plan *p, struct cs_error *err)
                         continue;
                 if (join(&src, p->profile.dir, pins[i]) < 0 || join(&dst, PLAN_CONFIG, pins[i]) < 0)
                         return cs_error_set(err, ENOMEM, "pins");
-                r = add_bind(&p->spec, src, dst, SPEC_MOUNT_RO, err);
+                r = plan_bind_at(&p->spec, p->profile.dir_fd, p->profile.dir, src, dst,
+                                 SPEC_MOUNT_RO, err);
                 if (r < 0)
                         return r;
         }
@@ -735,6 +836,36 @@ static int plan_pending(struct plan *p, const struct plan_request *req, struct c
                              req->name, req->name);
 }
 
+/* §2.5: the mask goes over <profile>/chrome, which claude makes a directory. Anything else
+ * there (a link a session planted, a file) would leave the host's native-host wrapper
+ * writable or the mask mounted somewhere else: refuse, and say how to fix it. */
+static int chrome_check(struct plan *p, struct cs_error *err)
+{
+        char target[PATH_MAX];
+        struct stat st;
+        ssize_t n;
+
+        if (fstatat(p->profile.dir_fd, "chrome", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            S_ISDIR(st.st_mode))
+                return 0;
+        if (S_ISLNK(st.st_mode) &&
+            (n = readlinkat(p->profile.dir_fd, "chrome", target, sizeof(target) - 1)) >= 0) {
+                target[n] = '\0';
+                return cs_error_setx(err, ELOOP,
+                                     "%s/chrome is a symlink (to %s), so the sandbox's mask "
+                                     "cannot go over it and the session could rewrite what it "
+                                     "points at (claude's Chrome native-host wrapper). Remove "
+                                     "it (rm %s/chrome; claude makes it again as a directory) "
+                                     "and launch again",
+                                     p->profile.dir, target, p->profile.dir);
+        }
+        return cs_error_setx(err, ENOTDIR,
+                             "%s/chrome is not a directory, so the sandbox's mask (over claude's "
+                             "Chrome native-host wrapper) cannot be mounted there. Remove it (rm "
+                             "%s/chrome; claude makes it again as a directory) and launch again",
+                             p->profile.dir, p->profile.dir);
+}
+
 int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *err)
 {
         const struct profile_config *c = req->config;
@@ -747,6 +878,8 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         size_t n_mcp = 0;
         bool loopback = false, claude_missing = false, ca = false;
         const char *term = getenv("TERM"), *colorterm = getenv("COLORTERM");
+        _cleanup_close_ int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int work_fd = -1;
         int r;
 
         memset(p, 0, sizeof(*p));
@@ -797,43 +930,55 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         if (r < 0)
                 goto out;
 
-        /* §2.4, in order. #1 the profile, #2 the work tree. */
-        r = add_bind(s, p->profile.dir, PLAN_CONFIG, 0, err);
+        /* §2.4, in order. #1 the profile (its fd: a linked profile dir was resolved once,
+         * when it was opened), #2 the work tree (resolved; opened once, no link on the way). */
+        work_fd = root_fd < 0 ? -1 : cs_open_beneath(root_fd, w.root + 1, O_PATH | O_DIRECTORY);
+        if (work_fd < 0)
+                r = cs_error_set(err, errno, "open the work tree %s", w.root);
         if (r >= 0)
-                r = add_bind(s, w.root, w.root, 0, err);
+                r = plan_bind_at(s, p->profile.dir_fd, p->profile.dir, p->profile.dir, PLAN_CONFIG,
+                                 0, err);
+        if (r >= 0)
+                r = plan_bind_at(s, work_fd, w.root, w.root, w.root, 0, err);
         /* #3 the chrome mask over a profile chrome/ made on the host when missing. */
+        if (r >= 0)
+                r = chrome_check(p, err);
         if (r >= 0 && ensure_host_dir(p->profile.dir_fd, "chrome")) {
                 r = stage_chrome(&p->profile, &chrome, err);
                 if (r >= 0)
-                        r = add_bind(s, chrome, PLAN_CONFIG "/chrome", 0, err);
+                        r = add_bind_state(p, chrome, PLAN_CONFIG "/chrome", 0, err);
         }
         /* #4 the filtered settings copy. */
         if (r >= 0)
                 r = stage_settings(&p->profile, &settings_copy, &p->warnings, err);
         if (r >= 0)
-                r = add_bind(s, settings_copy, PLAN_CONFIG "/settings.json", 0, err);
-        /* #5 an external git common dir, #6 git config and hooks, #7 local settings. */
-        if (r >= 0 && w.common_dir && w.common_outside)
-                r = add_bind(s, w.common_dir, w.common_dir, 0, err);
+                r = add_bind_state(p, settings_copy, PLAN_CONFIG "/settings.json", 0, err);
+        /* #5 an external git common dir (the first git dir, as the walk opened it), #6 git
+         * config and hooks, #7 local settings. */
+        if (r >= 0 && w.common_dir && w.common_outside && w.n_git_dirs) {
+                int fd = fcntl(w.git_dir_fds[0], F_DUPFD_CLOEXEC, 3);
+
+                r = add_bind_fd(s, &fd, w.common_dir, w.common_dir, 0, err);
+        }
         p->work_root = strdup(w.root);
         if (r >= 0)
                 r = add_git_state(p, &w, err);
         if (r >= 0)
-                r = add_local_settings(p, &w, err);
+                r = add_local_settings(p, &w, work_fd, err);
         /* #8-#10 git config and known_hosts copies. */
         if (r >= 0)
                 r = stage_gitconfig(&p->profile, c->home, &gitconfig, err);
         if (r >= 0 && gitconfig)
-                r = add_bind(s, gitconfig, PLAN_HOME "/.gitconfig", SPEC_MOUNT_RO, err);
+                r = add_bind_state(p, gitconfig, PLAN_HOME "/.gitconfig", SPEC_MOUNT_RO, err);
         if (r >= 0)
                 r = stage_host_known_hosts(&p->profile, c->home, &host_kh, err);
         if (r >= 0 && host_kh)
-                r = add_bind(s, host_kh, "/etc/ssh/ssh_known_hosts",
-                             SPEC_MOUNT_RO | SPEC_MOUNT_OPTIONAL, err);
+                r = add_bind_state(p, host_kh, "/etc/ssh/ssh_known_hosts",
+                                   SPEC_MOUNT_RO | SPEC_MOUNT_OPTIONAL, err);
         if (r >= 0)
                 r = stage_user_known_hosts(&p->profile, &user_kh, err);
         if (r >= 0)
-                r = add_bind(s, user_kh, PLAN_HOME "/.ssh/known_hosts", 0, err);
+                r = add_bind_state(p, user_kh, PLAN_HOME "/.ssh/known_hosts", 0, err);
         /* #11 the host's claude, first on PATH. */
         if (r >= 0)
                 r = stage_claude(c, &claude, &claude_missing, &p->warnings, err);
@@ -846,7 +991,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                                   req->name, c->claude_bin);
         }
         if (r >= 0 && claude) {
-                r = add_bind(s, claude, PLAN_CLAUDE, SPEC_MOUNT_RO, err);
+                r = add_bind_host(s, claude, PLAN_CLAUDE, SPEC_MOUNT_RO, err);
                 if (r >= 0)
                         r = spec_env_set(s, "DISABLE_AUTOUPDATER", "1", false, err);
         }
@@ -854,7 +999,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         if (r >= 0)
                 r = worktree_ancestor_mcp(&w, &mcp, &n_mcp, err);
         for (size_t i = 0; r >= 0 && i < n_mcp; i++)
-                r = add_bind(s, mcp[i], mcp[i], SPEC_MOUNT_RO, err);
+                r = plan_bind_at(s, root_fd, "/", mcp[i], mcp[i], SPEC_MOUNT_RO, err);
         /* The environment's secrets: .env (created empty when missing, so that #17 pins it),
          * then the forwarded names. */
         if (r >= 0)
@@ -873,7 +1018,8 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         if (r >= 0)
                 r = stage_git_identity(c, w.cwd, &identity, err);
         if (r >= 0 && identity) {
-                r = add_bind(s, identity, PLAN_HOME "/.gitconfig-identity", SPEC_MOUNT_RO, err);
+                r = add_bind_host(s, identity, PLAN_HOME "/.gitconfig-identity", SPEC_MOUNT_RO,
+                                  err);
                 if (r >= 0)
                         r = spec_env_set(s, "GIT_CONFIG_GLOBAL", PLAN_HOME "/.gitconfig-identity",
                                          false, err);

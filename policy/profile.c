@@ -259,9 +259,22 @@ int profile_open(const struct profile_config *c, const char *name, struct profil
                 profile_close(&p);
                 return cs_error_set(err, ENOMEM, "open profile '%s'", name);
         }
-        /* The profile dir itself may be a link the user made: the sandbox never sees
-         * profiles_base, only the inside of one profile, so it cannot plant this one. */
+        /* The profile dir itself (and the profiles base) may be a link the user made: the
+         * sandbox never sees profiles_base, only the inside of one profile, so it cannot
+         * plant this one. It is followed here, once; from then on dir_fd is the profile. */
         p.dir_fd = open(p.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (p.dir_fd >= 0) {
+                struct stat st;
+
+                if (fstat(p.dir_fd, &st) < 0 || st.st_uid != getuid()) {
+                        r = cs_error_setx(err, EPERM,
+                                          "profile '%s': %s is not yours (owner uid %u, you are "
+                                          "%u); csandbox uses only your own profile dirs",
+                                          name, p.dir, (unsigned)st.st_uid, (unsigned)getuid());
+                        profile_close(&p);
+                        return r;
+                }
+        }
         if (p.dir_fd < 0) {
                 int e = errno;
 

@@ -486,14 +486,15 @@ void stage_release(const struct profile *p)
                 prune_hook_copies(rootfd, NULL, true);
 }
 
-int stage_git_dir(const struct profile *p, const char *git_dir, char **ret_config,
+int stage_git_dir(const struct profile *p, int git_fd, const char *git_dir, char **ret_config,
                   char **ret_hooks_copy, struct stage_warnings *warn, struct cs_error *err)
 {
         _cleanup_free_ char *config = path_join(git_dir, "config");
         _cleanup_free_ char *hooks = path_join(git_dir, "hooks");
         _cleanup_free_ char *hooks_root = path_join(p->state_dir, "git-hooks");
         _cleanup_free_ char *copy = NULL;
-        _cleanup_close_ int gfd = -1, rootfd = -1, cfd = -1, hfd = -1;
+        _cleanup_close_ int rootfd = -1, cfd = -1, hfd = -1;
+        const int gfd = git_fd;
         char key[17], name[40];
         struct cs_error why;
         struct stat st;
@@ -502,9 +503,6 @@ int stage_git_dir(const struct profile *p, const char *git_dir, char **ret_confi
 
         if (!config || !hooks || !hooks_root)
                 return cs_error_set(err, ENOMEM, "stage %s", git_dir);
-        gfd = open(git_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (gfd < 0)
-                return cs_error_set(err, errno, "open %s", git_dir);
 
         if (fstatat(gfd, "config", &st, AT_SYMLINK_NOFOLLOW) == 0) {
                 if (S_ISLNK(st.st_mode)) {
@@ -594,14 +592,14 @@ int stage_git_dir(const struct profile *p, const char *git_dir, char **ret_confi
         return 0;
 }
 
-int stage_local_settings(const struct profile *p, const char *local_path, char **ret_copy,
-                         struct stage_warnings *warn, struct cs_error *err)
+int stage_local_settings(const struct profile *p, int dir_fd, const char *local_path,
+                         char **ret_copy, struct stage_warnings *warn, struct cs_error *err)
 {
-        _cleanup_free_ char *parent = NULL;
         _cleanup_free_ char *raw = NULL;
         _cleanup_free_ char *dest = NULL;
         _cleanup_free_ char *dir = path_join(p->state_dir, "local-settings");
-        _cleanup_close_ int pfd = -1, lfd = -1;
+        _cleanup_close_ int lfd = -1;
+        const int pfd = dir_fd;
         const char *base, *slash = strrchr(local_path, '/');
         char key[17], name[32];
         size_t len = 0;
@@ -612,25 +610,11 @@ int stage_local_settings(const struct profile *p, const char *local_path, char *
                 return cs_error_set(err, ENOMEM, "stage %s", local_path);
         if (!slash || slash == local_path || !slash[1])
                 return cs_error_setx(err, EINVAL, "%s is not an absolute file path", local_path);
-        parent = strndup(local_path, (size_t)(slash - local_path));
-        if (!parent)
-                return cs_error_set(err, ENOMEM, "stage %s", local_path);
         base = slash + 1;
-        /* The .claude dir is in the work tree: a link planted there is not followed. */
-        pfd = open(parent, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (pfd < 0 && errno == ELOOP) {
-                r = warn_add(warn, err,
-                             "Warning: %s is a symlink, so the sandbox gets no copy of %s.", parent,
-                             local_path);
-                *ret_copy = NULL;
-                return r;
-        }
-        if (pfd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+        if (pfd < 0) {
                 *ret_copy = NULL;
                 return 0;
         }
-        if (pfd < 0)
-                return cs_error_set(err, errno, "open %s", parent);
         if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                 if (errno == ENOENT) {
                         *ret_copy = NULL;

@@ -30,19 +30,21 @@ int stage_gitconfig(const struct profile *p, const char *home, char **ret_path,
 int stage_host_known_hosts(const struct profile *p, const char *home, char **ret_path,
                            struct cs_error *err);
 int stage_user_known_hosts(const struct profile *p, char **ret_path, struct cs_error *err);
-/* §2.6: for one git dir: *ret_config = <gitdir>/config when it is a regular file (not a
+/* §2.6: for one git dir (git_fd: the dir, already opened and checked; git_dir: its path, for
+ * messages and the copy's key): *ret_config = <gitdir>/config when it is a regular file (not a
  * link), else NULL (a link gives a warning); *ret_hooks_copy = a fresh copy of the hooks,
  * <state>/git-hooks/<sha256(hooks path)[:16]>-<pid> (symlinks copied as symlinks), one per
  * launch so concurrent sessions never empty each other's; copies of launches that are gone
  * are pruned. NULL when hooks is a symlink (warning). */
-int stage_git_dir(const struct profile *p, const char *git_dir, char **ret_config,
+int stage_git_dir(const struct profile *p, int git_fd, const char *git_dir, char **ret_config,
                   char **ret_hooks_copy, struct stage_warnings *warn, struct cs_error *err);
 /* After the session: remove this launch's hooks copies (they are throwaway). */
 void stage_release(const struct profile *p);
 /* §2.7: the copy for one .claude/settings.local.json that lexists and is not a dir (a link
- * gives {}\n and a warning); NULL when it does not exist. */
-int stage_local_settings(const struct profile *p, const char *local_path, char **ret_copy,
-                         struct stage_warnings *warn, struct cs_error *err);
+ * gives {}\n and a warning); NULL when it does not exist. dir_fd: the .claude dir, already
+ * opened and checked (-1: there is none); local_path names the file in messages and keys. */
+int stage_local_settings(const struct profile *p, int dir_fd, const char *local_path,
+                         char **ret_copy, struct stage_warnings *warn, struct cs_error *err);
 /* The host claude binary (issue: FICLONE, plain copy fallback, .partial + rename, pruning):
  * resolves c->claude_bin on PATH, keys it by version or (dev, ino, size, mtime), stages it
  * under <data_home>/csandbox/claude/<key>. *ret_path NULL with *ret_missing = true when no

@@ -12,6 +12,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../common/resolve.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -75,41 +76,6 @@ void trust_free(struct plan_trust *t)
  * through a link: openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or one component at a time
  * with O_NOFOLLOW where openat2 is refused (an old kernel, a container's seccomp) or keeps
  * failing with EAGAIN. */
-static int open_dir_beneath(int base, const char *rel)
-{
-        struct open_how how = {
-            .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        _cleanup_free_ char *copy = NULL;
-        char *save = NULL, *c;
-        int fd;
-
-        if (!*rel)
-                return openat(base, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        /* EAGAIN: a rename or mount anywhere on the machine raced the lookup; try again,
-         * then walk. */
-        for (int tries = 0; tries < 8; tries++) {
-                fd = (int)syscall(SYS_openat2, base, rel, &how, sizeof(how));
-                if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != EAGAIN))
-                        return fd;
-                if (errno != EAGAIN)
-                        break;
-        }
-        copy = strdup(rel);
-        if (!copy)
-                return -1;
-        fd = openat(base, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        for (c = strtok_r(copy, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
-                int next = strcmp(c, "..") == 0
-                               ? (errno = EXDEV, -1) /* as RESOLVE_BENEATH refuses it */
-                               : openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-                close(fd);
-                fd = next;
-        }
-        return fd;
-}
 
 /* What an entry is, so that any change shows: a link's target; a file's inode and ctime
  * (which no unprivileged process can set back); a directory's inode. NULL when missing. */
@@ -150,7 +116,7 @@ static char *path_value(int base, const char *rel)
         slash = strrchr(parent, '/');
         if (slash)
                 *slash = '\0';
-        pfd = open_dir_beneath(base, slash ? parent : "");
+        pfd = cs_open_beneath(base, slash ? parent : "", O_PATH | O_DIRECTORY);
         if (pfd < 0)
                 return errno == ENOENT ? NULL : strdup("behind a link or unreadable");
         return entry_value(pfd, slash ? slash + 1 : rel);
@@ -175,8 +141,9 @@ static int list_add_unique(char ***list, size_t *n, const char *s)
         return 1;
 }
 
-/* A read-only bind of base/rel over itself, unless something is mounted at dest already. */
-static int protect_bind(struct sandbox_spec *s, const char *base, const char *rel,
+/* A read-only bind of base/rel over itself (base_fd: base, verified), unless something is
+ * mounted at dest already. The source is opened once beneath base_fd, like every bind. */
+static int protect_bind(struct sandbox_spec *s, int base_fd, const char *base, const char *rel,
                         const char *dest_base, struct cs_error *err)
 {
         _cleanup_free_ char *src = NULL, *dst = NULL;
@@ -186,8 +153,7 @@ static int protect_bind(struct sandbox_spec *s, const char *base, const char *re
         for (size_t i = 0; i < s->n_mounts; i++)
                 if (strcmp(s->mounts[i].dest, dst) == 0)
                         return 0;
-        return spec_add_mount(s, SPEC_MOUNT_BIND, SPEC_MOUNT_RO | SPEC_MOUNT_NOFOLLOW, src, dst,
-                              err);
+        return plan_bind_at(s, base_fd, base, src, dst, SPEC_MOUNT_RO, err);
 }
 
 /* Collapse "//", "." and ".." in an absolute path, in place. */
@@ -269,13 +235,14 @@ static int protect_path(struct protect_ctx *x, char *path, struct cs_error *err)
                         return cs_error_set(err, ENOMEM, "watch %s", path);
                 if (slash)
                         *slash = '\0';
-                pfd = base >= 0 ? open_dir_beneath(base, slash ? parent : "") : -1;
+                pfd = base >= 0 ? cs_open_beneath(base, slash ? parent : "", O_PATH | O_DIRECTORY)
+                                : -1;
                 if (pfd < 0 ||
                     fstatat(pfd, slash ? slash + 1 : rel, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                     !S_ISREG(st.st_mode))
                         return 0;
         }
-        return protect_bind(x->s, in_profile ? x->p->dir : x->w->work_root, rel,
+        return protect_bind(x->s, base, in_profile ? x->p->dir : x->w->work_root, rel,
                             in_profile ? x->config_dest : x->w->work_root, err);
 }
 
@@ -422,7 +389,7 @@ static char *linked_index_dir(const struct worktree *wt)
         if (!name || !name[1] || name[1] == '.' || asprintf(&rel, "worktrees/%s", name + 1) < 0)
                 return NULL;
         common = open(wt->common_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        wd = common >= 0 ? open_dir_beneath(common, rel) : -1;
+        wd = common >= 0 ? cs_open_beneath(common, rel, O_PATH | O_DIRECTORY) : -1;
         if (wd < 0 || cs_read_file_at(wd, "gitdir", 4096, true, &back, &len, &ignored) < 0)
                 return NULL;
         while (len > 0 && back[len - 1] == '\n')
@@ -467,7 +434,7 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
                         return cs_error_set(err, ENOMEM, "watch %s", fixed[i]);
                 if (i < 3 && fstatat(p->dir_fd, fixed[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                     (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-                        r = protect_bind(s, p->dir, fixed[i], config_dest, err);
+                        r = protect_bind(s, p->dir_fd, p->dir, fixed[i], config_dest, err);
         }
         if (r < 0)
                 return r;
@@ -872,7 +839,9 @@ void trust_snapshot_watch(struct plan_trust *t, const struct profile *p,
                 _cleanup_free_ char *mpath = NULL, *wtpath = NULL;
                 _cleanup_closedir_ DIR *mods = NULL, *wts = NULL;
                 _cleanup_close_ int index_dir =
-                    gd && w->index_dir ? open_dir_beneath(dirfd(gd), w->index_dir) : -1;
+                    gd && w->index_dir
+                        ? cs_open_beneath(dirfd(gd), w->index_dir, O_PATH | O_DIRECTORY)
+                        : -1;
                 _cleanup_free_ char *v = gd ? git_dir_value(dirfd(gd)) : NULL;
 
                 if (gd && asprintf(&mpath, "%s/modules", w->git_dir) >= 0)

@@ -4,6 +4,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../common/resolve.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -189,6 +190,7 @@ static char *git_rev_parse2(const char *cwd, char **ret_common)
 
 struct modules_walk {
         char **dirs;
+        int *fds;
         size_t n;
         size_t entries;
 };
@@ -198,16 +200,28 @@ static int name_cmp(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int walk_record(struct modules_walk *w, const char *path)
+/* A git dir found: its path (for messages and --plan) and a copy of the fd it was found
+ * through, which is what a launch binds. */
+static int walk_record(struct modules_walk *w, const char *path, int fd)
 {
         char **nd = realloc(w->dirs, (w->n + 1) * sizeof(*nd));
+        int *nf;
 
         if (!nd)
                 return -ENOMEM;
         w->dirs = nd;
-        w->dirs[w->n] = strdup(path);
-        if (!w->dirs[w->n])
+        nf = realloc(w->fds, (w->n + 1) * sizeof(*nf));
+        if (!nf)
                 return -ENOMEM;
+        w->fds = nf;
+        w->dirs[w->n] = strdup(path);
+        w->fds[w->n] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (!w->dirs[w->n] || w->fds[w->n] < 0) {
+                free(w->dirs[w->n]);
+                if (w->fds[w->n] >= 0)
+                        close(w->fds[w->n]);
+                return -ENOMEM;
+        }
         w->n++;
         return 0;
 }
@@ -307,7 +321,7 @@ static int modules_walk(int dir_fd, const char *path, int depth, struct modules_
                         _cleanup_close_ int modules = -1;
                         _cleanup_free_ char *modules_path = NULL;
 
-                        if (walk_record(w, child_path) < 0) {
+                        if (walk_record(w, child_path, child) < 0) {
                                 r = cs_error_set(err, ENOMEM, "walk %s", path);
                                 break;
                         }
@@ -331,20 +345,26 @@ static int modules_walk(int dir_fd, const char *path, int depth, struct modules_
         return r;
 }
 
-static int git_dirs_find(const char *common_dir, char ***ret, size_t *ret_n, struct cs_error *err)
+static int git_dirs_find(const char *common_dir, char ***ret, int **ret_fds, size_t *ret_n,
+                         struct cs_error *err)
 {
         struct modules_walk w = {0};
-        _cleanup_close_ int common = -1, modules = -1;
+        _cleanup_close_ int rootfd = -1, common = -1, modules = -1;
         _cleanup_free_ char *modules_path = NULL;
         int r;
 
-        r = walk_record(&w, common_dir);
+        /* common_dir is resolved (no links); a link planted on its way since is refused. */
+        rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        common = rootfd < 0 ? -1 : cs_open_beneath(rootfd, common_dir + 1, O_RDONLY | O_DIRECTORY);
+        if (common < 0)
+                return cs_error_set(err, errno,
+                                    "open the git dir %s (resolved a moment ago; a symlink or a "
+                                    "non-directory on its way now is refused)",
+                                    common_dir);
+        r = walk_record(&w, common_dir, common);
         if (r < 0)
                 goto fail_oom;
-        common = open(common_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (common >= 0)
-                modules =
-                    openat(common, "modules", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        modules = openat(common, "modules", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (modules >= 0) {
                 if (asprintf(&modules_path, "%s/modules", common_dir) < 0) {
                         modules_path = NULL;
@@ -355,14 +375,18 @@ static int git_dirs_find(const char *common_dir, char ***ret, size_t *ret_n, str
                         goto fail;
         }
         *ret = w.dirs;
+        *ret_fds = w.fds;
         *ret_n = w.n;
         return 0;
 fail_oom:
         r = cs_error_set(err, ENOMEM, "find the git dirs of %s", common_dir);
 fail:
-        for (size_t i = 0; i < w.n; i++)
+        for (size_t i = 0; i < w.n; i++) {
                 free(w.dirs[i]);
+                close(w.fds[i]);
+        }
         free(w.dirs);
+        free(w.fds);
         return r;
 }
 
@@ -373,9 +397,13 @@ void worktree_free(struct worktree *w)
         free(w->cwd);
         free(w->root);
         free(w->common_dir);
-        for (size_t i = 0; i < w->n_git_dirs; i++)
+        for (size_t i = 0; i < w->n_git_dirs; i++) {
                 free(w->git_dirs[i]);
+                if (w->git_dir_fds[i] >= 0)
+                        close(w->git_dir_fds[i]);
+        }
         free(w->git_dirs);
+        free(w->git_dir_fds);
         memset(w, 0, sizeof(*w));
 }
 
@@ -413,7 +441,7 @@ int worktree_detect(const char *cwd, struct worktree *ret, struct cs_error *err)
         if (w.common_dir) {
                 w.common_outside =
                     strcmp(w.common_dir, w.root) != 0 && !path_is_ancestor(w.root, w.common_dir);
-                r = git_dirs_find(w.common_dir, &w.git_dirs, &w.n_git_dirs, err);
+                r = git_dirs_find(w.common_dir, &w.git_dirs, &w.git_dir_fds, &w.n_git_dirs, err);
                 if (r < 0) {
                         worktree_free(&w);
                         return r;

@@ -12,6 +12,7 @@ struct worktree {
         char *common_dir;    /* git rev-parse --git-common-dir, resolved; NULL outside a repo */
         bool common_outside; /* common_dir is neither root nor under it (linked worktree) */
         char **git_dirs;     /* common_dir first, then submodule git dirs under modules/ */
+        int *git_dir_fds;    /* each git dir as the walk opened it (never reopened by path) */
         size_t n_git_dirs;
 };
 

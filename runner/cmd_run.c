@@ -145,6 +145,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
         req.pending = plan_only ? PLAN_PENDING_SHOW
                       : accept  ? PLAN_PENDING_ACCEPT
                                 : PLAN_PENDING_REFUSE;
+        raise_nofile_limit();
         r = plan_build(&req, &plan, &err);
         for (size_t i = 0; i < plan.warnings.n; i++)
                 fprintf(stderr, "%s\n", plan.warnings.msgs[i]);

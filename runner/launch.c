@@ -95,11 +95,11 @@ static int exit_status_of(int wstatus)
         return CS_EXIT_SETUP;
 }
 
-static void raise_nofile_limit(void)
+void raise_nofile_limit(void)
 {
         struct rlimit rl;
 
-        /* One fd per bind source is open at once while the root is assembled. */
+        /* One fd per bind source is open from planning until the root is assembled. */
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max && rl.rlim_cur < 8192) {
                 rl.rlim_cur = rl.rlim_max < 8192 ? rl.rlim_max : 8192;
                 setrlimit(RLIMIT_NOFILE, &rl);

@@ -155,13 +155,15 @@ static int add_bind(struct sandbox_spec *s, const char *flag, const char *src, c
         bool ro = strstr(flag, "ro-") != NULL;
         bool optional = strstr(flag, "-try") != NULL;
         _cleanup_free_ char *abs = NULL;
-        struct stat st;
-        int r;
+        int fd, r;
 
         r = host_path(flag, src, &abs, err);
         if (r < 0)
                 return r;
-        if (stat(abs, &st) < 0) {
+        /* The user's own path, symlinks followed as bubblewrap does, opened once: the
+         * sandbox gets this object whatever the path names by the time it is mounted. */
+        fd = open(abs, O_PATH | O_CLOEXEC);
+        if (fd < 0) {
                 if (errno == ENOENT && optional)
                         return 0;
                 if (errno == ENOENT)
@@ -172,9 +174,8 @@ static int add_bind(struct sandbox_spec *s, const char *flag, const char *src, c
                 return cs_error_set(err, errno, "%s %s %s: cannot use the source %s", flag, src,
                                     dst, abs);
         }
-        r = spec_add_mount(s, SPEC_MOUNT_BIND,
-                           (ro ? SPEC_MOUNT_RO : 0) | (optional ? SPEC_MOUNT_OPTIONAL : 0), abs,
-                           dst, err);
+        r = spec_add_bind(s, (ro ? SPEC_MOUNT_RO : 0) | (optional ? SPEC_MOUNT_OPTIONAL : 0), &fd,
+                          abs, dst, err);
         if (r < 0)
                 return cs_error_wrap(err, "%s", flag);
         return 0;
@@ -269,8 +270,13 @@ static int apply_image(struct sandbox_spec *s, const char *name, struct image_re
         r = store_open_image(name, img, err);
         if (r < 0)
                 return cs_error_wrap(err, "--image %s", name);
-        s->root = SPEC_ROOT_DIR;
-        s->root_path = strdup(img->rootfs);
+        {
+                int fd = fcntl(img->rootfs_fd, F_DUPFD_CLOEXEC, 3);
+
+                r = spec_set_root_dir(s, &fd, img->rootfs, err);
+                if (r < 0)
+                        return cs_error_wrap(err, "--image %s", name);
+        }
         for (char **e = img->config.env; e && *e; e++) {
                 char *eq = strchr(*e, '=');
                 _cleanup_free_ char *k = eq ? strndup(*e, (size_t)(eq - *e)) : NULL;
@@ -359,26 +365,23 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                 } else if (strcmp(a, "--image") == 0) {
                         /* Applied first (prescan_image). */
                 } else if (strcmp(a, "--rootfs") == 0) {
-                        struct stat st;
+                        _cleanup_free_ char *abs = NULL;
+                        int fd;
 
                         if (image)
                                 return cs_error_setx(err, EINVAL,
                                                      "--rootfs and --image both name the root; "
                                                      "give one of them");
-
-                        free(s->root_path);
-                        s->root_path = NULL;
-                        r = host_path(a, v1, &s->root_path, err);
+                        r = host_path(a, v1, &abs, err);
                         if (r < 0)
                                 return r;
-                        if (stat(s->root_path, &st) < 0)
-                                return cs_error_set(err, errno, "--rootfs %s", s->root_path);
-                        if (!S_ISDIR(st.st_mode))
-                                return cs_error_setx(err, ENOTDIR,
-                                                     "--rootfs %s: not a directory; give the "
-                                                     "directory that holds the root tree",
-                                                     s->root_path);
-                        s->root = SPEC_ROOT_DIR;
+                        /* Opened once, here: the sandbox gets this tree. */
+                        fd = open(abs, O_PATH | O_CLOEXEC);
+                        if (fd < 0)
+                                return cs_error_set(err, errno, "--rootfs %s", abs);
+                        r = spec_set_root_dir(s, &fd, abs, err);
+                        if (r < 0)
+                                return cs_error_wrap(err, "--rootfs");
                 } else if (strcmp(a, "--writable") == 0) {
                         s->writable = true;
                 } else if (strstr(a, "bind")) {

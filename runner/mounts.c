@@ -6,6 +6,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../common/resolve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +34,7 @@ static struct {
         int *bind_trees; /* per spec mount: a detached clone of the source, or -1 */
         bool *bind_is_dir;
         int *bind_parents; /* a file source's directory, to clone it again if replaced */
+        int host_view;     /* "/" of our copy of the caller's mount table, before staging */
         int host_root;     /* SPEC_ROOT_HOST: detached read-only clone of / */
         int root_dir;      /* SPEC_ROOT_DIR: O_PATH fd of the tree */
         int dev_trees[N_DEV_NODES];
@@ -40,119 +42,19 @@ static struct {
         uint64_t scratch[64]; /* mount ids of layers that may hold new entries */
         size_t n_scratch;
         mode_t umask;
-} st = {.host_root = -1, .root_dir = -1, .root = -1};
+} st = {.host_root = -1, .root_dir = -1, .root = -1, .host_view = -1};
 
-/* Open an absolute path inside the root the way RESOLVE_IN_ROOT does, without openat2:
- * component by component with O_NOFOLLOW, symlinks read and followed as text (absolute ones
- * from the root, at most 40), ".." stopping at the root. For kernels before 5.6 and for
- * container engines whose seccomp profile refuses openat2. Sets errno on failure. */
-static int open_in_root_walk(int root, const char *path, int flags)
-{
-        char todo[2 * SPEC_PATH_MAX], done[SPEC_PATH_MAX] = "";
-        int links = 0, cur = fcntl(root, F_DUPFD_CLOEXEC, 3);
-
-        if (cur < 0)
-                return -1;
-        if (snprintf(todo, sizeof(todo), "%s", path) >= (int)sizeof(todo)) {
-                close(cur);
-                errno = ENAMETOOLONG;
-                return -1;
-        }
-        for (char *p = todo;;) {
-                char comp[256], target[SPEC_PATH_MAX], rest[2 * SPEC_PATH_MAX];
-                size_t n;
-                struct stat sb;
-                ssize_t tl;
-                int next;
-
-                while (*p == '/')
-                        p++;
-                if (!*p)
-                        break;
-                n = strcspn(p, "/");
-                if (n >= sizeof(comp)) {
-                        close(cur);
-                        errno = ENAMETOOLONG;
-                        return -1;
-                }
-                memcpy(comp, p, n);
-                comp[n] = '\0';
-                p += n;
-                if (strcmp(comp, ".") == 0)
-                        continue;
-                if (strcmp(comp, "..") == 0) {
-                        /* Back to the parent of what is resolved so far: walk it again from
-                         * the root (its components are known directories, not links). */
-                        char *slash = strrchr(done, '/');
-
-                        if (slash)
-                                *slash = '\0';
-                        close(cur);
-                        cur = done[0] ? open_in_root_walk(root, done, O_PATH | O_DIRECTORY)
-                                      : fcntl(root, F_DUPFD_CLOEXEC, 3);
-                        if (cur < 0)
-                                return -1;
-                        continue;
-                }
-                if (fstatat(cur, comp, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(sb.st_mode)) {
-                        tl = readlinkat(cur, comp, target, sizeof(target) - 1);
-                        if (tl < 0 || ++links > 40) {
-                                close(cur);
-                                errno = tl < 0 ? errno : ELOOP;
-                                return -1;
-                        }
-                        target[tl] = '\0';
-                        snprintf(rest, sizeof(rest), "%s%s", target, p);
-                        snprintf(todo, sizeof(todo), "%s", rest);
-                        p = todo;
-                        if (target[0] == '/') {
-                                close(cur);
-                                cur = fcntl(root, F_DUPFD_CLOEXEC, 3);
-                                done[0] = '\0';
-                                if (cur < 0)
-                                        return -1;
-                        }
-                        continue;
-                }
-                next =
-                    openat(cur, comp, (*p ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
-                close(cur);
-                if (next < 0)
-                        return -1;
-                cur = next;
-                if (strlen(done) + 1 + n + 1 > sizeof(done)) {
-                        close(cur);
-                        errno = ENAMETOOLONG;
-                        return -1;
-                }
-                strcat(done, "/");
-                strcat(done, comp);
-        }
-        if (!done[0]) {
-                /* The root itself: reopen it with the caller's flags. */
-                int fd = openat(cur, ".", flags | O_CLOEXEC);
-
-                close(cur);
-                return fd;
-        }
-        return cur;
-}
-
-/* openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) relative to the new root, remembering
- * when the kernel (or a container's seccomp profile) refuses it and walking instead. */
+/* The two resolutions common/resolve.c offers (each with its walking fallback): inside a
+ * root (RESOLVE_IN_ROOT, magic links refused), or beneath a dir with no link at all
+ * (RESOLVE_BENEATH, which there always means RESOLVE_NO_SYMLINKS too). */
 static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
 {
-        static bool refused;
-        struct open_how how = {.flags = flags, .resolve = resolve};
-        int fd;
-
-        if (!refused) {
-                fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-                if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-                        return fd;
-                refused = true;
-        }
-        return open_in_root_walk(dirfd, path, (int)flags);
+        if (resolve & RESOLVE_IN_ROOT)
+                return cs_open_in_root(dirfd, path, (int)flags);
+        if (resolve & RESOLVE_BENEATH)
+                return cs_open_beneath(dirfd, path, (int)flags);
+        errno = EINVAL;
+        return -1;
 }
 
 static int mount_id_of(int fd, uint64_t *ret)
@@ -213,8 +115,48 @@ static int clone_tree(int dirfd, const char *path, unsigned flags, bool recursiv
         return tree;
 }
 
-/* A detached recursive clone of a bind source, with the bind's attributes. *ret_tree -1:
- * an optional source that is missing. */
+static bool same_object(const struct stat *a, const struct stat *b)
+{
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+               (a->st_mode & S_IFMT) == (b->st_mode & S_IFMT);
+}
+
+/* The object the producer opened (want_fd), found again in our own mount namespace.
+ * The kernel clones only mounts of the caller's mount namespace (open_tree on the
+ * producer's fd, which belongs to the caller's, is EINVAL here), so the object is found
+ * again in our copy of that table: by the name the kernel gave the fd (real), beneath dirfd
+ * with no symlink and no "..", and proven to be the very inode that was opened and checked.
+ * A different inode is refused (ESTALE): something swapped a component in between. One
+ * exception keeps concurrent launches of one profile working: a regular file that was
+ * unlinked since (a staged copy replaced by rename) is taken as its successor when that is
+ * a regular file of the same owner. Sets errno on failure. */
+static int source_find_again(int dirfd, const char *real, int want_fd, struct stat *ret_st)
+{
+        struct stat want;
+        int fd;
+
+        if (fstat(want_fd, &want) < 0)
+                return -1;
+        while (*real == '/')
+                real++;
+        fd = cs_open_beneath(dirfd, real, O_PATH);
+        if (fd < 0 || fstat(fd, ret_st) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        if (!same_object(&want, ret_st) &&
+            !(S_ISREG(want.st_mode) && want.st_nlink == 0 && S_ISREG(ret_st->st_mode) &&
+              ret_st->st_uid == want.st_uid)) {
+                close(fd);
+                errno = ESTALE;
+                return -1;
+        }
+        return fd;
+}
+
+/* A detached recursive clone of bind source m, with the bind's attributes. *ret_tree -1: an
+ * optional source that is gone. */
 static int bind_source_clone(int dirfd, const char *path, const struct spec_mount *m, int *ret_tree,
                              bool *ret_is_dir, struct cs_error *err)
 {
@@ -224,19 +166,22 @@ static int bind_source_clone(int dirfd, const char *path, const struct spec_moun
         int tree;
 
         *ret_tree = -1;
-        src = openat(dirfd, path,
-                     O_PATH | O_CLOEXEC | (m->flags & SPEC_MOUNT_NOFOLLOW ? O_NOFOLLOW : 0));
+        src = source_find_again(dirfd, path, m->source_fd, &sb);
         if (src < 0 && errno == ENOENT && (m->flags & SPEC_MOUNT_OPTIONAL))
                 return 0;
-        if (src < 0)
-                return cs_error_set(err, errno, "bind %s: open the source %s", m->dest, m->source);
-        if (fstat(src, &sb) < 0)
-                return cs_error_set(err, errno, "bind %s: stat %s", m->dest, m->source);
-        if ((m->flags & SPEC_MOUNT_NOFOLLOW) && S_ISLNK(sb.st_mode))
-                return cs_error_setx(err, ELOOP,
-                                     "bind %s: the source %s is a symlink, which this mount "
-                                     "refuses to follow",
+        if (src < 0 && errno == ESTALE)
+                return cs_error_setx(err, ESTALE,
+                                     "bind %s: the source %s was replaced between its check and "
+                                     "the mount (something swapped it, or a directory on its "
+                                     "way); refusing to mount what was not checked. Launch "
+                                     "again",
                                      m->dest, m->source);
+        if (src < 0)
+                return cs_error_set(err, errno,
+                                    "bind %s: find the source %s (%s) again in the sandbox's "
+                                    "mount namespace (it changed since it was checked: launch "
+                                    "again)",
+                                    m->dest, m->source, m->source_real);
         if (m->flags & SPEC_MOUNT_RO)
                 attrs |= MOUNT_ATTR_RDONLY;
         tree = clone_tree(src, "", AT_EMPTY_PATH, true, attrs);
@@ -262,6 +207,9 @@ int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
         if (!st.bind_trees || !st.bind_is_dir || !st.bind_parents)
                 return cs_error_set(err, ENOMEM, "prepare mounts");
         /* Clone every source now: the staging tmpfs on /tmp would hide sources under it. */
+        st.host_view = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (st.host_view < 0)
+                return cs_error_set(err, errno, "open /");
         for (size_t i = 0; i < s->n_mounts; i++) {
                 const struct spec_mount *m = &s->mounts[i];
                 const char *slash;
@@ -270,18 +218,33 @@ int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
                 st.bind_trees[i] = st.bind_parents[i] = -1;
                 if (m->kind != SPEC_MOUNT_BIND)
                         continue;
-                r = bind_source_clone(AT_FDCWD, m->source, m, &st.bind_trees[i], &st.bind_is_dir[i],
-                                      err);
+                r = bind_source_clone(st.host_view, m->source_real, m, &st.bind_trees[i],
+                                      &st.bind_is_dir[i], err);
                 if (r < 0)
                         return r;
-                slash = strrchr(m->source, '/');
+                slash = strrchr(m->source_real, '/');
                 if (st.bind_trees[i] >= 0 && !st.bind_is_dir[i] && slash) {
-                        _cleanup_free_ char *dir = strndup(m->source, (size_t)(slash - m->source));
+                        _cleanup_free_ char *dir =
+                            strndup(m->source_real, (size_t)(slash - m->source_real));
 
                         st.bind_parents[i] =
-                            dir ? open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+                            dir ? cs_open_beneath(st.host_view, dir[0] ? dir + 1 : "",
+                                                  O_PATH | O_DIRECTORY)
+                                : -1;
                 }
         }
+        if (s->root == SPEC_ROOT_DIR) {
+                struct stat sb;
+
+                st.root_dir = source_find_again(st.host_view, s->root_real, s->root_fd, &sb);
+                if (st.root_dir < 0 || !S_ISDIR(sb.st_mode))
+                        return cs_error_set(err, st.root_dir < 0 ? errno : ENOTDIR,
+                                            "find the root %s (%s) again in the sandbox's mount "
+                                            "namespace",
+                                            s->root_path, s->root_real);
+        }
+        close(st.host_view);
+        st.host_view = -1;
         for (size_t i = 0; i < N_DEV_NODES; i++) {
                 char path[32];
 
@@ -294,10 +257,6 @@ int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err)
                                           MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
                 if (st.host_root < 0)
                         return cs_error_set(err, -st.host_root, "clone the host's root");
-        } else {
-                st.root_dir = open(s->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (st.root_dir < 0)
-                        return cs_error_set(err, errno, "--rootfs %s", s->root_path);
         }
         return 0;
 }
@@ -806,7 +765,7 @@ static int mount_one(const struct sandbox_spec *s, size_t i, struct cs_error *er
                  * regenerating a state copy) cannot be attached: take the new one. */
                 for (int tries = 0;
                      r < 0 && err->err == ENOENT && st.bind_parents[i] >= 0 && tries < 3; tries++) {
-                        const char *base = strrchr(m->source, '/') + 1;
+                        const char *base = strrchr(m->source_real, '/') + 1;
                         bool is_dir = false;
 
                         close(st.bind_trees[i]);
@@ -882,9 +841,15 @@ int mounts_setup(const struct sandbox_spec *s, struct cs_error *err)
         st.root = -1;
         free(st.bind_trees);
         free(st.bind_is_dir);
-        for (size_t i = 0; i < s->n_mounts; i++)
+        for (size_t i = 0; i < s->n_mounts; i++) {
                 if (st.bind_parents[i] >= 0)
                         close(st.bind_parents[i]);
+                /* pid 1 never execs: the host fds must not stay open in the sandbox. */
+                if (s->mounts[i].source_fd >= 0)
+                        close(s->mounts[i].source_fd);
+        }
+        if (s->root_fd >= 0)
+                close(s->root_fd);
         free(st.bind_parents);
         return 0;
 }

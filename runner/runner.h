@@ -15,6 +15,10 @@ struct cs_error;
                 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH                       \
         }
 
+/* Bind sources are fds from planning on: a soft RLIMIT_NOFILE of 1024 would cap a plan
+ * (every submodule git dir is one) far below the spec's mount limit. */
+void raise_nofile_limit(void);
+
 /* Validate, clone into the namespaces, supervise; *ret_status is the exit status csandbox
  * should return (the payload's, 128+N, or 125/126/127). */
 int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int *ret_status,

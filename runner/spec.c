@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Bounds on what a producer may put into one spec; a profile or a flag list past these is
  * a mistake or an attack, not a sandbox. */
@@ -20,6 +22,7 @@ void spec_init(struct sandbox_spec *s)
 {
         memset(s, 0, sizeof(*s));
         s->root = SPEC_ROOT_HOST;
+        s->root_fd = -1;
         s->net = SPEC_NET_NONE;
         s->seccomp = SPEC_SECCOMP_DEFAULT;
 }
@@ -27,6 +30,9 @@ void spec_init(struct sandbox_spec *s)
 void spec_free(struct sandbox_spec *s)
 {
         for (size_t i = 0; i < s->n_mounts; i++) {
+                if (s->mounts[i].source_fd >= 0)
+                        close(s->mounts[i].source_fd);
+                free(s->mounts[i].source_real);
                 free(s->mounts[i].source);
                 free(s->mounts[i].dest);
                 free(s->mounts[i].data);
@@ -43,6 +49,9 @@ void spec_free(struct sandbox_spec *s)
                 free(s->argv[i]);
         free(s->argv);
         free(s->root_path);
+        free(s->root_real);
+        if (s->root_fd >= 0)
+                close(s->root_fd);
         free(s->hostname);
         free(s->cwd);
         free(s->seccomp_path);
@@ -115,6 +124,7 @@ static struct spec_mount *spec_mount_append(struct sandbox_spec *s, struct cs_er
         s->mounts = n;
         n = &s->mounts[s->n_mounts];
         memset(n, 0, sizeof(*n));
+        n->source_fd = -1;
         n->seq = s->n_mounts;
         return n;
 }
@@ -148,10 +158,15 @@ int spec_add_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned f
         struct spec_mount *m;
         int r;
 
+        if (kind == SPEC_MOUNT_BIND)
+                return cs_error_setx(err, EINVAL,
+                                     "bind %s: a bind source enters the spec as an fd "
+                                     "(spec_add_bind), never as a path",
+                                     dest);
         r = spec_normalize_dest(dest, spec_mount_what(kind), &d, err);
         if (r < 0)
                 return r;
-        if (strcmp(d, "/") == 0 && kind != SPEC_MOUNT_BIND)
+        if (strcmp(d, "/") == 0)
                 return cs_error_setx(err, EINVAL, "%s cannot be / itself", spec_mount_what(kind));
         if (source) {
                 if (strlen(source) >= SPEC_PATH_MAX)
@@ -168,6 +183,95 @@ int spec_add_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned f
         m->source = cs_take_ptr(&src);
         m->dest = cs_take_ptr(&d);
         m->mode = kind == SPEC_MOUNT_TMPFS || kind == SPEC_MOUNT_DIR ? 0755 : 0;
+        s->n_mounts++;
+        return 0;
+}
+
+/* The name the kernel gives fd: how the runner finds the same object again in its copy of
+ * the mount table (and checks that it is the same). */
+static int fd_kernel_name(int fd, const char *shown, char **ret, struct cs_error *err)
+{
+        char link[64], buf[SPEC_PATH_MAX];
+        ssize_t n;
+
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        n = readlink(link, buf, sizeof(buf) - 1);
+        if (n <= 0 || n >= (ssize_t)sizeof(buf) - 1 || buf[0] != '/')
+                return cs_error_setx(err, n < 0 ? errno : ENAMETOOLONG,
+                                     "cannot name %s through /proc/self/fd (is /proc mounted?)",
+                                     shown);
+        buf[n] = '\0';
+        *ret = strdup(buf);
+        if (!*ret)
+                return cs_error_set(err, ENOMEM, "name %s", shown);
+        return 0;
+}
+
+int spec_set_root_dir(struct sandbox_spec *s, int *fd, const char *path, struct cs_error *err)
+{
+        _cleanup_close_ int f = cs_take_fd(fd);
+        _cleanup_free_ char *shown = NULL, *real = NULL;
+        struct stat sb;
+        int r;
+
+        if (f < 0 || fstat(f, &sb) < 0)
+                return cs_error_setx(err, EBADF, "the root %s is not open", path);
+        if (!S_ISDIR(sb.st_mode))
+                return cs_error_setx(err, ENOTDIR,
+                                     "the root %s is not a directory; give the directory that "
+                                     "holds the root tree",
+                                     path);
+        r = fd_kernel_name(f, path, &real, err);
+        if (r < 0)
+                return r;
+        shown = strdup(path);
+        if (!shown)
+                return cs_error_set(err, ENOMEM, "root %s", path);
+        free(s->root_path);
+        free(s->root_real);
+        if (s->root_fd >= 0)
+                close(s->root_fd);
+        s->root = SPEC_ROOT_DIR;
+        s->root_path = cs_take_ptr(&shown);
+        s->root_real = cs_take_ptr(&real);
+        s->root_fd = cs_take_fd(&f);
+        return 0;
+}
+
+int spec_add_bind(struct sandbox_spec *s, unsigned flags, int *source_fd, const char *source,
+                  const char *dest, struct cs_error *err)
+{
+        _cleanup_close_ int fd = cs_take_fd(source_fd);
+        _cleanup_free_ char *d = NULL, *src = NULL, *real = NULL;
+        struct spec_mount *m;
+        struct stat sb;
+        int r;
+
+        r = spec_normalize_dest(dest, spec_mount_what(SPEC_MOUNT_BIND), &d, err);
+        if (r < 0)
+                return r;
+        if (fd < 0 || fstat(fd, &sb) < 0)
+                return cs_error_setx(err, EBADF, "bind %s: no open source", d);
+        if (S_ISLNK(sb.st_mode))
+                return cs_error_setx(err, ELOOP, "bind %s: the source %s is a symlink itself", d,
+                                     source);
+        if (strlen(source) >= SPEC_PATH_MAX)
+                return cs_error_setx(err, ENAMETOOLONG, "source of %s is too long", d);
+        r = fd_kernel_name(fd, source, &real, err);
+        if (r < 0)
+                return cs_error_wrap(err, "bind %s", d);
+        src = strdup(source);
+        if (!src)
+                return cs_error_set(err, ENOMEM, "add mount");
+        m = spec_mount_append(s, err);
+        if (!m)
+                return -err->err;
+        m->kind = SPEC_MOUNT_BIND;
+        m->flags = flags;
+        m->source = cs_take_ptr(&src);
+        m->source_real = cs_take_ptr(&real);
+        m->source_fd = cs_take_fd(&fd);
+        m->dest = cs_take_ptr(&d);
         s->n_mounts++;
         return 0;
 }

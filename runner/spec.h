@@ -16,7 +16,7 @@ enum spec_root {
 };
 
 enum spec_mount_kind {
-        SPEC_MOUNT_BIND,    /* source: host path; recursive; nosuid,nodev always */
+        SPEC_MOUNT_BIND,    /* source_fd: the host object; recursive; nosuid,nodev always */
         SPEC_MOUNT_TMPFS,   /* an empty tmpfs at dest */
         SPEC_MOUNT_DIR,     /* create a directory (in a tmpfs-backed layer only) */
         SPEC_MOUNT_FILE,    /* a read-only file with content from memory (data) */
@@ -29,16 +29,18 @@ enum {
         SPEC_MOUNT_RO = 1u << 0,       /* read-only, covering every submount */
         SPEC_MOUNT_OPTIONAL = 1u << 1, /* a missing source (tmpfs: destination) is skipped */
         SPEC_MOUNT_SECRET = 1u << 2,   /* FILE data is redacted in plan output */
-        SPEC_MOUNT_NOFOLLOW = 1u << 3, /* BIND: refuse a source that is a symlink */
         SPEC_MOUNT_DEFAULT = 1u << 4,  /* what every sandbox gets; a flag on the same path wins */
 };
 
 struct spec_mount {
         enum spec_mount_kind kind;
         unsigned flags;
-        char *source; /* BIND: host path; SYMLINK: target; FILE: where data came from */
-        char *dest;   /* absolute, normalised path inside the sandbox */
-        char *data;   /* FILE only */
+        char *source;      /* BIND: the host path as given (--plan and messages only); SYMLINK:
+                            * target; FILE: where data came from */
+        int source_fd;     /* BIND: O_PATH fd of the source, opened once by the producer */
+        char *source_real; /* BIND: where source_fd is, as the kernel names it */
+        char *dest;        /* absolute, normalised path inside the sandbox */
+        char *data;        /* FILE only */
         size_t data_len;
         mode_t mode; /* DIR, TMPFS, FILE; 0 = the kind's default */
         size_t seq;  /* insertion order, to keep command-line order among equals */
@@ -70,7 +72,9 @@ struct spec_rlimit {
 
 struct sandbox_spec {
         enum spec_root root;
-        char *root_path; /* SPEC_ROOT_DIR */
+        char *root_path; /* SPEC_ROOT_DIR: the tree as given (--plan and messages only) */
+        int root_fd;     /* SPEC_ROOT_DIR: O_PATH fd of the tree, opened once by the producer */
+        char *root_real; /* SPEC_ROOT_DIR: where root_fd is, as the kernel names it */
         bool writable;   /* an overlay with a tmpfs upper dir stays writable */
 
         struct spec_mount *mounts;
@@ -119,8 +123,17 @@ void spec_free(struct sandbox_spec *s);
  * relative paths (what names the path is `what`, e.g. "--bind destination"). */
 int spec_normalize_dest(const char *path, const char *what, char **ret, struct cs_error *err);
 
+/* Any kind but SPEC_MOUNT_BIND, whose source enters only as an fd (spec_add_bind). */
 int spec_add_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned flags,
                    const char *source, const char *dest, struct cs_error *err);
+/* A bind of the host object *source_fd (opened once by the producer, which checked it); the spec
+ * owns the fd from here on, even on failure
+ * (*source_fd becomes -1). source is the path shown by --plan and in messages. */
+int spec_add_bind(struct sandbox_spec *s, unsigned flags, int *source_fd, const char *source,
+                  const char *dest, struct cs_error *err);
+/* SPEC_ROOT_DIR on the directory *fd (opened once by the producer); the spec owns the fd
+ * from here on, even on failure. path is what --plan and messages show. */
+int spec_set_root_dir(struct sandbox_spec *s, int *fd, const char *path, struct cs_error *err);
 /* A read-only file at dest holding a copy of data (len bytes). */
 int spec_add_file(struct sandbox_spec *s, const char *dest, const char *origin, const void *data,
                   size_t len, unsigned flags, struct cs_error *err);

@@ -3,6 +3,7 @@
 #include "common/error.h"
 
 #include <cjson/cJSON.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,21 +44,67 @@ static void test_relative_dest_is_refused(void)
         PASS();
 }
 
+/* A bind of / shown as `shown`: the spec takes the fd. */
+static int add_root_bind(struct sandbox_spec *s, const char *shown, const char *dest,
+                         struct cs_error *err)
+{
+        int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+        return spec_add_bind(s, 0, &fd, shown, dest, err);
+}
+
 static void test_parents_sorted_before_children_keeping_order(void)
 {
         struct sandbox_spec s;
         struct cs_error err;
 
         spec_init(&s);
-        CHECK(spec_add_mount(&s, SPEC_MOUNT_BIND, 0, "/x", "/a/b", &err) == 0);
+        CHECK(add_root_bind(&s, "/x", "/a/b", &err) == 0);
         CHECK(spec_add_mount(&s, SPEC_MOUNT_TMPFS, 0, NULL, "/a", &err) == 0);
-        CHECK(spec_add_mount(&s, SPEC_MOUNT_BIND, 0, "/y", "/c", &err) == 0);
-        CHECK(spec_add_mount(&s, SPEC_MOUNT_BIND, 0, "/z", "/a/b", &err) == 0);
+        CHECK(add_root_bind(&s, "/y", "/c", &err) == 0);
+        CHECK(add_root_bind(&s, "/z", "/a/b", &err) == 0);
         spec_sort_mounts(&s);
         CHECK(strcmp(s.mounts[0].dest, "/a") == 0);
         CHECK(strcmp(s.mounts[1].dest, "/c") == 0);
         CHECK(strcmp(s.mounts[2].source, "/x") == 0);
         CHECK(strcmp(s.mounts[3].source, "/z") == 0);
+        spec_free(&s);
+        PASS();
+}
+
+static void test_bind_source_enters_only_as_an_fd_and_is_named_by_the_kernel(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+        int fd = open("/usr/bin", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int bad = -1;
+
+        spec_init(&s);
+        CHECK(spec_add_mount(&s, SPEC_MOUNT_BIND, 0, "/etc", "/x", &err) < 0);
+        CHECK(strstr(err.msg, "fd"));
+        CHECK(spec_add_bind(&s, 0, &bad, "/nothing", "/x", &err) < 0);
+        CHECK(spec_add_bind(&s, SPEC_MOUNT_RO, &fd, "/shown/path", "/y", &err) == 0);
+        CHECK(fd == -1 && s.n_mounts == 1 && s.mounts[0].source_fd >= 0);
+        CHECK(strcmp(s.mounts[0].source, "/shown/path") == 0);
+        CHECK(s.mounts[0].source_real[0] == '/' && strstr(s.mounts[0].source_real, "bin"));
+        spec_free(&s);
+        PASS();
+}
+
+static void test_root_dir_enters_as_an_fd_and_a_file_is_refused(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+        int fd = open("/usr", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int file = open("/etc/hostname", O_PATH | O_CLOEXEC);
+
+        spec_init(&s);
+        CHECK(s.root_fd == -1);
+        CHECK(spec_set_root_dir(&s, &file, "/etc/hostname", &err) < 0 && file == -1);
+        CHECK(strstr(err.msg, "not a directory"));
+        CHECK(spec_set_root_dir(&s, &fd, "/shown", &err) == 0 && fd == -1);
+        CHECK(s.root == SPEC_ROOT_DIR && s.root_fd >= 0);
+        CHECK(strcmp(s.root_path, "/shown") == 0 && strcmp(s.root_real, "/usr") == 0);
         spec_free(&s);
         PASS();
 }
@@ -143,6 +190,8 @@ int main(void)
         test_dest_with_dotdot_is_refused_and_named();
         test_relative_dest_is_refused();
         test_parents_sorted_before_children_keeping_order();
+        test_bind_source_enters_only_as_an_fd_and_is_named_by_the_kernel();
+        test_root_dir_enters_as_an_fd_and_a_file_is_refused();
         test_env_file_lines_parsed_and_comments_skipped();
         test_env_file_bad_line_names_origin_and_line();
         test_plan_json_redacts_secrets();

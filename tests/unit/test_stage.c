@@ -1,5 +1,6 @@
 /* Staged copies (reference §2.4–§2.10) in temp dirs, including links planted by an earlier
  * sandboxed session. */
+#include "common/cleanup.h"
 #include "common/error.h"
 #include "policy/profile.h"
 #include "policy/stage.h"
@@ -44,6 +45,14 @@ static char *slurp(const char *path)
 }
 
 /* base/rel, in one of a few rotating buffers. */
+/* A fresh O_PATH fd of a directory in place of fd (the verified dir the callers hand in). */
+static int reopen(int fd, const char *dir)
+{
+        if (fd >= 0)
+                close(fd);
+        return open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
 static char *at(const char *rel)
 {
         static char bufs[8][512];
@@ -194,6 +203,7 @@ static void test_gitconfig_copied_and_missing_is_null(void)
 
 static void test_hooks_copy_keeps_links_and_clears_planted_ones(void)
 {
+        _cleanup_close_ int gfd = -1;
         char dir[PATH_MAX], state[PATH_MAX], git[PATH_MAX], *config = NULL, *copy = NULL;
         char path[PATH_MAX * 2], target[PATH_MAX];
         struct stage_warnings w = {0};
@@ -213,7 +223,7 @@ static void test_hooks_copy_keeps_links_and_clears_planted_ones(void)
         symlink("/etc/shadow", at("repo.git/hooks/evil"));
         mkdir(at("repo.git/hooks/sub"), 0755);
         put(at("repo.git/hooks/sub/x"), "x");
-        r = stage_git_dir(&p, git, &config, &copy, &w, &err);
+        r = stage_git_dir(&p, gfd = reopen(gfd, git), git, &config, &copy, &w, &err);
         CHECKF(r == 0 && config && copy, "%s", err.msg);
         CHECKF(strstr(copy, "/git-hooks/") && strlen(strrchr(copy, '/') + 1) > 17 &&
                    strrchr(copy, '/')[17] == '-',
@@ -239,7 +249,7 @@ static void test_hooks_copy_keeps_links_and_clears_planted_ones(void)
         chmod(path, 0500);
         free(config);
         free(copy);
-        r = stage_git_dir(&p, git, &config, &copy, &w, &err);
+        r = stage_git_dir(&p, gfd = reopen(gfd, git), git, &config, &copy, &w, &err);
         CHECKF(r == 0, "%s", err.msg);
         CHECKF(strcmp(slurp(at("outside/keep")), "k") == 0, "followed planted link");
         snprintf(path, sizeof(path), "%s/planted", copy);
@@ -254,6 +264,7 @@ static void test_hooks_copy_keeps_links_and_clears_planted_ones(void)
 
 static void test_linked_hooks_and_config_give_no_copy(void)
 {
+        _cleanup_close_ int gfd = -1;
         char dir[PATH_MAX], state[PATH_MAX], git[PATH_MAX], *config = NULL, *copy = NULL;
         struct stage_warnings w = {0};
         struct cs_error err = {0};
@@ -266,7 +277,7 @@ static void test_linked_hooks_and_config_give_no_copy(void)
         mkdir(at("elsewhere"), 0700);
         symlink(at("elsewhere"), at("linked.git/hooks"));
         symlink(at("repo.git/config"), at("linked.git/config"));
-        r = stage_git_dir(&p, git, &config, &copy, &w, &err);
+        r = stage_git_dir(&p, gfd = reopen(gfd, git), git, &config, &copy, &w, &err);
         CHECKF(r == 0 && !config && !copy, "config %s copy %s", config, copy);
         CHECKF(w.n == 2 && strstr(w.msgs[1], "hooks is a symlink"), "warnings %zu", w.n);
         stage_warnings_free(&w);
@@ -276,6 +287,7 @@ static void test_linked_hooks_and_config_give_no_copy(void)
 
 static void test_missing_hooks_gives_empty_copy(void)
 {
+        _cleanup_close_ int gfd = -1;
         char dir[PATH_MAX], state[PATH_MAX], git[PATH_MAX], *config = NULL, *copy = NULL;
         struct stage_warnings w = {0};
         struct cs_error err = {0};
@@ -286,7 +298,7 @@ static void test_missing_hooks_gives_empty_copy(void)
         new_profile("nohooks", &p, dir, state);
         snprintf(git, sizeof(git), "%s/bare.git", base);
         mkdir(git, 0700);
-        r = stage_git_dir(&p, git, &config, &copy, &w, &err);
+        r = stage_git_dir(&p, gfd = reopen(gfd, git), git, &config, &copy, &w, &err);
         CHECKF(r == 0 && !config && copy && stat(copy, &st) == 0 && S_ISDIR(st.st_mode), "%s",
                err.msg);
         free(copy);
@@ -296,6 +308,7 @@ static void test_missing_hooks_gives_empty_copy(void)
 
 static void test_local_settings_copy_and_link(void)
 {
+        _cleanup_close_ int dfd = -1;
         char dir[PATH_MAX], state[PATH_MAX], *out = NULL;
         struct stage_warnings w = {0};
         struct cs_error err = {0};
@@ -305,17 +318,20 @@ static void test_local_settings_copy_and_link(void)
         new_profile("local", &p, dir, state);
         mkdir(at("wt"), 0700);
         mkdir(at("wt/.claude"), 0700);
-        r = stage_local_settings(&p, at("wt/.claude/settings.local.json"), &out, &w, &err);
+        r = stage_local_settings(&p, dfd = reopen(dfd, at("wt/.claude")),
+                                 at("wt/.claude/settings.local.json"), &out, &w, &err);
         CHECKF(r == 0 && !out, "missing gave a copy");
         put(at("wt/.claude/settings.local.json"), "{\"a\": 1}");
-        r = stage_local_settings(&p, at("wt/.claude/settings.local.json"), &out, &w, &err);
+        r = stage_local_settings(&p, dfd = reopen(dfd, at("wt/.claude")),
+                                 at("wt/.claude/settings.local.json"), &out, &w, &err);
         CHECKF(r == 0 && out && strcmp(slurp(out), "{\"a\": 1}") == 0, "%s", err.msg);
         CHECKF(strstr(out, "/local-settings/") && strstr(out, ".json"), "path %s", out);
         free(out);
         unlink(at("wt/.claude/settings.local.json"));
         put(at("secret2"), "{\"s\": 1}");
         symlink(at("secret2"), at("wt/.claude/settings.local.json"));
-        r = stage_local_settings(&p, at("wt/.claude/settings.local.json"), &out, &w, &err);
+        r = stage_local_settings(&p, dfd = reopen(dfd, at("wt/.claude")),
+                                 at("wt/.claude/settings.local.json"), &out, &w, &err);
         CHECKF(r == 0 && out && strcmp(slurp(out), "{}\n") == 0 && w.n == 1, "%s", err.msg);
         free(out);
         stage_warnings_free(&w);
