@@ -33,8 +33,8 @@ void runner_child_fail(int errfd, const struct cs_error *err)
         _exit(status);
 }
 
-static void child_main(const struct sandbox_spec *s, const struct sock_fprog *filter, int syncfd,
-                       int errfd)
+static void child_main(const struct sandbox_spec *s, const struct net_helper *net,
+                       const struct sock_fprog *filter, int syncfd, int errfd)
 {
         struct cs_error err = {0};
         bool usernet = s->net == SPEC_NET_PASTA;
@@ -51,7 +51,7 @@ static void child_main(const struct sandbox_spec *s, const struct sock_fprog *fi
                 syncfd = -1;
         }
 
-        if (s->net != SPEC_NET_HOST && netns_loopback_up(&err) < 0)
+        if (s->net != SPEC_NET_HOST && netns_setup(s, net, &err) < 0)
                 runner_child_fail(errfd, &err);
         if (sethostname(s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME,
                         strlen(s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME)) < 0) {
@@ -110,7 +110,8 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
                struct cs_error *err)
 {
         static const int forwarded[] = RUNNER_FORWARDED_SIGNALS;
-        struct net_helper net = {.pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
+        __attribute__((cleanup(netns_helper_stop))) struct net_helper net = {
+            .pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
         int syncp[2] = {-1, -1}, errp[2] = {-1, -1};
         _cleanup_close_ int sfd = -1;
         sigset_t mask, oldmask;
@@ -171,7 +172,7 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         if (pid == 0) {
                 close(syncp[1]);
                 close(errp[0]);
-                child_main(s, filter, syncp[0], errp[1]);
+                child_main(s, &net, filter, syncp[0], errp[1]);
                 _exit(CS_EXIT_SETUP);
         }
         close(syncp[0]);

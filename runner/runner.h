@@ -30,8 +30,6 @@ int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err);
 int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err);
 int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
 
-int netns_loopback_up(struct cs_error *err);
-
 enum net_helper_kind { NET_HELPER_PASTA, NET_HELPER_SLIRP4NETNS };
 #define NET_HELPER_TIMEOUT_MS 10000
 struct net_helper {
@@ -41,14 +39,26 @@ struct net_helper {
         int ready_fd; /* readable once the helper has configured the namespace */
         int err_fd;   /* the helper's stderr, shown when it fails */
         int exit_fd;  /* slirp4netns exits when this closes */
+        /* The host's addresses, gathered before clone, made unreachable inside. */
+        struct net_host_addr {
+                int family;
+                unsigned char bytes[16];
+        } * host_addrs;
+        size_t n_host_addrs;
 };
+/* An empty helper: nothing started, nothing to release. */
+void netns_helper_init(struct net_helper *h);
 /* Before anything exists: which helper, and can it work (/dev/net/tun)? */
 int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, struct cs_error *err);
 /* Attach the helper to the network namespace of child. */
 int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_helper *h,
                        struct cs_error *err);
 int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err);
+/* Kill the helper (if started) and release what find gathered; safe to repeat. */
 void netns_helper_stop(struct net_helper *h);
+/* Child side, in the new netns: loopback up; with a helper, every host address gets an
+ * unreachable rule so the helper cannot carry a connection to the host itself. */
+int netns_setup(const struct sandbox_spec *s, const struct net_helper *h, struct cs_error *err);
 
 /* pid 1 of the sandbox: start the payload, forward signals, reap, exit with its status. */
 __attribute__((noreturn)) void

@@ -2,10 +2,12 @@
 leaks. The suite runs in the csbt-host network namespace that tests/testnet makes, with a
 test host at CSANDBOX_TEST_HOST (HTTP on 8080, DNS on 53): nothing here can reach any other
 address."""
+import json
 import os
 import shutil
 import signal
 import socket
+import subprocess
 import threading
 
 import pytest
@@ -43,11 +45,14 @@ def pasta_procs():
 
 
 class LoopbackServer:
-    """A TCP server on the host's 127.0.0.1 that counts the connections it accepts."""
+    """A TCP server on the host (by default its 127.0.0.1) that counts the connections it
+    accepts."""
 
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+    def __init__(self, family=socket.AF_INET, addr=("127.0.0.1", 0)):
+        self.sock = socket.socket(family)
+        if family == socket.AF_INET6:
+            self.sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        self.sock.bind(addr)
         self.sock.listen(16)
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
@@ -119,6 +124,100 @@ def test_host_loopback_unreachable_through_pasta_by_default(csb, loopback_server
     # The gateway is the test host itself, not a door to the host's loopback.
     assert probe(csb, "connect", TEST_HOST, port)["errno"] != "ok"
     assert loopback_server.hits == 0
+
+
+IP = "/usr/sbin/ip"
+
+# The attacker inside: waits until its own link-local address is usable (DAD done, else a
+# link-local connect fails for that reason alone), then connects to each address given and
+# reports its own addresses and, per target, "ok" or the errno.
+ATTACKER = r"""
+import errno, json, socket, subprocess, sys, time
+targets, port = json.loads(sys.argv[1]), int(sys.argv[2])
+def links():
+    with open("/proc/net/if_inet6") as f:
+        rows = [l.split() for l in f]
+    return [r for r in rows if r[5] != "lo" and int(r[3], 16) == 0x20]
+end = time.monotonic() + 20
+while not [r for r in links() if not int(r[4], 16) & 0x40]:
+    assert time.monotonic() < end, "the sandbox's link-local address stays tentative"
+    time.sleep(0.05)
+scope = int(links()[0][1], 16)
+own = [a["local"] for i in json.loads(subprocess.check_output([sys.argv[3], "-j", "addr"]))
+       for a in i["addr_info"]]
+out = {}
+for addr, p in targets:
+    six = ":" in addr
+    s = socket.socket(socket.AF_INET6 if six else socket.AF_INET)
+    s.settimeout(3)
+    try:
+        s.connect((addr, p, 0, scope if addr.startswith("fe80") else 0) if six else (addr, p))
+        out[addr + " " + str(p)] = "ok"
+    except OSError as e:
+        out[addr + " " + str(p)] = errno.errorcode.get(e.errno, "timeout")
+    s.close()
+print(json.dumps({"own": own, "results": out}))
+"""
+
+
+def host_addresses():
+    """Every address of the test host namespace but loopback: (address, scope)."""
+    out = json.loads(subprocess.check_output([IP, "-j", "addr"]))
+    return [(a["local"], a["scope"]) for i in out if i["ifname"] != "lo"
+            for a in i["addr_info"]]
+
+
+def attack(csb, targets, opts=("--net", "pasta")):
+    r = csb.run([*opts, "--", "/usr/bin/python3", "-c", ATTACKER,
+                 json.dumps(targets), "0", IP], timeout=60)
+    return parse_json(r)
+
+
+@pytest.fixture
+def host_listeners():
+    """Listeners on the test host: one on [::] (both families), one on the link-local
+    address, one on a secondary IPv4 address (tests/testnet adds it)."""
+    addrs = host_addresses()
+    link = [a for a, scope in addrs if scope == "link"]
+    secondary = [a for a, _ in addrs if a == "198.51.100.3"]
+    assert link and secondary, f"tests/testnet gives csbt-h0 a link-local and 198.51.100.3: {addrs}"
+    ifindex = socket.if_nametoindex("csbt-h0")
+    servers = {"any": LoopbackServer(socket.AF_INET6, ("::", 0)),
+               "link": LoopbackServer(socket.AF_INET6, (link[0], 0, 0, ifindex)),
+               "secondary": LoopbackServer(socket.AF_INET, (secondary[0], 0))}
+    yield addrs, link[0], secondary[0], servers
+    for srv in servers.values():
+        srv.close()
+
+
+def test_host_addresses_unreachable_through_pasta(csb, host_listeners):
+    addrs, link, secondary, srv = host_listeners
+    targets = [[a, srv["any"].port] for a, _ in addrs]
+    targets += [[link, srv["link"].port], [secondary, srv["secondary"].port],
+                [TEST_HOST, 8080]]
+    r = attack(csb, targets)
+    res, own = r["results"], r["own"]
+    # The test host behind the host stays reachable: the defence is not "no network".
+    assert res.pop(f"{TEST_HOST} 8080") == "ok", r
+    # Addresses the sandbox has itself are its own (nothing listens there); every other
+    # host address is refused by the sandbox's own routing, before any packet leaves.
+    for key, outcome in res.items():
+        expected = "ECONNREFUSED" if key.split()[0] in own else "ENETUNREACH"
+        assert outcome == expected, (key, r)
+    assert link not in own and secondary not in own, r
+    assert all(s.hits == 0 for s in srv.values()), {k: s.hits for k, s in srv.items()}
+
+
+def test_host_secondary_address_unreachable_through_slirp4netns(csb, tmp_path,
+                                                                 host_listeners):
+    _, _, secondary, srv = host_listeners
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    os.symlink(shutil.which("slirp4netns"), bindir / "slirp4netns")
+    r = csb.run(["--net", "pasta", "--ro-bind", csb.probe_path, HOST_PROBE, "--", HOST_PROBE,
+                 "connect", secondary, str(srv["any"].port)], env=base_env(PATH=str(bindir)))
+    assert parse_json(r)["errno"] == "ENETUNREACH"
+    assert srv["any"].hits == 0
 
 
 def test_map_host_loopback_reaches_host_127_at_169_254_1_2(csb, loopback_server):
