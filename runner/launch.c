@@ -157,7 +157,8 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         /* Read once the sandbox is gone; never wait on a writer that leaked the pipe. */
         fcntl(errp[0], F_SETFL, O_NONBLOCK);
 
-        flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+        flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                CLONE_NEWCGROUP;
         if (s->net != SPEC_NET_HOST)
                 flags |= CLONE_NEWNET;
         fflush(NULL);
