@@ -239,20 +239,16 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
         }
         /* Both helpers open /dev/net/tun as us; find out now rather than after set-up. */
         tun = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-        if (tun < 0 && (errno == EACCES || errno == EPERM)) {
-                cs_error_setx(err, errno,
-                              "--net pasta: /dev/net/tun is not usable by your user (%s), so "
-                              "%s cannot give the sandbox a network; desktops ship it mode "
-                              "0666: fix it with: sudo chmod 0666 /dev/net/tun (and a udev rule "
-                              "KERNEL==\"tun\", MODE=\"0666\" to keep it)",
-                              strerror(errno), ret->path);
-                return cs_error_hint(err, "%s", net_alternatives);
-        }
         if (tun < 0) {
-                cs_error_setx(err, errno,
-                              "--net pasta: /dev/net/tun cannot be opened (%s); load the tun "
-                              "module with: sudo modprobe tun",
-                              strerror(errno));
+                int e = errno;
+
+                cs_error_setx(err, e,
+                              "--net pasta: /dev/net/tun %s (%s), so %s cannot give the "
+                              "sandbox a network",
+                              e == EACCES || e == EPERM ? "is not usable by your user"
+                                                        : "cannot be opened",
+                              strerror(e), ret->path);
+                diagnose_tun(err, e);
                 return cs_error_hint(err, "%s", net_alternatives);
         }
         return host_addrs_gather(s, ret, err);
@@ -314,6 +310,12 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_hel
                                               "--dns-forward", SPEC_NET_DNS};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         argv[n++] = fixed[i];
+                /* As root, pasta would drop to nobody, who cannot enter a user namespace
+                 * that root owns. */
+                if (geteuid() == 0) {
+                        argv[n++] = "--runas";
+                        argv[n++] = "0:0";
+                }
                 if (s->map_host_loopback) {
                         argv[n++] = "--gateway";
                         argv[n++] = SPEC_NET_HOST_LOOPBACK;
@@ -363,6 +365,40 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_hel
         return 0;
 }
 
+/* pasta repeats each line to a system logger that may not exist, and as root it announces
+ * that it drops to nobody: neither is the cause of anything. */
+static bool helper_noise(const char *line)
+{
+        return (strncmp(line, "Failed to send ", 15) == 0 && strstr(line, "syslog")) ||
+               strncmp(line, "Don't run as root", 17) == 0 || !line[strspn(line, " \t")];
+}
+
+/* What the helper wrote on stderr, as one line without the noise. */
+static void helper_said(int fd, char *out, size_t size)
+{
+        char buf[8192], *save = NULL;
+        size_t len = 0, used = 0;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+
+        out[0] = '\0';
+        /* It has exited or is exiting: read until EOF, briefly. */
+        while (len < sizeof(buf) - 1 && poll(&p, 1, 200) > 0) {
+                ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+
+                if (n <= 0)
+                        break;
+                len += (size_t)n;
+        }
+        buf[len] = '\0';
+        for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                if (helper_noise(line))
+                        continue;
+                used += (size_t)snprintf(out + used, size - used, "%s%s", used ? "; " : "", line);
+                if (used >= size - 1)
+                        break;
+        }
+}
+
 int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err)
 {
         const char *name = h->kind == NET_HELPER_PASTA ? "pasta" : "slirp4netns";
@@ -379,19 +415,42 @@ int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err)
                                      h->path, NET_HELPER_TIMEOUT_MS / 1000);
         if (r > 0 && read(h->ready_fd, buf, sizeof(buf)) > 0)
                 return 0;
-        /* It exited before it was ready: show what it said. */
+        /* It exited before it was ready: say why, in its words. */
         {
-                char msg[1024];
-                ssize_t n;
+                char said[1024];
+                int wstatus = 0;
+                pid_t w = 0;
 
-                fcntl(h->err_fd, F_SETFL, O_NONBLOCK);
-                n = read(h->err_fd, msg, sizeof(msg) - 1);
-                msg[n > 0 ? n : 0] = '\0';
-                while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-                        msg[--n] = '\0';
-                return cs_error_setx(err, EIO, "%s failed to set up the sandbox's network%s%s%s",
-                                     name, n > 0 ? " (it said: " : "", n > 0 ? msg : "",
-                                     n > 0 ? ")" : "");
+                helper_said(h->err_fd, said, sizeof(said));
+                /* Its pipes close a moment before it can be reaped. */
+                for (int i = 0; said[0] == '\0' && i < 50 && w == 0; i++) {
+                        w = waitpid(h->pid, &wstatus, WNOHANG);
+                        if (w == 0)
+                                usleep(10000);
+                }
+                if (w == h->pid) {
+                        h->pid = -1;
+                        if (WIFSIGNALED(wstatus))
+                                snprintf(said, sizeof(said), "it was killed by signal %d",
+                                         WTERMSIG(wstatus));
+                        else
+                                snprintf(said, sizeof(said), "it exited with status %d",
+                                         WEXITSTATUS(wstatus));
+                }
+                cs_error_setx(err, EIO, "%s failed to set up the sandbox's network%s%s%s", name,
+                              said[0] ? " (" : "", said, said[0] ? ")" : "");
+                if (strstr(said, "Couldn't open user namespace") ||
+                    strstr(said, "Couldn't open network namespace"))
+                        cs_error_hint(err,
+                                      "%s runs as uid %u and must enter the sandbox's "
+                                      "namespaces, which your user owns; a security module "
+                                      "that confines it (an AppArmor or SELinux profile of "
+                                      "pasta: look for a denial in the kernel log) also "
+                                      "refuses this",
+                                      name, (unsigned)geteuid());
+                else if (strstr(said, "/dev/net/tun"))
+                        diagnose_tun(err, strstr(said, "ermission") ? EACCES : ENODEV);
+                return -EIO;
         }
 }
 

@@ -71,6 +71,9 @@ int exec_drop_capabilities(struct cs_error *err);
 
 /* Append the likely reason user namespaces are unavailable, and its fix, to err. */
 void diagnose_userns(struct cs_error *err);
+/* Append why /dev/net/tun cannot be opened (errno e) and the fix where csandbox runs: modprobe
+ * on a host, chmod for a root-only node, --device in a container, --dev-bind in csandbox. */
+void diagnose_tun(struct cs_error *err, int e);
 
 /* The one way a command reports an error: "csandbox: MSG" on stderr; returns the exit
  * status it maps to (125 unless the error says otherwise). */

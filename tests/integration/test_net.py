@@ -355,6 +355,41 @@ def test_slirp4netns_is_the_fallback_without_pasta(csb, tmp_path):
     assert wait_until(lambda: not pasta_procs(), 10), pasta_procs()
 
 
+def fake_pasta(tmp_path, body):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "pasta").write_text("#!/bin/sh\n" + body)
+    (bindir / "pasta").chmod(0o755)
+    return base_env(PATH=f"{bindir}:/usr/bin:/bin")
+
+
+def test_pasta_failure_is_summarised_without_syslog_noise_and_names_a_fix(csb, tmp_path):
+    # What pasta prints as root without --runas, or when a security module confines it.
+    env = fake_pasta(tmp_path, """
+for l in "Failed to send 47 bytes to syslog" "Don't run as root. Changing to nobody..." \\
+         "Failed to send 73 bytes to syslog" \\
+         "Couldn't open user namespace /proc/4398/ns/user: Permission denied"; do
+        echo "$l" >&2
+done
+exit 1
+""")
+    r = csb.run(["--net", "pasta", "--", "true"], env=env)
+    assert r.returncode == 125, r.stderr
+    assert "syslog" not in r.stderr and "nobody" not in r.stderr, r.stderr
+    assert ("pasta failed to set up the sandbox's network (Couldn't open user namespace "
+            "/proc/4398/ns/user: Permission denied)") in r.stderr, r.stderr
+    assert "must enter the sandbox's namespaces" in r.stderr
+    assert "AppArmor or SELinux profile of pasta" in r.stderr
+    assert wait_until(lambda: not pasta_procs(), 10), pasta_procs()
+
+
+def test_pasta_dying_silently_is_reported_with_its_signal(csb, tmp_path):
+    env = fake_pasta(tmp_path, "kill -9 $$\n")
+    r = csb.run(["--net", "pasta", "--", "true"], env=env)
+    assert r.returncode == 125, r.stderr
+    assert "pasta failed to set up the sandbox's network (it was killed by signal 9)" in r.stderr
+
+
 def test_unusable_tun_is_a_clear_error(csb):
     """/dev/net/tun as a user without access sees it (here: a root-only file over it, in an
     outer sandbox, as a desktop without udev's 0666 would have it)."""
