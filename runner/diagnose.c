@@ -58,15 +58,15 @@ static bool file_contains(const char *path, const char *const words[])
 
 enum where { WHERE_HOST, WHERE_CONTAINER, WHERE_CSANDBOX };
 
-/* csandbox's pid 1 keeps its name; container engines leave a file or a cgroup name behind,
- * and install a seccomp filter a desktop session does not have. */
+/* csandbox's pid 1 keeps its name (and is not us); container engines leave a file or a cgroup name
+ * behind, and install a seccomp filter a desktop session does not have. */
 static enum where running_where(void)
 {
         static const char *const csandbox[] = {"csandbox\n", NULL};
         static const char *const engines[] = {"docker", "libpod", "containerd", "kubepods",
                                               "lxc",    "podman", NULL};
 
-        if (file_contains("/proc/1/comm", csandbox))
+        if (getpid() != 1 && file_contains("/proc/1/comm", csandbox))
                 return WHERE_CSANDBOX;
         if (access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0 ||
             file_contains("/proc/1/cgroup", engines) || seccomp_filtered())

@@ -219,7 +219,7 @@ static int bind_source_clone(int dirfd, const char *path, const struct spec_moun
                              bool *ret_is_dir, struct cs_error *err)
 {
         _cleanup_close_ int src = -1;
-        uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        uint64_t attrs = MOUNT_ATTR_NOSUID | (m->flags & SPEC_MOUNT_DEVICES ? 0 : MOUNT_ATTR_NODEV);
         struct stat sb;
         int tree;
 
