@@ -208,6 +208,33 @@ def test_host_addresses_unreachable_through_pasta(csb, host_listeners):
     assert all(s.hits == 0 for s in srv.values()), {k: s.hits for k, s in srv.items()}
 
 
+def test_run_session_cannot_reach_host_addresses(csb, tmp_path, host_listeners):
+    """`run` (pasta, the embedded default root) with a claude that tries the host's
+    link-local and secondary addresses and reports what it got."""
+    _, link, secondary, srv = host_listeners
+    home = tmp_path / "home"
+    (home / ".claude-profiles" / "work").mkdir(parents=True)
+    (home / "src").mkdir()
+    claude = tmp_path / "claude"
+    targets = [[link, srv["link"].port], [secondary, srv["secondary"].port],
+               [TEST_HOST, 8080]]
+    claude.write_text(f"#!/bin/sh\nexec /usr/bin/python3 - '{json.dumps(targets)}' 0 {IP} "
+                      f"<<'EOF'\n{ATTACKER}\nEOF\n")
+    claude.chmod(0o755)
+    r = subprocess.run([csb.binary, "run", "work"],
+                       cwd=home / "src", capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL,
+                       env=base_env(HOME=str(home), XDG_DATA_HOME=str(tmp_path / "data"),
+                                    CLAUDE_PROFILE_CLAUDE_BIN=str(claude),
+                                    CLAUDE_PROFILE_PROFILES_BASE=None, XDG_RUNTIME_DIR=None))
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)["results"]
+    assert res == {f"{link} {srv['link'].port}": "ENETUNREACH",
+                   f"{secondary} {srv['secondary'].port}": "ENETUNREACH",
+                   f"{TEST_HOST} 8080": "ok"}, r.stdout
+    assert all(s.hits == 0 for s in srv.values())
+
+
 def test_host_secondary_address_unreachable_through_slirp4netns(csb, tmp_path,
                                                                  host_listeners):
     _, _, secondary, srv = host_listeners
