@@ -113,6 +113,20 @@ void diagnose_tun(struct cs_error *err, int e)
                 cs_error_hint(err, "Load the tun module with: sudo modprobe tun");
 }
 
+static const char apparmor_hint[] =
+    "AppArmor restricts unprivileged user namespaces "
+    "(kernel.apparmor_restrict_unprivileged_userns=1): the sandbox's namespace exists but holds "
+    "no capabilities. Allow csandbox with an AppArmor profile that has `userns,` (the "
+    "repository ships one in contrib/apparmor), or run: sudo sysctl -w "
+    "kernel.apparmor_restrict_unprivileged_userns=0";
+
+static bool apparmor_restricts(void)
+{
+        return read_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1;
+}
+
+/* The clone itself was refused: a container engine's filter is the likelier blocker than
+ * AppArmor, whose restriction lets the namespace be created and then denies its set-up. */
 void diagnose_userns(struct cs_error *err)
 {
         if (read_long("/proc/sys/kernel/unprivileged_userns_clone") == 0) {
@@ -123,20 +137,28 @@ void diagnose_userns(struct cs_error *err)
                 cs_error_hint(err, "User namespaces are disabled (user.max_user_namespaces=0); "
                                    "enable them with: sudo sysctl -w "
                                    "user.max_user_namespaces=15000");
-        } else if (read_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1) {
-                cs_error_hint(err, "AppArmor restricts unprivileged user namespaces "
-                                   "(kernel.apparmor_restrict_unprivileged_userns=1); allow "
-                                   "csandbox with an AppArmor profile that has `userns,`, or "
-                                   "run: sudo sysctl -w "
-                                   "kernel.apparmor_restrict_unprivileged_userns=0");
         } else if (seccomp_filtered()) {
                 cs_error_hint(err, "This process already runs under a seccomp filter (Seccomp: "
                                    "2 in /proc/self/status), as container engines install; the "
                                    "filter likely refuses new namespaces. Run the container "
                                    "with a seccomp profile that allows clone/unshare of user "
                                    "namespaces (e.g. --security-opt seccomp=unconfined)");
+        } else if (apparmor_restricts()) {
+                cs_error_hint(err, "%s", apparmor_hint);
         } else if (err->err == ENOSPC || err->err == EUSERS) {
                 cs_error_hint(err, "The limit on user namespaces is reached "
                                    "(user.max_user_namespaces); raise it with sudo sysctl");
         }
+}
+
+void diagnose_setup(struct cs_error *err)
+{
+        if (apparmor_restricts())
+                cs_error_hint(err, "%s", apparmor_hint);
+        else if (seccomp_filtered())
+                cs_error_hint(err, "This process runs under a seccomp filter (Seccomp: 2 in "
+                                   "/proc/self/status), as container engines install, and it "
+                                   "likely refuses this call. Run the container with a seccomp "
+                                   "profile that allows it (e.g. --security-opt "
+                                   "seccomp=unconfined)");
 }

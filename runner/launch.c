@@ -64,7 +64,7 @@ static void child_main(const struct sandbox_spec *s, const struct net_helper *ne
                         strerror(errno));
         if (mounts_prepare(s, &err) < 0 || mounts_setup(s, &err) < 0) {
                 if (err.err == EPERM)
-                        diagnose_userns(&err);
+                        diagnose_setup(&err);
                 runner_child_fail(errfd, &err);
         }
         init_run(s, filter, errfd, syncfd);

@@ -36,8 +36,12 @@ static int loopback_up(struct cs_error *err)
         if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
                 return cs_error_set(err, errno, "bring up loopback: get flags of lo");
         ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-        if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-                return cs_error_set(err, errno, "bring up loopback: set lo up");
+        if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) {
+                cs_error_set(err, errno, "bring up loopback: set lo up");
+                if (err->err == EPERM)
+                        diagnose_setup(err);
+                return -err->err;
+        }
         return 0;
 }
 

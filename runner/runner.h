@@ -71,6 +71,8 @@ int exec_drop_capabilities(struct cs_error *err);
 
 /* Append the likely reason user namespaces are unavailable, and its fix, to err. */
 void diagnose_userns(struct cs_error *err);
+/* The same for a step refused inside the new namespaces (loopback, mounts, pivot_root). */
+void diagnose_setup(struct cs_error *err);
 /* Append why /dev/net/tun cannot be opened (errno e) and the fix where csandbox runs: modprobe
  * on a host, chmod for a root-only node, --device in a container, --dev-bind in csandbox. */
 void diagnose_tun(struct cs_error *err, int e);

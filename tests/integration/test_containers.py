@@ -10,13 +10,15 @@ from conftest import HOST_PROBE, TIMEOUT, base_env
 TEST_HOST = os.environ.get("CSANDBOX_TEST_HOST")
 
 
-def outer_seccomp(csb, name, refused):
-    """An OCI profile that allows everything but the given calls (EPERM), as a container
-    engine's default profile refuses them."""
+def outer_seccomp(csb, name, refused, args=()):
+    """An OCI profile that allows everything but the given calls (EPERM; with args, only
+    those calls), as a container engine's default profile refuses them."""
     path = os.path.join(csb.basetemp, f"{name}.json")
+    rule = {"names": refused, "action": "SCMP_ACT_ERRNO", "errnoRet": 1}
+    if args:
+        rule["args"] = list(args)
     with open(path, "w") as f:
-        json.dump({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
-            {"names": refused, "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}, f)
+        json.dump({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [rule]}, f)
     return path
 
 
@@ -37,6 +39,17 @@ def test_refused_sethostname_keeps_the_outer_hostname_and_says_so_once(csb):
     # Without the refusal the name is set as asked.
     r = nested(csb, ["--hostname", "boxy", "--", "/bin/cat", "/proc/sys/kernel/hostname"])
     assert (r.returncode, r.stdout, r.stderr) == (0, "boxy\n", "")
+
+
+def test_refused_loopback_up_names_the_filter_and_its_fix(csb):
+    # A capability-needing step refused inside the new namespaces, as a container engine's
+    # filter (or AppArmor's userns restriction) does: ioctl(SIOCSIFFLAGS) on lo.
+    profile = outer_seccomp(csb, "no-ifflags", ["ioctl"],
+                            [{"index": 1, "value": 0x8914, "op": "SCMP_CMP_EQ"}])
+    r = nested(csb, ["--", "true"], outer=["--seccomp", profile])
+    assert r.returncode == 125, r.stderr
+    assert "bring up loopback: set lo up: Operation not permitted" in r.stderr, r.stderr
+    assert "runs under a seccomp filter" in r.stderr and "seccomp=unconfined" in r.stderr
 
 
 # Run "$@" as on a host without the tun module: a new root at $NEWROOT without the container
