@@ -58,8 +58,8 @@ static bool file_contains(const char *path, const char *const words[])
 
 enum where { WHERE_HOST, WHERE_CONTAINER, WHERE_CSANDBOX };
 
-/* csandbox's pid 1 keeps its name (and is not us); container engines leave a file or a cgroup name
- * behind, and install a seccomp filter a desktop session does not have. */
+/* csandbox's pid 1 keeps its name (and is not us); container engines leave a file or a
+ * cgroup name behind, and install a seccomp filter a desktop session does not have. */
 static enum where running_where(void)
 {
         static const char *const csandbox[] = {"csandbox\n", NULL};
@@ -115,8 +115,8 @@ void diagnose_tun(struct cs_error *err, int e)
 
 static const char apparmor_hint[] =
     "AppArmor restricts unprivileged user namespaces "
-    "(kernel.apparmor_restrict_unprivileged_userns=1): the sandbox's namespace exists but holds "
-    "no capabilities. Allow csandbox with an AppArmor profile that has `userns,` (the "
+    "(kernel.apparmor_restrict_unprivileged_userns=1): a namespace csandbox creates holds no "
+    "capabilities. Allow csandbox with an AppArmor profile that has `userns,` (the "
     "repository ships one in contrib/apparmor), or run: sudo sysctl -w "
     "kernel.apparmor_restrict_unprivileged_userns=0";
 

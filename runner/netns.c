@@ -5,8 +5,8 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 
-#include <errno.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <linux/fib_rules.h>
@@ -211,7 +211,7 @@ static const char net_alternatives[] =
     "network and with it every service on the host's 127.0.0.1 and every abstract unix "
     "socket (X11, D-Bus)";
 
-void netns_helper_init(struct net_helper *h)
+static void helper_init(struct net_helper *h)
 {
         memset(h, 0, sizeof(*h));
         h->pid = -1;
@@ -224,7 +224,7 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
 {
         _cleanup_close_ int tun = -1;
 
-        netns_helper_init(ret);
+        helper_init(ret);
         if (find_in_path("pasta", ret->path, sizeof(ret->path))) {
                 ret->kind = NET_HELPER_PASTA;
         } else if (find_in_path("slirp4netns", ret->path, sizeof(ret->path))) {

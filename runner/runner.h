@@ -31,6 +31,10 @@ int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err);
 int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
 
 enum net_helper_kind { NET_HELPER_PASTA, NET_HELPER_SLIRP4NETNS };
+struct net_host_addr {
+        int family; /* AF_INET or AF_INET6 */
+        unsigned char bytes[16];
+};
 #define NET_HELPER_TIMEOUT_MS 10000
 struct net_helper {
         enum net_helper_kind kind;
@@ -40,14 +44,9 @@ struct net_helper {
         int err_fd;   /* the helper's stderr, shown when it fails */
         int exit_fd;  /* slirp4netns exits when this closes */
         /* The host's addresses, gathered before clone, made unreachable inside. */
-        struct net_host_addr {
-                int family;
-                unsigned char bytes[16];
-        } * host_addrs;
+        struct net_host_addr *host_addrs;
         size_t n_host_addrs;
 };
-/* An empty helper: nothing started, nothing to release. */
-void netns_helper_init(struct net_helper *h);
 /* Before anything exists: which helper, and can it work (/dev/net/tun)? */
 int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, struct cs_error *err);
 /* Attach the helper to the network namespace of child. */
