@@ -25,8 +25,8 @@ print(json.dumps({"sysfs": sysfs, "own": {n: i for i, n in socket.if_nameindex()
 """
 
 
-def sysfs_view(csb, *opts):
-    return parse_json(csb.run([*opts, "--", "/usr/bin/python3", "-c", SYSFS_VIEW]))
+def sysfs_view(csb, *opts, tier="direct"):
+    return parse_json(csb.run([*opts, "--", "/usr/bin/python3", "-c", SYSFS_VIEW], tier=tier))
 
 
 def host_interfaces():
@@ -37,10 +37,10 @@ def host_interfaces():
     return out
 
 
-def test_sysfs_net_none_shows_loopback_only(csb):
+def test_sysfs_net_none_shows_loopback_only(csb, tier):
     host = host_interfaces()
     assert set(host) - {"lo"}, f"the test host namespace has interfaces besides lo: {host}"
-    r = sysfs_view(csb, "--net", "none")
+    r = sysfs_view(csb, "--net", "none", tier=tier)
     assert r["class_net"] == ["lo"], r
     assert r["virtual_net"] == ["lo"], r
     assert {n: v[0] for n, v in r["sysfs"].items()} == r["own"]
