@@ -137,6 +137,7 @@ static void check_network(void)
                          h.path);
                 report(true, "network (pasta)", line);
         }
+        netns_helper_stop(&h);
         spec_free(&s);
 }
 

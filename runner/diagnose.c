@@ -1,4 +1,5 @@
-/* Why can't we have a user namespace? Name the cause and the fix, as far as we can see it. */
+/* Why can't we have a user namespace, or /dev/net/tun? Name the cause and the fix for where
+ * csandbox is running (a desktop, a container, another csandbox), as far as we can see it. */
 #include "runner.h"
 
 #include "../common/error.h"
@@ -8,6 +9,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 static long read_long(const char *path)
 {
@@ -38,6 +42,91 @@ static bool seccomp_filtered(void)
         return r;
 }
 
+static bool file_contains(const char *path, const char *const words[])
+{
+        struct cs_error ignored;
+        char *buf = NULL;
+        bool r = false;
+
+        if (cs_read_file_at(AT_FDCWD, path, 1 << 16, false, &buf, NULL, &ignored) == 0) {
+                for (size_t i = 0; words[i] && !r; i++)
+                        r = strstr(buf, words[i]) != NULL;
+                free(buf);
+        }
+        return r;
+}
+
+enum where { WHERE_HOST, WHERE_CONTAINER, WHERE_CSANDBOX };
+
+/* csandbox's pid 1 keeps its name (and is not us); container engines leave a file or a
+ * cgroup name behind, and install a seccomp filter a desktop session does not have. */
+static enum where running_where(void)
+{
+        static const char *const csandbox[] = {"csandbox\n", NULL};
+        static const char *const engines[] = {"docker", "libpod", "containerd", "kubepods",
+                                              "lxc",    "podman", NULL};
+
+        if (getpid() != 1 && file_contains("/proc/1/comm", csandbox))
+                return WHERE_CSANDBOX;
+        if (access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0 ||
+            file_contains("/proc/1/cgroup", engines) || seccomp_filtered())
+                return WHERE_CONTAINER;
+        return WHERE_HOST;
+}
+
+void diagnose_tun(struct cs_error *err, int e)
+{
+        enum where where = running_where();
+        struct statvfs vfs;
+        struct stat st;
+
+        if (e == EACCES || e == EPERM) {
+                if (stat("/dev/net/tun", &st) == 0 &&
+                    !(st.st_mode & S_IROTH && st.st_mode & S_IWOTH) && st.st_uid != geteuid() &&
+                    geteuid() != 0)
+                        cs_error_hint(err,
+                                      "It is mode %04o, owned by uid %u; desktops ship it mode "
+                                      "0666: fix it with: sudo chmod 0666 /dev/net/tun (and a "
+                                      "udev rule KERNEL==\"tun\", MODE=\"0666\" to keep it)",
+                                      (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+                else if (where == WHERE_CSANDBOX)
+                        cs_error_hint(err, "This runs inside csandbox, whose binds are nodev: give "
+                                           "the outer sandbox the device with --dev-bind "
+                                           "/dev/net/tun /dev/net/tun");
+                else if (where == WHERE_CONTAINER)
+                        cs_error_hint(err, "This runs in a container, which may use the device "
+                                           "only when it is passed in: start it with --device "
+                                           "/dev/net/tun (docker, podman)");
+                else if (statvfs("/dev/net/tun", &vfs) == 0 && vfs.f_flag & ST_NODEV)
+                        cs_error_hint(err, "It lies on a mount with nodev, where no device can be "
+                                           "opened: bind it without nodev");
+                return;
+        }
+        if (where == WHERE_CSANDBOX)
+                cs_error_hint(err, "This runs inside csandbox, which has no /dev/net/tun unless "
+                                   "given: start the outer sandbox with --dev-bind /dev/net/tun "
+                                   "/dev/net/tun");
+        else if (where == WHERE_CONTAINER)
+                cs_error_hint(err, "This runs in a container without the device: start it with "
+                                   "--device /dev/net/tun (docker, podman)");
+        else
+                cs_error_hint(err, "Load the tun module with: sudo modprobe tun");
+}
+
+static const char apparmor_hint[] =
+    "AppArmor restricts unprivileged user namespaces "
+    "(kernel.apparmor_restrict_unprivileged_userns=1): a namespace csandbox creates holds no "
+    "capabilities. Allow csandbox with an AppArmor profile that has `userns,` (the "
+    "repository ships one in contrib/apparmor), or run: sudo sysctl -w "
+    "kernel.apparmor_restrict_unprivileged_userns=0";
+
+static bool apparmor_restricts(void)
+{
+        return read_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1;
+}
+
+/* The clone itself was refused: a container engine's filter is the likelier blocker than
+ * AppArmor, whose restriction lets the namespace be created and then denies its set-up. */
 void diagnose_userns(struct cs_error *err)
 {
         if (read_long("/proc/sys/kernel/unprivileged_userns_clone") == 0) {
@@ -48,20 +137,28 @@ void diagnose_userns(struct cs_error *err)
                 cs_error_hint(err, "User namespaces are disabled (user.max_user_namespaces=0); "
                                    "enable them with: sudo sysctl -w "
                                    "user.max_user_namespaces=15000");
-        } else if (read_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1) {
-                cs_error_hint(err, "AppArmor restricts unprivileged user namespaces "
-                                   "(kernel.apparmor_restrict_unprivileged_userns=1); allow "
-                                   "csandbox with an AppArmor profile that has `userns,`, or "
-                                   "run: sudo sysctl -w "
-                                   "kernel.apparmor_restrict_unprivileged_userns=0");
         } else if (seccomp_filtered()) {
                 cs_error_hint(err, "This process already runs under a seccomp filter (Seccomp: "
                                    "2 in /proc/self/status), as container engines install; the "
                                    "filter likely refuses new namespaces. Run the container "
                                    "with a seccomp profile that allows clone/unshare of user "
                                    "namespaces (e.g. --security-opt seccomp=unconfined)");
+        } else if (apparmor_restricts()) {
+                cs_error_hint(err, "%s", apparmor_hint);
         } else if (err->err == ENOSPC || err->err == EUSERS) {
                 cs_error_hint(err, "The limit on user namespaces is reached "
                                    "(user.max_user_namespaces); raise it with sudo sysctl");
         }
+}
+
+void diagnose_setup(struct cs_error *err)
+{
+        if (apparmor_restricts())
+                cs_error_hint(err, "%s", apparmor_hint);
+        else if (seccomp_filtered())
+                cs_error_hint(err, "This process runs under a seccomp filter (Seccomp: 2 in "
+                                   "/proc/self/status), as container engines install, and it "
+                                   "likely refuses this call. Run the container with a seccomp "
+                                   "profile that allows it (e.g. --security-opt "
+                                   "seccomp=unconfined)");
 }

@@ -161,7 +161,7 @@ static int bind_source_clone(int dirfd, const char *path, const struct spec_moun
                              bool *ret_is_dir, struct cs_error *err)
 {
         _cleanup_close_ int src = -1;
-        uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        uint64_t attrs = MOUNT_ATTR_NOSUID | (m->flags & SPEC_MOUNT_DEVICES ? 0 : MOUNT_ATTR_NODEV);
         struct stat sb;
         int tree;
 
@@ -610,6 +610,37 @@ static int mount_proc_at(int dst, const char *dest, struct cs_error *err)
         return attach(m, dst, "proc", dest, err);
 }
 
+/* The host's /sys lists its interfaces and their MAC addresses (from which its IPv6
+ * link-local addresses follow): a sysfs of the sandbox's own network namespace instead. The
+ * kernel allows that only when the netns belongs to our user namespace and no outer mount
+ * hides part of /sys (container engines mask some); where it is refused, for whatever
+ * reason, the network directories are covered. */
+static int mount_sysfs(struct cs_error *err)
+{
+        static const char *const net_dirs[] = {"/sys/class/net", "/sys/devices/virtual/net"};
+        _cleanup_close_ int dst = -1, m = -1;
+        int r;
+
+        r = dest_open("/sys", WANT_DIR, true, &dst, err);
+        if (r < 0 || dst < 0)
+                return r;
+        r = new_fs("sysfs", NULL,
+                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                   &m);
+        if (r == 0)
+                return attach(m, dst, "sysfs", "/sys", err);
+        for (size_t i = 0; i < sizeof(net_dirs) / sizeof(net_dirs[0]); i++) {
+                _cleanup_close_ int d = -1;
+
+                r = dest_open(net_dirs[i], WANT_DIR, true, &d, err);
+                if (r >= 0 && d >= 0)
+                        r = mount_tmpfs_at(d, 0755, net_dirs[i], err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int mount_dev_at(int dst, const char *dest, struct cs_error *err)
 {
         static const char *const links[][2] = {{"fd", "/proc/self/fd"},
@@ -811,6 +842,8 @@ int mounts_setup(const struct sandbox_spec *s, struct cs_error *err)
         int r;
 
         r = attach_root(s, err);
+        if (r >= 0 && s->root == SPEC_ROOT_HOST)
+                r = mount_sysfs(err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < s->n_mounts; i++) {

@@ -1,11 +1,17 @@
-/* The sandbox's own network namespace: loopback up, nothing else. */
+/* The sandbox's own network namespace: loopback up, the host's addresses unreachable, and
+ * the user-mode helper (pasta) that gives it a network. */
 #include "runner.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <linux/fib_rules.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int netns_loopback_up(struct cs_error *err)
+static int loopback_up(struct cs_error *err)
 {
         _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         struct ifreq ifr;
@@ -30,9 +36,151 @@ int netns_loopback_up(struct cs_error *err)
         if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
                 return cs_error_set(err, errno, "bring up loopback: get flags of lo");
         ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-        if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-                return cs_error_set(err, errno, "bring up loopback: set lo up");
+        if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) {
+                cs_error_set(err, errno, "bring up loopback: set lo up");
+                if (err->err == EPERM)
+                        diagnose_setup(err);
+                return -err->err;
+        }
         return 0;
+}
+
+/* Addresses that are local inside the sandbox by construction need no rule. */
+static bool addr_needs_rule(const struct sandbox_spec *s, const struct net_host_addr *a)
+{
+        static const unsigned char loop6[16] = {[15] = 1};
+        struct in_addr mapped;
+
+        if (a->family == AF_INET6)
+                return memcmp(a->bytes, loop6, 16) != 0;
+        if (a->bytes[0] == 127)
+                return false;
+        inet_pton(AF_INET, SPEC_NET_HOST_LOOPBACK, &mapped);
+        return !(s->map_host_loopback && memcmp(a->bytes, &mapped, 4) == 0);
+}
+
+/* Every address of the host, read in the host's namespace before clone. A user-mode helper
+ * connects from the host to whatever the sandbox asks for, so a host service listening on
+ * [::], a link-local or a secondary address would answer the sandbox. */
+static int host_addrs_gather(const struct sandbox_spec *s, struct net_helper *h,
+                             struct cs_error *err)
+{
+        struct ifaddrs *list = NULL;
+        size_t cap = 0;
+
+        if (getifaddrs(&list) < 0)
+                return cs_error_set(err, errno, "--net pasta: list the host's addresses");
+        for (struct ifaddrs *i = list; i; i = i->ifa_next)
+                cap++;
+        h->host_addrs = calloc(cap ? cap : 1, sizeof(*h->host_addrs));
+        if (!h->host_addrs) {
+                freeifaddrs(list);
+                return cs_error_set(err, ENOMEM, "--net pasta: list the host's addresses");
+        }
+        for (struct ifaddrs *i = list; i; i = i->ifa_next) {
+                struct net_host_addr a = {0};
+                bool seen = false;
+
+                if (!i->ifa_addr ||
+                    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                        continue;
+                a.family = i->ifa_addr->sa_family;
+                if (a.family == AF_INET)
+                        memcpy(a.bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+                else
+                        memcpy(a.bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+                if (!addr_needs_rule(s, &a))
+                        continue;
+                for (size_t j = 0; j < h->n_host_addrs && !seen; j++)
+                        seen = memcmp(&h->host_addrs[j], &a, sizeof(a)) == 0;
+                if (!seen)
+                        h->host_addrs[h->n_host_addrs++] = a;
+        }
+        freeifaddrs(list);
+        return 0;
+}
+
+/* One RTM_NEWRULE "to ADDR unreachable", answered by an acknowledgement. */
+static int rule_add_unreachable(int nl, const struct net_host_addr *a, uint32_t seq)
+{
+        size_t alen = a->family == AF_INET ? 4 : 16;
+        union {
+                struct nlmsghdr nh;
+                char buf[NLMSG_SPACE(sizeof(struct fib_rule_hdr)) + RTA_SPACE(16) +
+                         RTA_SPACE(sizeof(uint32_t))];
+        } req = {0};
+        uint32_t priority = 1; /* right after the local table: the sandbox's own addresses */
+        struct fib_rule_hdr *frh = NLMSG_DATA(&req.nh);
+        struct rtattr *rta;
+        char ack[NLMSG_SPACE(sizeof(struct nlmsgerr)) + 256];
+        ssize_t n;
+
+        req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(*frh));
+        req.nh.nlmsg_type = RTM_NEWRULE;
+        req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE;
+        req.nh.nlmsg_seq = seq;
+        frh->family = (unsigned char)a->family;
+        frh->dst_len = (unsigned char)(alen * 8);
+        frh->action = FR_ACT_UNREACHABLE;
+        rta = (struct rtattr *)(req.buf + NLMSG_ALIGN(req.nh.nlmsg_len));
+        rta->rta_type = FRA_DST;
+        rta->rta_len = (unsigned short)RTA_LENGTH(alen);
+        memcpy(RTA_DATA(rta), a->bytes, alen);
+        req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+        rta = (struct rtattr *)(req.buf + req.nh.nlmsg_len);
+        rta->rta_type = FRA_PRIORITY;
+        rta->rta_len = (unsigned short)RTA_LENGTH(sizeof(priority));
+        memcpy(RTA_DATA(rta), &priority, sizeof(priority));
+        req.nh.nlmsg_len += RTA_ALIGN(rta->rta_len);
+
+        if (send(nl, &req, req.nh.nlmsg_len, 0) < 0)
+                return -errno;
+        do
+                n = recv(nl, ack, sizeof(ack), 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if ((size_t)n < NLMSG_SPACE(sizeof(struct nlmsgerr)) ||
+            ((struct nlmsghdr *)ack)->nlmsg_type != NLMSG_ERROR)
+                return -EPROTO;
+        return ((struct nlmsgerr *)NLMSG_DATA((struct nlmsghdr *)ack))->error;
+}
+
+/* Inside the new netns, before the payload exists: every host address unreachable. Rules
+ * rather than routes: an IPv6 link-local destination is looked up on its interface, which a
+ * reject route (always on lo) never matches, while a rule applies before any table. */
+static int host_addrs_block(const struct net_helper *h, struct cs_error *err)
+{
+        _cleanup_close_ int nl = -1;
+
+        if (h->n_host_addrs == 0)
+                return 0;
+        nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        if (nl < 0)
+                return cs_error_set(err, errno, "make the host's addresses unreachable: netlink");
+        for (size_t i = 0; i < h->n_host_addrs; i++) {
+                const struct net_host_addr *a = &h->host_addrs[i];
+                char text[INET6_ADDRSTRLEN];
+                int r = rule_add_unreachable(nl, a, (uint32_t)i + 1);
+
+                if (r < 0) {
+                        inet_ntop(a->family, a->bytes, text, sizeof(text));
+                        return cs_error_set(err, -r,
+                                            "make the host's address %s unreachable from the "
+                                            "sandbox (a routing rule)",
+                                            text);
+                }
+        }
+        return 0;
+}
+
+int netns_setup(const struct sandbox_spec *s, const struct net_helper *h, struct cs_error *err)
+{
+        int r = loopback_up(err);
+
+        if (r >= 0 && s->net == SPEC_NET_PASTA)
+                r = host_addrs_block(h, err);
+        return r;
 }
 
 /* A user-mode network helper attached to the sandbox's netns: pasta (from passt), or
@@ -63,15 +211,20 @@ static const char net_alternatives[] =
     "network and with it every service on the host's 127.0.0.1 and every abstract unix "
     "socket (X11, D-Bus)";
 
+static void helper_init(struct net_helper *h)
+{
+        memset(h, 0, sizeof(*h));
+        h->pid = -1;
+        h->ready_fd = -1;
+        h->err_fd = -1;
+        h->exit_fd = -1;
+}
+
 int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, struct cs_error *err)
 {
         _cleanup_close_ int tun = -1;
 
-        memset(ret, 0, sizeof(*ret));
-        ret->pid = -1;
-        ret->ready_fd = -1;
-        ret->err_fd = -1;
-        ret->exit_fd = -1;
+        helper_init(ret);
         if (find_in_path("pasta", ret->path, sizeof(ret->path))) {
                 ret->kind = NET_HELPER_PASTA;
         } else if (find_in_path("slirp4netns", ret->path, sizeof(ret->path))) {
@@ -90,23 +243,19 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
         }
         /* Both helpers open /dev/net/tun as us; find out now rather than after set-up. */
         tun = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-        if (tun < 0 && (errno == EACCES || errno == EPERM)) {
-                cs_error_setx(err, errno,
-                              "--net pasta: /dev/net/tun is not usable by your user (%s), so "
-                              "%s cannot give the sandbox a network; desktops ship it mode "
-                              "0666: fix it with: sudo chmod 0666 /dev/net/tun (and a udev rule "
-                              "KERNEL==\"tun\", MODE=\"0666\" to keep it)",
-                              strerror(errno), ret->path);
-                return cs_error_hint(err, "%s", net_alternatives);
-        }
         if (tun < 0) {
-                cs_error_setx(err, errno,
-                              "--net pasta: /dev/net/tun cannot be opened (%s); load the tun "
-                              "module with: sudo modprobe tun",
-                              strerror(errno));
+                int e = errno;
+
+                cs_error_setx(err, e,
+                              "--net pasta: /dev/net/tun %s (%s), so %s cannot give the "
+                              "sandbox a network",
+                              e == EACCES || e == EPERM ? "is not usable by your user"
+                                                        : "cannot be opened",
+                              strerror(e), ret->path);
+                diagnose_tun(err, e);
                 return cs_error_hint(err, "%s", net_alternatives);
         }
-        return 0;
+        return host_addrs_gather(s, ret, err);
 }
 
 static void helper_child(const struct net_helper *h, char *const argv[], pid_t parent, int keep1,
@@ -165,6 +314,12 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_hel
                                               "--dns-forward", SPEC_NET_DNS};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         argv[n++] = fixed[i];
+                /* As root, pasta would drop to nobody, who cannot enter a user namespace
+                 * that root owns. */
+                if (geteuid() == 0) {
+                        argv[n++] = "--runas";
+                        argv[n++] = "0:0";
+                }
                 if (s->map_host_loopback) {
                         argv[n++] = "--gateway";
                         argv[n++] = SPEC_NET_HOST_LOOPBACK;
@@ -214,6 +369,40 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_hel
         return 0;
 }
 
+/* pasta repeats each line to a system logger that may not exist, and as root it announces
+ * that it drops to nobody: neither is the cause of anything. */
+static bool helper_noise(const char *line)
+{
+        return (strncmp(line, "Failed to send ", 15) == 0 && strstr(line, "syslog")) ||
+               strncmp(line, "Don't run as root", 17) == 0 || !line[strspn(line, " \t")];
+}
+
+/* What the helper wrote on stderr, as one line without the noise. */
+static void helper_said(int fd, char *out, size_t size)
+{
+        char buf[8192], *save = NULL;
+        size_t len = 0, used = 0;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+
+        out[0] = '\0';
+        /* It has exited or is exiting: read until EOF, briefly. */
+        while (len < sizeof(buf) - 1 && poll(&p, 1, 200) > 0) {
+                ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+
+                if (n <= 0)
+                        break;
+                len += (size_t)n;
+        }
+        buf[len] = '\0';
+        for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                if (helper_noise(line))
+                        continue;
+                used += (size_t)snprintf(out + used, size - used, "%s%s", used ? "; " : "", line);
+                if (used >= size - 1)
+                        break;
+        }
+}
+
 int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err)
 {
         const char *name = h->kind == NET_HELPER_PASTA ? "pasta" : "slirp4netns";
@@ -230,19 +419,42 @@ int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err)
                                      h->path, NET_HELPER_TIMEOUT_MS / 1000);
         if (r > 0 && read(h->ready_fd, buf, sizeof(buf)) > 0)
                 return 0;
-        /* It exited before it was ready: show what it said. */
+        /* It exited before it was ready: say why, in its words. */
         {
-                char msg[1024];
-                ssize_t n;
+                char said[1024];
+                int wstatus = 0;
+                pid_t w = 0;
 
-                fcntl(h->err_fd, F_SETFL, O_NONBLOCK);
-                n = read(h->err_fd, msg, sizeof(msg) - 1);
-                msg[n > 0 ? n : 0] = '\0';
-                while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-                        msg[--n] = '\0';
-                return cs_error_setx(err, EIO, "%s failed to set up the sandbox's network%s%s%s",
-                                     name, n > 0 ? " (it said: " : "", n > 0 ? msg : "",
-                                     n > 0 ? ")" : "");
+                helper_said(h->err_fd, said, sizeof(said));
+                /* Its pipes close a moment before it can be reaped. */
+                for (int i = 0; said[0] == '\0' && i < 50 && w == 0; i++) {
+                        w = waitpid(h->pid, &wstatus, WNOHANG);
+                        if (w == 0)
+                                usleep(10000);
+                }
+                if (w == h->pid) {
+                        h->pid = -1;
+                        if (WIFSIGNALED(wstatus))
+                                snprintf(said, sizeof(said), "it was killed by signal %d",
+                                         WTERMSIG(wstatus));
+                        else
+                                snprintf(said, sizeof(said), "it exited with status %d",
+                                         WEXITSTATUS(wstatus));
+                }
+                cs_error_setx(err, EIO, "%s failed to set up the sandbox's network%s%s%s", name,
+                              said[0] ? " (" : "", said, said[0] ? ")" : "");
+                if (strstr(said, "Couldn't open user namespace") ||
+                    strstr(said, "Couldn't open network namespace"))
+                        cs_error_hint(err,
+                                      "%s runs as uid %u and must enter the sandbox's "
+                                      "namespaces, which your user owns; a security module "
+                                      "that confines it (an AppArmor or SELinux profile of "
+                                      "pasta: look for a denial in the kernel log) also "
+                                      "refuses this",
+                                      name, (unsigned)geteuid());
+                else if (strstr(said, "/dev/net/tun"))
+                        diagnose_tun(err, strstr(said, "ermission") ? EACCES : ENODEV);
+                return -EIO;
         }
 }
 
@@ -263,4 +475,7 @@ void netns_helper_stop(struct net_helper *h)
         if (h->exit_fd >= 0)
                 close(h->exit_fd);
         h->ready_fd = h->err_fd = h->exit_fd = -1;
+        free(h->host_addrs);
+        h->host_addrs = NULL;
+        h->n_host_addrs = 0;
 }

@@ -34,9 +34,11 @@ int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err);
 int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err);
 int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
 
-int netns_loopback_up(struct cs_error *err);
-
 enum net_helper_kind { NET_HELPER_PASTA, NET_HELPER_SLIRP4NETNS };
+struct net_host_addr {
+        int family; /* AF_INET or AF_INET6 */
+        unsigned char bytes[16];
+};
 #define NET_HELPER_TIMEOUT_MS 10000
 struct net_helper {
         enum net_helper_kind kind;
@@ -45,6 +47,9 @@ struct net_helper {
         int ready_fd; /* readable once the helper has configured the namespace */
         int err_fd;   /* the helper's stderr, shown when it fails */
         int exit_fd;  /* slirp4netns exits when this closes */
+        /* The host's addresses, gathered before clone, made unreachable inside. */
+        struct net_host_addr *host_addrs;
+        size_t n_host_addrs;
 };
 /* Before anything exists: which helper, and can it work (/dev/net/tun)? */
 int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, struct cs_error *err);
@@ -52,7 +57,11 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
 int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_helper *h,
                        struct cs_error *err);
 int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err);
+/* Kill the helper (if started) and release what find gathered; safe to repeat. */
 void netns_helper_stop(struct net_helper *h);
+/* Child side, in the new netns: loopback up; with a helper, every host address gets an
+ * unreachable rule so the helper cannot carry a connection to the host itself. */
+int netns_setup(const struct sandbox_spec *s, const struct net_helper *h, struct cs_error *err);
 
 /* pid 1 of the sandbox: start the payload, forward signals, reap, exit with its status. */
 __attribute__((noreturn)) void
@@ -65,6 +74,11 @@ int exec_drop_capabilities(struct cs_error *err);
 
 /* Append the likely reason user namespaces are unavailable, and its fix, to err. */
 void diagnose_userns(struct cs_error *err);
+/* The same for a step refused inside the new namespaces (loopback, mounts, pivot_root). */
+void diagnose_setup(struct cs_error *err);
+/* Append why /dev/net/tun cannot be opened (errno e) and the fix where csandbox runs: modprobe
+ * on a host, chmod for a root-only node, --device in a container, --dev-bind in csandbox. */
+void diagnose_tun(struct cs_error *err, int e);
 
 /* The one way a command reports an error: "csandbox: MSG" on stderr; returns the exit
  * status it maps to (125 unless the error says otherwise). */

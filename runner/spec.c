@@ -608,6 +608,8 @@ static cJSON *spec_mount_to_json(const struct spec_mount *m)
                 cJSON_AddStringToObject(o, "source", m->source);
         cJSON_AddBoolToObject(o, "readonly", (m->flags & SPEC_MOUNT_RO) != 0);
         cJSON_AddBoolToObject(o, "optional", (m->flags & SPEC_MOUNT_OPTIONAL) != 0);
+        if (m->flags & SPEC_MOUNT_DEVICES)
+                cJSON_AddBoolToObject(o, "devices", true);
         if (m->kind == SPEC_MOUNT_DIR || m->kind == SPEC_MOUNT_TMPFS ||
             m->kind == SPEC_MOUNT_FILE) {
                 snprintf(mode, sizeof(mode), "%04o", (unsigned)m->mode);

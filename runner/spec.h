@@ -30,6 +30,7 @@ enum {
         SPEC_MOUNT_OPTIONAL = 1u << 1, /* a missing source (tmpfs: destination) is skipped */
         SPEC_MOUNT_SECRET = 1u << 2,   /* FILE data is redacted in plan output */
         SPEC_MOUNT_DEFAULT = 1u << 4,  /* what every sandbox gets; a flag on the same path wins */
+        SPEC_MOUNT_DEVICES = 1u << 5,  /* BIND: device nodes stay usable (no nodev) */
 };
 
 struct spec_mount {

@@ -2,10 +2,12 @@
 leaks. The suite runs in the csbt-host network namespace that tests/testnet makes, with a
 test host at CSANDBOX_TEST_HOST (HTTP on 8080, DNS on 53): nothing here can reach any other
 address."""
+import json
 import os
 import shutil
 import signal
 import socket
+import subprocess
 import threading
 
 import pytest
@@ -43,11 +45,14 @@ def pasta_procs():
 
 
 class LoopbackServer:
-    """A TCP server on the host's 127.0.0.1 that counts the connections it accepts."""
+    """A TCP server on the host (by default its 127.0.0.1) that counts the connections it
+    accepts."""
 
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+    def __init__(self, family=socket.AF_INET, addr=("127.0.0.1", 0)):
+        self.sock = socket.socket(family)
+        if family == socket.AF_INET6:
+            self.sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        self.sock.bind(addr)
         self.sock.listen(16)
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
@@ -119,6 +124,127 @@ def test_host_loopback_unreachable_through_pasta_by_default(csb, loopback_server
     # The gateway is the test host itself, not a door to the host's loopback.
     assert probe(csb, "connect", TEST_HOST, port)["errno"] != "ok"
     assert loopback_server.hits == 0
+
+
+IP = "/usr/sbin/ip"
+
+# The attacker inside: waits until its own link-local address is usable (DAD done, else a
+# link-local connect fails for that reason alone), then connects to each address given and
+# reports its own addresses and, per target, "ok" or the errno.
+ATTACKER = r"""
+import errno, json, socket, subprocess, sys, time
+targets, port = json.loads(sys.argv[1]), int(sys.argv[2])
+def links():
+    with open("/proc/net/if_inet6") as f:
+        rows = [l.split() for l in f]
+    return [r for r in rows if r[5] != "lo" and int(r[3], 16) == 0x20]
+end = time.monotonic() + 20
+while not [r for r in links() if not int(r[4], 16) & 0x40]:
+    assert time.monotonic() < end, "the sandbox's link-local address stays tentative"
+    time.sleep(0.05)
+scope = int(links()[0][1], 16)
+own = [a["local"] for i in json.loads(subprocess.check_output([sys.argv[3], "-j", "addr"]))
+       for a in i["addr_info"]]
+out = {}
+for addr, p in targets:
+    six = ":" in addr
+    s = socket.socket(socket.AF_INET6 if six else socket.AF_INET)
+    s.settimeout(3)
+    try:
+        s.connect((addr, p, 0, scope if addr.startswith("fe80") else 0) if six else (addr, p))
+        out[addr + " " + str(p)] = "ok"
+    except OSError as e:
+        out[addr + " " + str(p)] = errno.errorcode.get(e.errno, "timeout")
+    s.close()
+print(json.dumps({"own": own, "results": out}))
+"""
+
+
+def host_addresses():
+    """Every address of the test host namespace but loopback: (address, scope)."""
+    out = json.loads(subprocess.check_output([IP, "-j", "addr"]))
+    return [(a["local"], a["scope"]) for i in out if i["ifname"] != "lo"
+            for a in i["addr_info"]]
+
+
+def attack(csb, targets, opts=("--net", "pasta")):
+    r = csb.run([*opts, "--", "/usr/bin/python3", "-c", ATTACKER,
+                 json.dumps(targets), "0", IP], timeout=60)
+    return parse_json(r)
+
+
+@pytest.fixture
+def host_listeners():
+    """Listeners on the test host: one on [::] (both families), one on the link-local
+    address, one on a secondary IPv4 address (tests/testnet adds it)."""
+    addrs = host_addresses()
+    link = [a for a, scope in addrs if scope == "link"]
+    secondary = [a for a, _ in addrs if a == "198.51.100.3"]
+    assert link and secondary, f"tests/testnet gives csbt-h0 a link-local and 198.51.100.3: {addrs}"
+    ifindex = socket.if_nametoindex("csbt-h0")
+    servers = {"any": LoopbackServer(socket.AF_INET6, ("::", 0)),
+               "link": LoopbackServer(socket.AF_INET6, (link[0], 0, 0, ifindex)),
+               "secondary": LoopbackServer(socket.AF_INET, (secondary[0], 0))}
+    yield addrs, link[0], secondary[0], servers
+    for srv in servers.values():
+        srv.close()
+
+
+def test_host_addresses_unreachable_through_pasta(csb, host_listeners):
+    addrs, link, secondary, srv = host_listeners
+    targets = [[a, srv["any"].port] for a, _ in addrs]
+    targets += [[link, srv["link"].port], [secondary, srv["secondary"].port],
+                [TEST_HOST, 8080]]
+    r = attack(csb, targets)
+    res, own = r["results"], r["own"]
+    # The test host behind the host stays reachable: the defence is not "no network".
+    assert res.pop(f"{TEST_HOST} 8080") == "ok", r
+    # Addresses the sandbox has itself are its own (nothing listens there); every other
+    # host address is refused by the sandbox's own routing, before any packet leaves.
+    for key, outcome in res.items():
+        expected = "ECONNREFUSED" if key.split()[0] in own else "ENETUNREACH"
+        assert outcome == expected, (key, r)
+    assert link not in own and secondary not in own, r
+    assert all(s.hits == 0 for s in srv.values()), {k: s.hits for k, s in srv.items()}
+
+
+def test_run_session_cannot_reach_host_addresses(csb, tmp_path, host_listeners):
+    """`run` (pasta, the embedded default root) with a claude that tries the host's
+    link-local and secondary addresses and reports what it got."""
+    _, link, secondary, srv = host_listeners
+    home = tmp_path / "home"
+    (home / ".claude-profiles" / "work").mkdir(parents=True)
+    (home / "src").mkdir()
+    claude = tmp_path / "claude"
+    targets = [[link, srv["link"].port], [secondary, srv["secondary"].port],
+               [TEST_HOST, 8080]]
+    claude.write_text(f"#!/bin/sh\nexec /usr/bin/python3 - '{json.dumps(targets)}' 0 {IP} "
+                      f"<<'EOF'\n{ATTACKER}\nEOF\n")
+    claude.chmod(0o755)
+    r = subprocess.run([csb.binary, "run", "work"],
+                       cwd=home / "src", capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL,
+                       env=base_env(HOME=str(home), XDG_DATA_HOME=str(tmp_path / "data"),
+                                    CLAUDE_PROFILE_CLAUDE_BIN=str(claude),
+                                    CLAUDE_PROFILE_PROFILES_BASE=None, XDG_RUNTIME_DIR=None))
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)["results"]
+    assert res == {f"{link} {srv['link'].port}": "ENETUNREACH",
+                   f"{secondary} {srv['secondary'].port}": "ENETUNREACH",
+                   f"{TEST_HOST} 8080": "ok"}, r.stdout
+    assert all(s.hits == 0 for s in srv.values())
+
+
+def test_host_secondary_address_unreachable_through_slirp4netns(csb, tmp_path,
+                                                                 host_listeners):
+    _, _, secondary, srv = host_listeners
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    os.symlink(shutil.which("slirp4netns"), bindir / "slirp4netns")
+    r = csb.run(["--net", "pasta", "--ro-bind", csb.probe_path, HOST_PROBE, "--", HOST_PROBE,
+                 "connect", secondary, str(srv["any"].port)], env=base_env(PATH=str(bindir)))
+    assert parse_json(r)["errno"] == "ENETUNREACH"
+    assert srv["any"].hits == 0
 
 
 def test_map_host_loopback_reaches_host_127_at_169_254_1_2(csb, loopback_server):
@@ -254,6 +380,41 @@ def test_slirp4netns_is_the_fallback_without_pasta(csb, tmp_path):
                 env=base_env(PATH=str(bindir)))
     assert r.returncode == 125 and "--map-host-loopback needs pasta" in r.stderr
     assert wait_until(lambda: not pasta_procs(), 10), pasta_procs()
+
+
+def fake_pasta(tmp_path, body):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "pasta").write_text("#!/bin/sh\n" + body)
+    (bindir / "pasta").chmod(0o755)
+    return base_env(PATH=f"{bindir}:/usr/bin:/bin")
+
+
+def test_pasta_failure_is_summarised_without_syslog_noise_and_names_a_fix(csb, tmp_path):
+    # What pasta prints as root without --runas, or when a security module confines it.
+    env = fake_pasta(tmp_path, """
+for l in "Failed to send 47 bytes to syslog" "Don't run as root. Changing to nobody..." \\
+         "Failed to send 73 bytes to syslog" \\
+         "Couldn't open user namespace /proc/4398/ns/user: Permission denied"; do
+        echo "$l" >&2
+done
+exit 1
+""")
+    r = csb.run(["--net", "pasta", "--", "true"], env=env)
+    assert r.returncode == 125, r.stderr
+    assert "syslog" not in r.stderr and "nobody" not in r.stderr, r.stderr
+    assert ("pasta failed to set up the sandbox's network (Couldn't open user namespace "
+            "/proc/4398/ns/user: Permission denied)") in r.stderr, r.stderr
+    assert "must enter the sandbox's namespaces" in r.stderr
+    assert "AppArmor or SELinux profile of pasta" in r.stderr
+    assert wait_until(lambda: not pasta_procs(), 10), pasta_procs()
+
+
+def test_pasta_dying_silently_is_reported_with_its_signal(csb, tmp_path):
+    env = fake_pasta(tmp_path, "kill -9 $$\n")
+    r = csb.run(["--net", "pasta", "--", "true"], env=env)
+    assert r.returncode == 125, r.stderr
+    assert "pasta failed to set up the sandbox's network (it was killed by signal 9)" in r.stderr
 
 
 def test_unusable_tun_is_a_clear_error(csb):

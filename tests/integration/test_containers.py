@@ -1,0 +1,151 @@
+"""Where csandbox itself runs confined — under a container engine's seccomp profile, in a
+container without /dev/net/tun, inside another csandbox — emulated here: each refusal is
+either worked around or named with the fix that applies there."""
+import json
+import os
+import subprocess
+
+from conftest import HOST_PROBE, TIMEOUT, base_env
+
+TEST_HOST = os.environ.get("CSANDBOX_TEST_HOST")
+
+
+def outer_seccomp(csb, name, refused, args=()):
+    """An OCI profile that allows everything but the given calls (EPERM; with args, only
+    those calls), as a container engine's default profile refuses them."""
+    path = os.path.join(csb.basetemp, f"{name}.json")
+    rule = {"names": refused, "action": "SCMP_ACT_ERRNO", "errnoRet": 1}
+    if args:
+        rule["args"] = list(args)
+    with open(path, "w") as f:
+        json.dump({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [rule]}, f)
+    return path
+
+
+def nested(csb, inner, outer=()):
+    """csandbox exec INNER inside an outer csandbox (host network, the binary bound in)."""
+    return csb.run(["--net", "host", *outer, "--ro-bind", csb.binary, "/run/csandbox", "--",
+                    "/run/csandbox", "exec", *inner])
+
+
+def test_refused_sethostname_keeps_the_outer_hostname_and_says_so_once(csb):
+    profile = outer_seccomp(csb, "no-sethostname", ["sethostname"])
+    r = nested(csb, ["--hostname", "boxy", "--", "/bin/cat", "/proc/sys/kernel/hostname"],
+               outer=["--hostname", "outer", "--seccomp", profile])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "outer\n"
+    assert r.stderr.count("setting the hostname was refused") == 1, r.stderr
+    assert "seccomp profile" in r.stderr and "keeps the outer hostname" in r.stderr
+    # Without the refusal the name is set as asked.
+    r = nested(csb, ["--hostname", "boxy", "--", "/bin/cat", "/proc/sys/kernel/hostname"])
+    assert (r.returncode, r.stdout, r.stderr) == (0, "boxy\n", "")
+
+
+def test_refused_loopback_up_names_the_filter_and_its_fix(csb):
+    # A capability-needing step refused inside the new namespaces, as a container engine's
+    # filter (or AppArmor's userns restriction) does: ioctl(SIOCSIFFLAGS) on lo.
+    profile = outer_seccomp(csb, "no-ifflags", ["ioctl"],
+                            [{"index": 1, "value": 0x8914, "op": "SCMP_CMP_EQ"}])
+    r = nested(csb, ["--", "true"], outer=["--seccomp", profile])
+    assert r.returncode == 125, r.stderr
+    assert "bring up loopback: set lo up: Operation not permitted" in r.stderr, r.stderr
+    assert "runs under a seccomp filter" in r.stderr and "seccomp=unconfined" in r.stderr
+
+
+# Run "$@" as on a host without the tun module: a new root at $NEWROOT without the container
+# marks this test machine may carry (/.dockerenv), own pid and cgroup namespaces, /dev/net
+# empty.
+HOST_WITHOUT_TUN = r"""set -e
+PATH=$PATH:/usr/sbin:/sbin
+r=$NEWROOT
+mount -t tmpfs none "$r"
+for d in /*; do
+        n=${d#/}
+        if [ -L "$d" ]; then cp -P "$d" "$r/$n"
+        elif [ -d "$d" ]; then mkdir "$r/$n"; mount --rbind "$d" "$r/$n"
+        fi
+done
+mount -t tmpfs none "$r/dev/net"
+mkdir "$r/.old"
+cd "$r"
+pivot_root . .old
+umount -l /.old
+cd /
+exec "$@"
+"""
+
+# Run "$@" as in a podman container: /run/.containerenv, and /dev/net/tun missing or (with
+# TUN=nodev) present on a nodev mount, as a volume would be.
+CONTAINER = r"""set -e
+mount -t tmpfs none /run
+touch /run/.containerenv /run/tun
+if [ "$TUN" = nodev ]; then
+        mount --bind /dev/net/tun /run/tun
+        mount -o remount,bind,nodev /run/tun
+fi
+mount -t tmpfs none /dev/net
+if [ "$TUN" = nodev ]; then touch /dev/net/tun && mount --bind /run/tun /dev/net/tun; fi
+exec "$@"
+"""
+
+
+def pasta_in(csb, wrapper, extra_env=None):
+    env = base_env(**(extra_env or {}))
+    r = subprocess.run(["unshare", "-Urmpf", "-C", "--mount-proc", "sh", "-c", wrapper, "sh",
+                        csb.binary, "exec", "--net", "pasta", "--", "true"],
+                       capture_output=True, text=True, timeout=TIMEOUT, env=env,
+                       stdin=subprocess.DEVNULL, cwd="/")
+    assert r.returncode == 125, (r.returncode, r.stderr)
+    return r.stderr
+
+
+def test_tun_missing_on_a_host_names_modprobe(csb, tmp_path):
+    err = pasta_in(csb, HOST_WITHOUT_TUN, {"NEWROOT": str(tmp_path)})
+    assert "/dev/net/tun cannot be opened (No such file or directory)" in err, err
+    assert "sudo modprobe tun" in err and "--device" not in err, err
+
+
+def test_tun_missing_in_a_container_names_the_device_flag(csb):
+    err = pasta_in(csb, CONTAINER)
+    assert "This runs in a container without the device" in err, err
+    assert "--device /dev/net/tun" in err and "modprobe" not in err, err
+
+
+def test_tun_on_a_nodev_mount_in_a_container_names_the_device_flag(csb):
+    err = pasta_in(csb, CONTAINER, {"TUN": "nodev"})
+    assert "/dev/net/tun is not usable by your user (Permission denied)" in err, err
+    assert "--device /dev/net/tun" in err and "chmod" not in err, err
+
+
+def test_tun_missing_inside_csandbox_names_dev_bind(csb):
+    r = nested(csb, ["--net", "pasta", "--", "true"])
+    assert r.returncode == 125, r.stderr
+    assert "This runs inside csandbox" in r.stderr
+    assert "--dev-bind /dev/net/tun /dev/net/tun" in r.stderr and "modprobe" not in r.stderr
+
+
+def test_tun_bound_nodev_inside_csandbox_names_dev_bind(csb):
+    r = nested(csb, ["--net", "pasta", "--", "true"],
+               outer=["--ro-bind", "/dev/net/tun", "/dev/net/tun"])
+    assert r.returncode == 125, r.stderr
+    assert "whose binds are nodev" in r.stderr
+    assert "--dev-bind /dev/net/tun /dev/net/tun" in r.stderr and "chmod" not in r.stderr
+
+
+def test_dev_bind_gives_a_nested_csandbox_its_pasta_network(csb):
+    plan = csb.plan(["--dev-bind", "/dev/net/tun", "/dev/net/tun", "true"])
+    tun = [m for m in plan["mounts"] if m["dest"] == "/dev/net/tun"]
+    assert tun and tun[0]["kind"] == "bind" and tun[0]["devices"] is True, tun
+    r = nested(csb, ["--net", "pasta", "--ro-bind", HOST_PROBE, HOST_PROBE, "--", HOST_PROBE,
+                     "connect", TEST_HOST, "8080"],
+               outer=["--dev-bind", "/dev/net/tun", "/dev/net/tun",
+                      "--ro-bind", csb.probe_path, HOST_PROBE])
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["errno"] == "ok"
+    # A device on a plain bind stays unusable: nodev is the default.
+    r = csb.run(["--bind", "/dev/null", "/run/null", "--", "/bin/sh", "-c",
+                 "echo x > /run/null"])
+    assert r.returncode != 0 and "Permission denied" in r.stderr, r.stderr
+    r = csb.run(["--dev-bind", "/dev/null", "/run/null", "--", "/bin/sh", "-c",
+                 "echo x > /run/null"])
+    assert r.returncode == 0, r.stderr
