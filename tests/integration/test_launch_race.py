@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import CSANDBOX
+from conftest import CSANDBOX, TIMEOUT
 from test_run import CFG_IN, Profiles, git, shell_claude
 
 PLANTER = os.path.join(os.path.dirname(__file__), "planter.py")
@@ -126,7 +126,11 @@ def test_racing_planter_never_gets_a_host_dir_mounted_or_created(profiles, tmp_p
     try:
         time.sleep(0.05)
         for _ in range(LAUNCHES):
-            r = profiles.run(cwd=cwd)
+            # The planter's links are what the trust report exists to show; accepting them
+            # each time keeps every launch racing the mounts instead of refusing up front.
+            r = subprocess.run([CSANDBOX, "run", "--accept-changes", "work", "--"], cwd=str(cwd),
+                               env=profiles.env(), capture_output=True, text=True,
+                               timeout=TIMEOUT, stdin=subprocess.DEVNULL)
             statuses.append(r.returncode)
             assert r.returncode in (0, 125), r.stderr
     finally:
