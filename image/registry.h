@@ -1,0 +1,47 @@
+/* Pulling from a registry: the OCI distribution API (v2) through libcurl, into an OCI image
+ * layout directory that the import then verifies and unpacks. Every byte a registry sends
+ * is untrusted: documents are bounded, blobs are checked by size and sha256 as they stream
+ * into temporary files, and only a verified blob gets its final name. */
+#pragma once
+#include "oci.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct cs_error;
+
+/* The registry a reference without one names, as podman and docker read it. */
+#define REGISTRY_DEFAULT "docker.io"
+
+/* [HOST[:PORT]/]PATH[:TAG][@sha256:HEX], parsed as podman and docker do: a first component
+ * with a dot or a colon, or `localhost`, is the registry; otherwise REGISTRY_DEFAULT, where a
+ * one-component path means library/PATH. No tag and no digest means :latest. */
+struct registry_ref {
+        char host[256];
+        char repo[256];
+        char tag[129];                   /* "" when pinned by digest only */
+        char digest[OCI_DIGEST_LEN + 1]; /* "" when not pinned */
+        char name[650];                  /* the store name: HOST/REPO:TAG or HOST/REPO@DIGEST */
+};
+int registry_ref_parse(const char *s, struct registry_ref *ret, struct cs_error *err);
+
+/* One blob of the pull, as the progress display sees it. */
+struct pull_blob {
+        char digest[OCI_DIGEST_LEN + 1];
+        uint64_t done, total;
+        double seconds; /* since its transfer started */
+        bool started, finished, is_config;
+};
+
+struct pull_options {
+        bool tls_verify; /* false: plain http and unverified certificates are accepted */
+        struct oci_platform platform;
+        /* Called as transfers advance (at most every 100 ms, and when a blob finishes). */
+        void (*progress)(void *opaque, const struct pull_blob *blobs, size_t n);
+        void *progress_opaque;
+};
+
+/* Fetch ref's manifest for o->platform, its config and layers into the empty directory
+ * dirfd as an OCI image layout holding that one manifest. */
+int registry_pull(const struct registry_ref *ref, const struct pull_options *o, int dirfd,
+                  struct cs_error *err);
