@@ -179,7 +179,7 @@ static int auth_decode(const char *b64, const char *file, struct creds *ret, str
                                      file);
         out[n - (int)pad] = '\0';
         colon = strchr((char *)out, ':');
-        if (!colon || memchr(out, '\0', (size_t)n - pad) != out + n - pad)
+        if (!colon || memchr(out, '\0', (size_t)n - pad))
                 return cs_error_setx(err, EINVAL,
                                      "credentials in `%s`: the `auth` field is not "
                                      "base64 of USER:PASSWORD",
@@ -534,11 +534,13 @@ static int reg_token(struct reg *g, const char *challenge, struct cs_error *err)
         if (code != 200) {
                 free(body.buf);
                 return cs_error_setx(err, EACCES,
-                                     "the token service `%.200s` refused access to %s (HTTP %ld)%s",
+                                     "the token service `%.200s` refused access to %s (HTTP "
+                                     "%ld); %s%s%s",
                                      realm, g->ref->repo, code,
-                                     g->creds.user ? "; check the credentials in the auth file"
-                                                   : "; log in with podman or docker login, whose "
-                                                     "auth files csandbox reads");
+                                     g->creds.user ? "check the credentials in `"
+                                                   : "log in with podman or docker login, whose "
+                                                     "auth files csandbox reads",
+                                     g->creds.user ? g->creds.file : "", g->creds.user ? "`" : "");
         }
         j = cJSON_ParseWithLength(body.buf, body.len);
         free(body.buf);
@@ -648,10 +650,11 @@ static int reg_get_manifest(struct reg *g, const char *reference, char **ret, si
         error_words(body.buf, body.len, words, sizeof(words));
         free(body.buf);
         if (code == 401 || code == 403)
-                return cs_error_setx(
-                    err, EACCES, "the registry %s refused access to %s (HTTP %ld%s)%s",
-                    g->ref->host, g->ref->repo, code, words,
-                    g->creds.user ? "; check the credentials in the auth file" : "");
+                return cs_error_setx(err, EACCES,
+                                     "the registry %s refused access to %s (HTTP %ld%s)%s%s%s",
+                                     g->ref->host, g->ref->repo, code, words,
+                                     g->creds.user ? "; check the credentials in `" : "",
+                                     g->creds.user ? g->creds.file : "", g->creds.user ? "`" : "");
         if (code == 404)
                 return cs_error_setx(err, ENOENT,
                                      "the registry %s has no image %s (HTTP 404%s); check the "
