@@ -4,6 +4,7 @@ seeded with skopeo from the OCI layouts of tests/fixtures/oci.py. A small revers
 front of it misbehaves on demand: alters a blob, drops the connection mid-blob, trickles a
 blob, or asks for a bearer token."""
 import base64
+import contextlib
 import hashlib
 import http.client
 import http.server
@@ -24,11 +25,13 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import oci  # noqa: E402
 
+import test_image  # noqa: E402
 from conftest import CSANDBOX, PROBE, base_env, wait_until  # noqa: E402
 
 TIMEOUT = 120
 USER, PASSWORD = "alice", "s3cret pass:word"
 MT_ACCEPT = ", ".join([oci.MT_MANIFEST, oci.MT_INDEX])
+EMPTY = {"names": None, "sha256": [], "tmp": []}  # a store that was opened, nothing more
 
 
 def free_port():
@@ -186,12 +189,23 @@ class Proxy:
         self.server.server_close()
 
 
-class Store:
+@contextlib.contextmanager
+def proxy_to(registry, mode, target=None):
+    proxy = Proxy(registry.host, mode, target)
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+class Store(test_image.Store):
+    """test_image's store (its state()), with a home and runtime dir of its own so that no
+    credential file of the test user is read."""
+
     def __init__(self, root):
-        self.data = os.path.join(root, "data")
+        super().__init__(os.path.join(root, "data"))
         self.home = os.path.join(root, "home")
         self.run_dir = os.path.join(root, "run")
-        self.images = os.path.join(self.data, "csandbox", "images")
         for d in (self.home, self.run_dir):
             os.makedirs(d, exist_ok=True)
 
@@ -216,17 +230,6 @@ class Store:
 
     def names(self):
         return {i["name"]: i["digest"] for i in json.loads(self.ok("image", "ls", "--json").stdout)}
-
-    def state(self):
-        """Names and complete images: what a later launch could see."""
-        if not os.path.isdir(self.images):
-            return {}
-        names = None
-        p = os.path.join(self.images, "names.json")
-        if os.path.exists(p):
-            with open(p) as f:
-                names = json.load(f)
-        return {"names": names, "sha256": sorted(os.listdir(os.path.join(self.images, "sha256")))}
 
     def fixture_env(self, name):
         """FIXTURE from the image's config, as exec --image gives it to the payload."""
@@ -325,7 +328,7 @@ def test_pull_by_digest_names_the_image_by_its_digest(store, registry):
 def test_pull_by_a_digest_the_registry_lacks_is_refused(store, registry):
     p = store.pull(f"{registry.host}/test/bb@sha256:" + "0" * 64)
     assert p.returncode == 125 and "HTTP 404" in p.stderr, p.stderr
-    assert store.state() in ({}, {"names": None, "sha256": []})
+    assert store.state() in ({}, EMPTY)
 
 
 def test_pull_of_a_manifest_list_picks_this_machines_platform(store, registry):
@@ -345,7 +348,7 @@ def test_pull_with_platform_picks_the_other_one(store, registry):
 def test_pull_without_tls_verify_false_refuses_plain_http(store, registry):
     p = store.run("image", "pull", f"{registry.host}/test/bb:v1")
     assert p.returncode == 125 and "--tls-verify=false" in p.stderr, p.stderr
-    assert store.state() in ({}, {"names": None, "sha256": []})
+    assert store.state() in ({}, EMPTY)
 
 
 # --- credentials -------------------------------------------------------------------------
@@ -353,6 +356,15 @@ def test_pull_without_tls_verify_false_refuses_plain_http(store, registry):
 def auth_json(host, user=USER, password=PASSWORD):
     token = base64.b64encode(f"{user}:{password}".encode()).decode()
     return json.dumps({"auths": {host: {"auth": token}}})
+
+
+def write_auth(store, host, password=PASSWORD):
+    """podman's run-time auth.json with credentials for host."""
+    path = os.path.join(store.run_dir, "containers", "auth.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(auth_json(host, password=password))
+    return path
 
 
 @pytest.mark.parametrize("where", ["REGISTRY_AUTH_FILE", "XDG_RUNTIME_DIR", "config", "docker"])
@@ -377,37 +389,27 @@ def test_pull_without_credentials_says_how_to_log_in(store, auth_registry):
     p = store.pull(f"{auth_registry.host}/test/bb:v1")
     assert p.returncode == 125, p.stderr
     assert "needs credentials" in p.stderr and "auth.json" in p.stderr, p.stderr
-    assert store.state() in ({}, {"names": None, "sha256": []})
+    assert store.state() in ({}, EMPTY)
 
 
 def test_pull_with_wrong_credentials_is_refused_naming_the_file(store, auth_registry):
-    path = os.path.join(store.run_dir, "containers", "auth.json")
-    os.makedirs(os.path.dirname(path))
-    with open(path, "w") as f:
-        f.write(auth_json(auth_registry.host, password="wrong"))
+    path = write_auth(store, auth_registry.host, password="wrong")
     p = store.pull(f"{auth_registry.host}/test/bb:v1")
     assert p.returncode == 125 and path in p.stderr, p.stderr
-    assert store.state() in ({}, {"names": None, "sha256": []})
+    assert store.state() in ({}, EMPTY)
 
 
 def test_pull_credentials_of_another_registry_are_not_sent(store, auth_registry, registry):
-    path = os.path.join(store.run_dir, "containers", "auth.json")
-    os.makedirs(os.path.dirname(path))
-    with open(path, "w") as f:
-        f.write(auth_json(registry.host))  # the right password, for the wrong host
+    write_auth(store, registry.host)  # the right password, for the wrong host
     p = store.pull(f"{auth_registry.host}/test/bb:v1")
     assert p.returncode == 125 and "needs credentials" in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize("with_creds", [False, True])
 def test_pull_gets_a_bearer_token_from_the_challenge(store, registry, with_creds):
-    proxy = Proxy(registry.host, "bearer")
-    try:
+    with proxy_to(registry, "bearer") as proxy:
         if with_creds:
-            path = os.path.join(store.run_dir, "containers", "auth.json")
-            os.makedirs(os.path.dirname(path))
-            with open(path, "w") as f:
-                f.write(auth_json(proxy.host))
+            write_auth(store, proxy.host)
         p = store.pull(f"{proxy.host}/test/bb:v1")
         assert p.returncode == 0, p.stderr
         assert proxy.token_requests, "no token was asked for"
@@ -417,8 +419,6 @@ def test_pull_gets_a_bearer_token_from_the_challenge(store, registry, with_creds
                 if with_creds else None)
         assert authz == want
         assert store.fixture_env(f"{proxy.host}/test/bb:v1") == "bb"
-    finally:
-        proxy.stop()
 
 
 # --- hostile or broken registries --------------------------------------------------------
@@ -427,24 +427,17 @@ def test_pull_of_a_tampered_blob_is_refused_and_the_store_unchanged(store, regis
     store.ok("image", "pull", "--tls-verify=false", f"{registry.host}/test/multi:v1")
     before = store.state()
     target = biggest_layer(registry)
-    proxy = Proxy(registry.host, "tamper", target)
-    try:
+    with proxy_to(registry, "tamper", target) as proxy:
         p = store.pull(f"{proxy.host}/test/bb:v1")
-    finally:
-        proxy.stop()
     assert p.returncode == 125, p.stderr
     assert target in p.stderr and "tampered" in p.stderr, p.stderr
-    assert store.state() == before
-    assert os.listdir(os.path.join(store.images, "tmp")) == []
+    assert store.state() == before and before["tmp"] == []
 
 
 def test_pull_resumes_a_blob_after_the_connection_drops(store, registry):
     target = biggest_layer(registry)
-    proxy = Proxy(registry.host, "drop", target)
-    try:
+    with proxy_to(registry, "drop", target) as proxy:
         p = store.pull(f"{proxy.host}/test/bb:v1")
-    finally:
-        proxy.stop()
     assert p.returncode == 0, p.stderr
     assert proxy.dropped
     ranges = [r for path, r in proxy.requests if path.endswith(target) and r]
@@ -454,7 +447,6 @@ def test_pull_resumes_a_blob_after_the_connection_drops(store, registry):
 
 def test_sigkill_during_a_pull_leaves_nothing_a_launch_could_use(store, registry):
     target = biggest_layer(registry)
-    proxy = Proxy(registry.host, "slow", target)
     tmp = os.path.join(store.images, "tmp")
 
     def partial_written():
@@ -466,7 +458,7 @@ def test_sigkill_during_a_pull_leaves_nothing_a_launch_could_use(store, registry
                         return True
         return False
 
-    try:
+    with proxy_to(registry, "slow", target) as proxy:
         proc = subprocess.Popen([CSANDBOX, "image", "pull", "--tls-verify=false",
                                  f"{proxy.host}/test/bb:v1"], env=store.env(),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -474,9 +466,8 @@ def test_sigkill_during_a_pull_leaves_nothing_a_launch_could_use(store, registry
         assert wait_until(partial_written, 60), "the pull never started writing the layer"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    finally:
-        proxy.stop()
-    assert store.state() == {"names": None, "sha256": []}
+    st = store.state()
+    assert st["names"] is None and st["sha256"] == [] and len(st["tmp"]) == 1, st
     assert "test/bb" not in store.ok("image", "ls").stdout
     p = store.ok("image", "prune")
     assert "1 leftover" in p.stdout, p.stdout
