@@ -432,8 +432,7 @@ static void error_words(const char *body, size_t len, char *out, size_t max)
                         *p = '?';
 }
 
-/* Parse `Bearer realm="...",service="...",scope="..."` (or Basic). */
-static void challenge_param(const char *h, const char *key, char *out, size_t max)
+void registry_challenge_param(const char *h, const char *key, char *out, size_t max)
 {
         size_t kl = strlen(key);
         const char *p = strchr(h, ' ');
@@ -483,9 +482,9 @@ static int reg_token(struct reg *g, const char *challenge, struct cs_error *err)
         CURLcode rc = CURLE_OK;
         CURL *c;
 
-        challenge_param(challenge, "realm", realm, sizeof(realm));
-        challenge_param(challenge, "service", service, sizeof(service));
-        challenge_param(challenge, "scope", scope, sizeof(scope));
+        registry_challenge_param(challenge, "realm", realm, sizeof(realm));
+        registry_challenge_param(challenge, "service", service, sizeof(service));
+        registry_challenge_param(challenge, "scope", scope, sizeof(scope));
         if (!realm[0])
                 return cs_error_setx(err, EPROTO,
                                      "the registry %s asks for a bearer token but names no realm",
@@ -1029,6 +1028,7 @@ int registry_pull(const struct registry_ref *ref, const struct pull_options *o, 
         int64_t size = -1;
         size_t len, n = 0;
         enum oci_kind kind;
+        bool stored;
         int r;
 
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -1089,7 +1089,8 @@ int registry_pull(const struct registry_ref *ref, const struct pull_options *o, 
         blobs[0].total = (uint64_t)m.config_size;
         blobs[0].is_config = true;
         sizes[n++] = m.config_size;
-        for (size_t i = 0; i < m.n_layers; i++) {
+        stored = o->present && o->present(o->present_opaque, digest);
+        for (size_t i = 0; i < m.n_layers && !stored; i++) {
                 bool seen = false;
 
                 for (size_t k = 0; k < n && !seen; k++)

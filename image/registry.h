@@ -6,6 +6,7 @@
 #include "oci.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct cs_error;
@@ -25,6 +26,10 @@ struct registry_ref {
 };
 int registry_ref_parse(const char *s, struct registry_ref *ret, struct cs_error *err);
 
+/* The value of key in a WWW-Authenticate challenge (`Bearer realm="…",service=…`): quoted
+ * (backslash escapes) or bare; "" when absent. Bounded by max, NUL-terminated. */
+void registry_challenge_param(const char *header, const char *key, char *out, size_t max);
+
 /* One blob of the pull, as the progress display sees it. */
 struct pull_blob {
         char digest[OCI_DIGEST_LEN + 1];
@@ -39,6 +44,10 @@ struct pull_options {
         /* Called as transfers advance (at most every 100 ms, and when a blob finishes). */
         void (*progress)(void *opaque, const struct pull_blob *blobs, size_t n);
         void *progress_opaque;
+        /* When it says the resolved manifest is stored already, only the manifest and the
+         * config are fetched (what the import needs to name it). */
+        bool (*present)(void *opaque, const char *manifest_digest);
+        void *present_opaque;
 };
 
 /* Fetch ref's manifest for o->platform, its config and layers into the empty directory

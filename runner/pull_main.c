@@ -74,6 +74,11 @@ static void show_pull(void *opaque, const struct pull_blob *blobs, size_t n)
         fflush(stderr);
 }
 
+static bool image_stored(void *opaque, const char *digest)
+{
+        return store_image_present(opaque, digest);
+}
+
 /* --tls-verify, --tls-verify=BOOL or --tls-verify BOOL (podman's spellings). */
 static int parse_tls_verify(int argc, char **argv, int *i, bool *ret)
 {
@@ -154,6 +159,8 @@ int cmd_image_pull(int argc, char **argv)
                 store_close(&s);
                 return runner_fail(&err);
         }
+        po.present = image_stored;
+        po.present_opaque = &s;
         r = registry_pull(&ref, &po, tfd, &err);
         free(disp.printed);
         if (r == 0) {

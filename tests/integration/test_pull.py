@@ -544,3 +544,14 @@ def test_pull_bad_input_exits_125_naming_it(store, args, named):
     assert p.returncode == 125, p.stderr
     assert p.stderr.startswith("csandbox: ") and named in p.stderr, p.stderr
     assert not os.path.exists(os.path.join(store.images, "names.json"))
+
+
+def test_pull_of_a_stored_image_fetches_no_layer(store, registry):
+    store.ok("image", "pull", "--tls-verify=false", f"{registry.host}/test/bb:v1")
+    _, m = registry.manifest("test/bb", "v1")
+    with proxy_to(registry, None) as proxy:
+        p = store.pull(f"{proxy.host}/test/bb:v1")
+    assert p.returncode == 0 and p.stdout.startswith("already stored"), p.stdout + p.stderr
+    fetched = [path for path, _ in proxy.requests if "/blobs/" in path]
+    assert fetched == [f"/v2/test/bb/blobs/{m['config']['digest']}"], proxy.requests
+    assert store.fixture_env(f"{proxy.host}/test/bb:v1") == "bb"
