@@ -1063,7 +1063,7 @@ int registry_pull(const struct registry_ref *ref, const struct pull_options *o, 
         }
         if (r < 0)
                 goto out;
-        r = oci_manifest_parse(body, len, 65536, &m, err);
+        r = oci_manifest_parse(body, len, o->max_layers, &m, err);
         if (r < 0) {
                 r = cs_error_wrap(err, "the manifest of %s", ref->name);
                 goto out;

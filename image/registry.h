@@ -41,6 +41,7 @@ struct pull_blob {
 struct pull_options {
         bool tls_verify; /* false: plain http and unverified certificates are accepted */
         struct oci_platform platform;
+        size_t max_layers; /* the import's limit, checked before any layer is fetched */
         /* Called as transfers advance (at most every 100 ms, and when a blob finishes). */
         void (*progress)(void *opaque, const struct pull_blob *blobs, size_t n);
         void *progress_opaque;

@@ -12,6 +12,7 @@
 #include "../image/store.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,12 +145,15 @@ int cmd_image_pull(int argc, char **argv)
                 po.progress_opaque = &disp;
         }
         import_options_init(&o);
+        po.max_layers = o.limits.max_layers;
         o.platform = po.platform;
         o.format = IMAGE_FORMAT_OCI;
         o.name = ref.name;
         if (!quiet && disp.tty)
                 o.progress = image_import_progress;
 
+        /* a peer that resets a TLS connection must fail the transfer, not kill us */
+        signal(SIGPIPE, SIG_IGN);
         r = store_open(NULL, &s, &err);
         if (r < 0)
                 return runner_fail(&err);
