@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -274,8 +275,7 @@ static int creds_find(const char *host, const char *repo, struct creds *ret, str
         return 0;
 }
 
-/* ---- HTTP ---- */
-
+/* One pull's connection to its registry. */
 struct reg {
         const struct registry_ref *ref;
         const struct pull_options *o;
@@ -283,7 +283,98 @@ struct reg {
         struct creds creds;
         char *token;
         long auth; /* CURLAUTH_* in use, 0 for none */
+        char *ca;  /* the default CA bundle plus the registry's certs.d CAs, or NULL */
+        size_t ca_len;
+        char ca_dir[4200]; /* where those came from, for messages */
 };
+
+/* ---- trust: a registry's own CAs, where podman and docker look for them ---- */
+
+#define CA_FILE_MAX  (8u << 20)
+#define CA_FILES_MAX 64
+
+static int ca_append(char **buf, size_t *len, const char *data, size_t n, const char *what,
+                     struct cs_error *err)
+{
+        char *nb = realloc(*buf, *len + n + 2);
+
+        if (!nb)
+                return cs_error_set(err, ENOMEM, "%s", what);
+        memcpy(nb + *len, data, n);
+        *len += n;
+        nb[(*len)++] = '\n';
+        nb[*len] = '\0';
+        *buf = nb;
+        return 0;
+}
+
+/* certs.d/HOST[:PORT]/ *.crt from the first of the user's containers dir, the system's and
+ * docker's that exists, added to (never replacing) the default CA bundle. */
+static int reg_ca_load(struct reg *g, struct cs_error *err)
+{
+        const char *cfg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+        char dirs[3][4200];
+        _cleanup_closedir_ DIR *d = NULL;
+        const char *bundle = NULL;
+        struct dirent *de;
+        size_t ndirs = 0, nfiles = 0;
+        char *buf = NULL;
+        size_t len = 0;
+        CURL *c;
+
+        if (cfg && cfg[0])
+                snprintf(dirs[ndirs++], sizeof(dirs[0]), "%s/containers/certs.d/%s", cfg,
+                         g->ref->host);
+        else if (home && home[0])
+                snprintf(dirs[ndirs++], sizeof(dirs[0]), "%s/.config/containers/certs.d/%s", home,
+                         g->ref->host);
+        snprintf(dirs[ndirs++], sizeof(dirs[0]), "/etc/containers/certs.d/%s", g->ref->host);
+        snprintf(dirs[ndirs++], sizeof(dirs[0]), "/etc/docker/certs.d/%s", g->ref->host);
+        for (size_t i = 0; i < ndirs && !d; i++)
+                if ((d = opendir(dirs[i])))
+                        memcpy(g->ca_dir, dirs[i], sizeof(g->ca_dir));
+        if (!d)
+                return 0;
+        c = curl_easy_init();
+        if (c && curl_easy_getinfo(c, CURLINFO_CAINFO, &bundle) == CURLE_OK && bundle) {
+                _cleanup_free_ char *sys = NULL;
+                struct cs_error ignored;
+                size_t n;
+
+                if (cs_read_file_at(AT_FDCWD, bundle, CA_FILE_MAX, false, &sys, &n, &ignored) ==
+                        0 &&
+                    ca_append(&buf, &len, sys, n, bundle, err) < 0) {
+                        curl_easy_cleanup(c);
+                        return -ENOMEM;
+                }
+        }
+        curl_easy_cleanup(c);
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *pem = NULL;
+                size_t nl = strlen(de->d_name), n;
+                int r;
+
+                if (nl < 5 || strcmp(de->d_name + nl - 4, ".crt") != 0)
+                        continue;
+                if (++nfiles > CA_FILES_MAX) {
+                        free(buf);
+                        return cs_error_setx(err, E2BIG, "`%s` holds more than %d .crt files",
+                                             g->ca_dir, CA_FILES_MAX);
+                }
+                r = cs_read_file_at(dirfd(d), de->d_name, CA_FILE_MAX, false, &pem, &n, err);
+                if (r == 0)
+                        r = ca_append(&buf, &len, pem, n, de->d_name, err);
+                if (r < 0) {
+                        free(buf);
+                        return cs_error_wrap(err, "the registry's CA in `%s`", g->ca_dir);
+                }
+        }
+        g->ca = buf;
+        g->ca_len = len;
+        return 0;
+}
+
+/* ---- HTTP ---- */
 
 /* What the header callback keeps of the last response (redirects reset it). */
 struct resp {
@@ -368,6 +459,11 @@ static CURL *reg_easy(struct reg *g, const char *url, struct resp *h, char errbu
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, resp_header);
         curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
+        if (g->ca && g->o->tls_verify) {
+                struct curl_blob blob = {
+                    .data = g->ca, .len = g->ca_len, .flags = CURL_BLOB_NOCOPY};
+                curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
+        }
         /* credentials go to the registry only: libcurl drops them on a redirect elsewhere */
         if (g->auth == CURLAUTH_BEARER) {
                 curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
@@ -578,11 +674,28 @@ static int reg_authenticate(struct reg *g, const char *challenge, struct cs_erro
                              g->ref->host, g->ref->repo);
 }
 
+/* What to do about a failed TLS handshake. */
+static const char *tls_hint(const struct reg *g, CURLcode rc, char *buf, size_t max)
+{
+        buf[0] = '\0';
+        if (rc == CURLE_SSL_CONNECT_ERROR)
+                snprintf(buf, max, " (a registry that speaks plain http needs --tls-verify=false)");
+        else if (rc == CURLE_PEER_FAILED_VERIFICATION && g->ca_dir[0])
+                snprintf(buf, max, " (with the CAs of `%.300s` added)", g->ca_dir);
+        else if (rc == CURLE_PEER_FAILED_VERIFICATION)
+                snprintf(buf, max,
+                         " (if your own CA signed it, put the CA in "
+                         "~/.config/containers/certs.d/%s/ca.crt; --tls-verify=false skips the "
+                         "check, for a test registry only)",
+                         g->ref->host);
+        return buf;
+}
+
 /* GET a manifest into memory, bounded by max, authenticating and retrying as needed. */
 static int reg_get_manifest(struct reg *g, const char *reference, char **ret, size_t *ret_len,
                             struct cs_error *err)
 {
-        char url[1200], errbuf[CURL_ERROR_SIZE], words[200];
+        char url[1200], errbuf[CURL_ERROR_SIZE], words[200], hint[400];
         struct membuf body = {.max = OCI_MANIFEST_MAX};
         bool authed = false;
         struct resp h;
@@ -616,6 +729,14 @@ static int reg_get_manifest(struct reg *g, const char *reference, char **ret, si
                                              "%u bytes",
                                              reference, g->ref->name, OCI_MANIFEST_MAX);
                 }
+                /* --tls-verify=false: https unverified first, then plain http, as podman */
+                if (rc == CURLE_SSL_CONNECT_ERROR && !g->o->tls_verify &&
+                    strncmp(g->base, "https://", 8) == 0) {
+                        snprintf(g->base, sizeof(g->base), "http://%s", g->ref->host);
+                        snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base, g->ref->repo,
+                                 reference);
+                        continue;
+                }
                 if (rc == CURLE_OK && code == 401 && !authed) {
                         authed = true;
                         r = reg_authenticate(g, h.challenge, err);
@@ -634,12 +755,10 @@ static int reg_get_manifest(struct reg *g, const char *reference, char **ret, si
         }
         if (rc != CURLE_OK) {
                 free(body.buf);
-                return cs_error_setx(
-                    err, EIO, "fetch the manifest of %s from %s: %s%s", g->ref->name, g->base,
-                    errbuf[0] ? errbuf : curl_easy_strerror(rc),
-                    rc == CURLE_SSL_CONNECT_ERROR ? " (a registry that speaks plain http needs "
-                                                    "--tls-verify=false)"
-                                                  : "");
+                return cs_error_setx(err, EIO, "fetch the manifest of %s from %s: %s%s",
+                                     g->ref->name, g->base,
+                                     errbuf[0] ? errbuf : curl_easy_strerror(rc),
+                                     tls_hint(g, rc, hint, sizeof(hint)));
         }
         if (code == 200) {
                 *ret = body.buf ? body.buf : strdup("");
@@ -948,6 +1067,7 @@ out:
 
 static void reg_free(struct reg *g)
 {
+        free(g->ca);
         creds_free(&g->creds);
         if (g->token)
                 explicit_bzero(g->token, strlen(g->token));
@@ -1033,8 +1153,10 @@ int registry_pull(const struct registry_ref *ref, const struct pull_options *o, 
 
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                 return cs_error_setx(err, EIO, "initialize libcurl");
-        snprintf(g.base, sizeof(g.base), "%s://%s", o->tls_verify ? "https" : "http", ref->host);
+        snprintf(g.base, sizeof(g.base), "https://%s", ref->host);
         r = creds_find(ref->host, ref->repo, &g.creds, err);
+        if (r == 0 && o->tls_verify)
+                r = reg_ca_load(&g, err);
         if (r < 0)
                 goto out;
         snprintf(want, sizeof(want), "%s", ref->digest);

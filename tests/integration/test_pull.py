@@ -43,7 +43,7 @@ def free_port():
 class Registry:
     """docker-registry serve, with a config written here; htpasswd auth when users given."""
 
-    def __init__(self, work, htpasswd=None):
+    def __init__(self, work, htpasswd=None, tls=None):
         self.work = work
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
@@ -58,6 +58,8 @@ class Registry:
             with open(path, "w") as f:
                 f.write(htpasswd)
             config += ["auth:", "  htpasswd:", "    realm: csandbox-test", f"    path: {path}"]
+        if tls:
+            config += ["  tls:", f"    certificate: {tls[0]}", f"    key: {tls[1]}"]
         cfg = os.path.join(work, "config.yml")
         with open(cfg, "w") as f:
             f.write("\n".join(config) + "\n")
@@ -300,6 +302,36 @@ def auth_registry(tmp_path_factory, registry):
         reg.stop()
 
 
+def make_test_ca(work):
+    """A CA and a certificate for 127.0.0.1 that it signed: (ca.crt, server.crt, server.key)."""
+    ca, ca_key = os.path.join(work, "ca.crt"), os.path.join(work, "ca.key")
+    crt, key, csr = (os.path.join(work, n) for n in ("server.crt", "server.key", "server.csr"))
+    ext = os.path.join(work, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    for cmd in (["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
+                 "-days", "2", "-subj", "/CN=csandbox test CA"],
+                ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
+                 "-subj", "/CN=127.0.0.1"],
+                ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+                 "-out", crt, "-days", "2", "-extfile", ext]):
+        subprocess.run(["openssl", *cmd], check=True, capture_output=True, timeout=60)
+    return ca, crt, key
+
+
+@pytest.fixture(scope="module")
+def tls_registry(tmp_path_factory, registry):
+    work = str(tmp_path_factory.mktemp("tls-registry"))
+    ca, crt, key = make_test_ca(work)
+    reg = Registry(work, tls=(crt, key))
+    reg.ca = ca
+    try:
+        reg.seed(f"oci:{registry.layout}:latest", "test/bb:v1")
+        yield reg
+    finally:
+        reg.stop()
+
+
 def biggest_layer(reg, repo="test/bb", ref="v1", auth=None):
     _, m = reg.manifest(repo, ref, auth)
     return max(m["layers"], key=lambda d: d["size"])["digest"]
@@ -351,6 +383,28 @@ def test_pull_without_tls_verify_false_refuses_plain_http(store, registry):
     p = store.run("image", "pull", f"{registry.host}/test/bb:v1")
     assert p.returncode == 125 and "--tls-verify=false" in p.stderr, p.stderr
     assert store.state() in ({}, EMPTY)
+
+
+def test_pull_over_https_refuses_an_unknown_ca_and_says_where_to_put_it(store, tls_registry):
+    p = store.run("image", "pull", f"{tls_registry.host}/test/bb:v1")
+    assert p.returncode == 125, p.stderr
+    assert f"containers/certs.d/{tls_registry.host}/ca.crt" in p.stderr, p.stderr
+    assert store.state() in ({}, EMPTY)
+
+
+def test_pull_over_https_trusts_the_registrys_ca_from_certs_d(store, tls_registry):
+    d = os.path.join(store.home, ".config", "containers", "certs.d", tls_registry.host)
+    os.makedirs(d)
+    with open(tls_registry.ca) as src, open(os.path.join(d, "ca.crt"), "w") as dst:
+        dst.write(src.read())
+    p = store.run("image", "pull", f"{tls_registry.host}/test/bb:v1")
+    assert p.returncode == 0, p.stderr
+    assert store.fixture_env(f"{tls_registry.host}/test/bb:v1") == "bb"
+
+
+def test_pull_over_https_with_tls_verify_false_skips_the_check(store, tls_registry):
+    p = store.pull(f"{tls_registry.host}/test/bb:v1")
+    assert p.returncode == 0, p.stderr
 
 
 # --- credentials -------------------------------------------------------------------------
