@@ -101,13 +101,15 @@ class Registry:
 class Proxy:
     """A reverse proxy to the registry. mode: None (pass through), "tamper" (flip a byte of
     blob `target`), "drop" (close the connection halfway through `target` the first time),
-    "slow" (trickle `target`), "bearer" (require a token from its own /token endpoint)."""
+    "slow" (trickle `target`), "bearer" (require a token from its own /token endpoint),
+    "redirect" (send blob requests to the host `target`), "storage" (send `target` as the
+    Authorization upstream, whatever the client sent)."""
 
     TOKEN = "test-token-1234"
 
     def __init__(self, upstream, mode=None, target=None, ranges=True):
         self.upstream, self.mode, self.target, self.ranges = upstream, mode, target, ranges
-        self.requests, self.token_requests = [], []
+        self.requests, self.token_requests, self.authorizations = [], [], []
         self.dropped = False
         proxy = self
 
@@ -135,6 +137,9 @@ class Proxy:
 
     def serve(self, h):
         self.requests.append((h.path, h.headers.get("Range")))
+        self.authorizations.append((h.path, h.headers.get("Authorization")))
+        if self.mode == "redirect" and "/blobs/" in h.path:
+            return self.reply(h, 307, b"", [("Location", f"http://{self.target}{h.path}")])
         if self.mode == "bearer":
             if h.path.startswith("/token?"):
                 self.token_requests.append((urllib.parse.parse_qs(h.path[7:]),
@@ -147,8 +152,10 @@ class Proxy:
                 return self.reply(h, 401, b'{"errors":[{"code":"UNAUTHORIZED"}]}',
                                   [("WWW-Authenticate", challenge)])
         # without ranges, the whole blob answers a range request, as some servers do
-        forward = ("Accept", "Range") if self.ranges else ("Accept",)
+        forward = ("Accept", "Range", "Authorization") if self.ranges else ("Accept",)
         headers = {k: h.headers[k] for k in forward if h.headers.get(k)}
+        if self.mode == "storage":  # a blob store elsewhere with access of its own
+            headers["Authorization"] = self.target
         conn = http.client.HTTPConnection(self.upstream, timeout=60)
         conn.request("GET", h.path, headers=headers)
         r = conn.getresponse()
@@ -475,6 +482,20 @@ def test_pull_gets_a_bearer_token_from_the_challenge(store, registry, with_creds
                 if with_creds else None)
         assert authz == want
         assert store.fixture_env(f"{proxy.host}/test/bb:v1") == "bb"
+
+
+def test_pull_credentials_do_not_follow_a_redirect_to_another_host(store, auth_registry):
+    """Registries redirect blobs to a storage host; the registry's password must not go along."""
+    basic = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    with proxy_to(auth_registry, "storage", basic) as storage, \
+            proxy_to(auth_registry, "redirect", storage.host) as front:
+        write_auth(store, front.host)
+        p = store.pull(f"{front.host}/test/bb:v1")
+        assert p.returncode == 0, p.stderr
+        assert [a for path, a in front.authorizations if "/manifests/" in path][-1] == basic
+        blobs = [(path, a) for path, a in storage.authorizations if "/blobs/" in path]
+        assert len(blobs) >= 4 and all(a is None for _, a in blobs), storage.authorizations
+        assert store.fixture_env(f"{front.host}/test/bb:v1") == "bb"
 
 
 # --- hostile or broken registries --------------------------------------------------------
