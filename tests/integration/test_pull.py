@@ -633,3 +633,18 @@ def test_pull_of_a_stored_image_fetches_no_layer(store, registry):
     fetched = [path for path, _ in proxy.requests if "/blobs/" in path]
     assert fetched == [f"/v2/test/bb/blobs/{m['config']['digest']}"], proxy.requests
     assert store.fixture_env(f"{proxy.host}/test/bb:v1") == "bb"
+
+
+def test_concurrent_pulls_of_one_image_store_it_once(store, registry):
+    """Each pull downloads into its own locked tmp/ directory, which another pull's import
+    must not sweep away; the image is stored once."""
+    procs = [subprocess.Popen([CSANDBOX, "image", "pull", "--quiet", "--tls-verify=false",
+                               f"{registry.host}/test/bb:v1"], env=store.env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=TIMEOUT) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, outs
+    digest, _ = registry.manifest("test/bb", "v1")
+    st = store.state()
+    assert st == {"names": {f"{registry.host}/test/bb:v1": digest}, "sha256": [digest[7:]],
+                  "tmp": []}, st
