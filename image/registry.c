@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -864,5 +865,39 @@ out:
         oci_manifest_free(&m);
         reg_free(&g);
         curl_global_cleanup();
+        return r;
+}
+
+static bool image_stored(void *opaque, const char *digest)
+{
+        return store_image_present(opaque, digest);
+}
+
+int store_pull(struct image_store *s, const struct registry_ref *ref, const struct pull_options *po,
+               const struct import_options *io, struct import_result *ret, struct cs_error *err)
+{
+        struct pull_options p = *po;
+        struct import_options o = *io;
+        struct cs_error ignored;
+        char tname[64], path[PATH_MAX];
+        /* the download lives in tmp/, flocked: invisible to launches, swept if we die */
+        _cleanup_close_ int tfd = store_tmp_create(s, "pull", tname, err);
+        int r;
+
+        if (tfd < 0)
+                return tfd;
+        p.present = image_stored;
+        p.present_opaque = s;
+        p.max_layers = io->limits.max_layers;
+        r = registry_pull(ref, &p, tfd, err);
+        if (r == 0) {
+                snprintf(path, sizeof(path), "%s/tmp/%s", s->root, tname);
+                o.source = path;
+                o.format = IMAGE_FORMAT_OCI;
+                o.name = ref->name;
+                o.platform = po->platform;
+                r = store_import(s, &o, ret, err);
+        }
+        (void)store_tmp_remove(s, tname, &ignored);
         return r;
 }

@@ -4,6 +4,7 @@
  * into temporary files, and only a verified blob gets its final name. */
 #pragma once
 #include "oci.h"
+#include "store.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -55,3 +56,9 @@ struct pull_options {
  * dirfd as an OCI image layout holding that one manifest. */
 int registry_pull(const struct registry_ref *ref, const struct pull_options *o, int dirfd,
                   struct cs_error *err);
+
+/* registry_pull into a flocked temporary layout in the store's tmp/, then store_import of it
+ * (io's limits, also the pull's layer count bound, and progress; its source, format, name
+ * and platform are the pull's), named ref->name. A stored image costs its manifest and config. */
+int store_pull(struct image_store *s, const struct registry_ref *ref, const struct pull_options *po,
+               const struct import_options *io, struct import_result *ret, struct cs_error *err);

@@ -8,7 +8,6 @@
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../image/registry.h"
-#include "../image/store-private.h"
 #include "../image/store.h"
 
 #include <inttypes.h>
@@ -75,11 +74,6 @@ static void show_pull(void *opaque, const struct pull_blob *blobs, size_t n)
         fflush(stderr);
 }
 
-static bool image_stored(void *opaque, const char *digest)
-{
-        return store_image_present(opaque, digest);
-}
-
 /* --tls-verify, --tls-verify=BOOL or --tls-verify BOOL (podman's spellings). */
 static int parse_tls_verify(int argc, char **argv, int *i, bool *ret)
 {
@@ -108,9 +102,7 @@ int cmd_image_pull(int argc, char **argv)
         struct registry_ref ref;
         struct image_store s;
         struct cs_error err = {0};
-        _cleanup_close_ int tfd = -1;
         const char *arg = NULL;
-        char tname[64], path[4200];
         bool quiet = false;
         int r;
 
@@ -145,10 +137,6 @@ int cmd_image_pull(int argc, char **argv)
                 po.progress_opaque = &disp;
         }
         import_options_init(&o);
-        po.max_layers = o.limits.max_layers;
-        o.platform = po.platform;
-        o.format = IMAGE_FORMAT_OCI;
-        o.name = ref.name;
         if (!quiet && disp.tty)
                 o.progress = image_import_progress;
 
@@ -157,27 +145,10 @@ int cmd_image_pull(int argc, char **argv)
         r = store_open(NULL, &s, &err);
         if (r < 0)
                 return runner_fail(&err);
-        /* the download lives in tmp/, flocked: invisible to launches, swept if we die */
-        tfd = store_tmp_create(&s, "pull", tname, &err);
-        if (tfd < 0) {
-                store_close(&s);
-                return runner_fail(&err);
-        }
-        po.present = image_stored;
-        po.present_opaque = &s;
-        r = registry_pull(&ref, &po, tfd, &err);
+        r = store_pull(&s, &ref, &po, &o, &res, &err);
         free(disp.printed);
-        if (r == 0) {
-                snprintf(path, sizeof(path), "%s/tmp/%s", s.root, tname);
-                o.source = path;
-                r = store_import(&s, &o, &res, &err);
-                if (o.progress)
-                        fprintf(stderr, "\r\033[K");
-        }
-        {
-                struct cs_error ignored;
-                (void)store_tmp_remove(&s, tname, &ignored);
-        }
+        if (o.progress)
+                fprintf(stderr, "\r\033[K");
         store_close(&s);
         if (r < 0)
                 return runner_fail(&err);
