@@ -32,6 +32,19 @@ static const char usage_image[] =
     "      --max-path BYTES      entry name length limit (default 4096)\n"
     "      --max-layers N        layer count limit (default 256)\n"
     "      --quiet               no progress output\n"
+    "  pull REF [OPTIONS]    download REF from its registry and store it under its full name\n"
+    "                        HOST/NAME:TAG (or HOST/NAME@DIGEST). REF is\n"
+    "                        [HOST[:PORT]/]NAME[:TAG][@sha256:DIGEST]; without a HOST it means\n"
+    "                        docker.io, as podman and docker read it (`debian:12` is\n"
+    "                        docker.io/library/debian:12); no TAG means :latest. Credentials\n"
+    "                        come from the files podman and docker login write\n"
+    "                        ($REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json,\n"
+    "                        ~/.config/containers/auth.json, ~/.docker/config.json)\n"
+    "      --tls-verify=false    unverified certificates, and plain http when the registry\n"
+    "                            has no TLS (default: https verified against the system's CA\n"
+    "                            store and containers/certs.d/HOST/*.crt)\n"
+    "      --platform OS/ARCH[/VARIANT]  from a multi-platform image (default: this machine)\n"
+    "      --quiet               no progress output\n"
     "  ls [--json]           list the stored images\n"
     "  inspect NAME          print the image config as JSON\n"
     "  rm NAME...            remove names; an image goes with its last name\n"
@@ -142,9 +155,10 @@ static int image_prune(int argc, char **argv)
         return 0;
 }
 
-/* `image import` runs the csandbox-import helper beside this binary: unpacking needs
- * libarchive and libcrypto, which the binary every launch starts does not load. */
-static int image_import_helper(int argc, char **argv)
+/* `image import` and `image pull` run the csandbox-import helper beside this binary:
+ * unpacking needs libarchive and libcrypto, pulling libcurl, which the binary every launch
+ * starts does not load. pull is passed on as its first argument, `--pull`. */
+static int image_import_helper(bool pull, int argc, char **argv)
 {
         char self[PATH_MAX], helper[PATH_MAX + 32];
         ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -158,12 +172,14 @@ static int image_import_helper(int argc, char **argv)
         slash = strrchr(self, '/');
         *slash = '\0';
         snprintf(helper, sizeof(helper), "%s/csandbox-import", self);
-        v = calloc((size_t)argc + 2, sizeof(*v));
+        v = calloc((size_t)argc + 3, sizeof(*v));
         if (!v)
                 return CS_EXIT_SETUP;
         v[0] = "csandbox-import";
+        if (pull)
+                v[1] = "--pull";
         for (int i = 0; i < argc; i++)
-                v[i + 1] = argv[i];
+                v[i + 1 + pull] = argv[i];
         execv(helper, v);
         fprintf(stderr,
                 "csandbox: image import: cannot run %s: %s; it is built and installed beside "
@@ -181,7 +197,9 @@ int cmd_image(int argc, char **argv)
                 return argc < 1 ? CS_EXIT_SETUP : 0;
         }
         if (strcmp(argv[0], "import") == 0)
-                return image_import_helper(argc - 1, argv + 1);
+                return image_import_helper(false, argc - 1, argv + 1);
+        if (strcmp(argv[0], "pull") == 0)
+                return image_import_helper(true, argc - 1, argv + 1);
         if (strcmp(argv[0], "ls") == 0 || strcmp(argv[0], "list") == 0)
                 return image_ls(argc - 1, argv + 1);
         if (strcmp(argv[0], "inspect") == 0)

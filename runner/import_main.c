@@ -1,5 +1,6 @@
 /* csandbox-import: `csandbox image import`, in a binary of its own so that libarchive and
  * libcrypto are loaded only to unpack an image (csandbox execs this helper). */
+#include "cmd_image.h"
 #include "runner.h"
 
 #include "../common/error.h"
@@ -38,7 +39,7 @@ static int parse_count(const char *flag, const char *v, bool suffixes, uint64_t 
         return 0;
 }
 
-static void show_progress(void *opaque, const struct import_progress *p)
+void image_import_progress(void *opaque, const struct import_progress *p)
 {
         char done[32], total[32];
 
@@ -118,7 +119,7 @@ int cmd_image_import(int argc, char **argv)
         if (!o.source)
                 return runner_usage_error("image", "import needs a SRC");
         if (!quiet && isatty(STDERR_FILENO))
-                o.progress = show_progress;
+                o.progress = image_import_progress;
         r = store_open(NULL, &s, &err);
         if (r < 0)
                 return runner_fail(&err);
@@ -143,5 +144,7 @@ int cmd_image_import(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+        if (argc > 1 && strcmp(argv[1], "--pull") == 0)
+                return cmd_image_pull(argc - 2, argv + 2);
         return cmd_image_import(argc - 1, argv + 1);
 }

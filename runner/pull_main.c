@@ -1,0 +1,164 @@
+/* `csandbox image pull`: run inside the csandbox-import helper (libcurl, libarchive and
+ * libcrypto load only there). Downloads into a flocked temporary OCI layout inside the
+ * store's tmp/, then imports that layout with the import's own verification. */
+#include "cmd_image.h"
+#include "runner.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+#include "../image/registry.h"
+#include "../image/store.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct pull_display {
+        bool tty;
+        int lines; /* drawn last time, to move back over */
+        bool *printed;
+        size_t n;
+};
+
+static void show_blob_line(const struct pull_blob *b)
+{
+        char done[32], total[32], rate[32];
+
+        cs_human_size(b->done, done, sizeof(done));
+        cs_human_size(b->total, total, sizeof(total));
+        cs_human_size(b->seconds > 0.05 ? (uint64_t)((double)b->done / b->seconds) : 0, rate,
+                      sizeof(rate));
+        if (b->finished && b->seconds < 0.05)
+                fprintf(stderr, "layer %.19s  %s done", b->digest, total);
+        else if (b->finished)
+                fprintf(stderr, "layer %.19s  %s in %.1f s (%s/s)", b->digest, total, b->seconds,
+                        rate);
+        else if (b->started)
+                fprintf(stderr, "layer %.19s  %s / %s  %s/s", b->digest, done, total, rate);
+        else
+                fprintf(stderr, "layer %.19s  waiting (%s)", b->digest, total);
+}
+
+static void show_pull(void *opaque, const struct pull_blob *blobs, size_t n)
+{
+        struct pull_display *d = opaque;
+
+        if (!d->tty) {
+                /* a log: one line per finished layer */
+                if (!d->printed && !(d->printed = calloc(n + 1, sizeof(bool))))
+                        return;
+                for (size_t i = 0; i < n; i++) {
+                        if (blobs[i].is_config || !blobs[i].finished || d->printed[i])
+                                continue;
+                        d->printed[i] = true;
+                        show_blob_line(&blobs[i]);
+                        fputc('\n', stderr);
+                }
+                return;
+        }
+        if (d->lines > 0)
+                fprintf(stderr, "\033[%dA", d->lines);
+        d->lines = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (blobs[i].is_config)
+                        continue;
+                fputs("\r\033[K", stderr);
+                show_blob_line(&blobs[i]);
+                fputc('\n', stderr);
+                d->lines++;
+        }
+        fflush(stderr);
+}
+
+/* --tls-verify, --tls-verify=BOOL or --tls-verify BOOL (podman's spellings). */
+static int parse_tls_verify(int argc, char **argv, int *i, bool *ret)
+{
+        const char *a = argv[*i], *v = NULL;
+
+        if (strncmp(a, "--tls-verify=", 13) == 0)
+                v = a + 13;
+        else if (*i + 1 < argc &&
+                 (strcmp(argv[*i + 1], "true") == 0 || strcmp(argv[*i + 1], "false") == 0))
+                v = argv[++*i];
+        if (!v || strcmp(v, "true") == 0)
+                *ret = true;
+        else if (strcmp(v, "false") == 0)
+                *ret = false;
+        else
+                return runner_usage_error("image", "--tls-verify `%s`: expected true or false", v);
+        return 0;
+}
+
+int cmd_image_pull(int argc, char **argv)
+{
+        struct pull_options po = {.tls_verify = true};
+        struct pull_display disp = {.tty = isatty(STDERR_FILENO)};
+        struct import_options o;
+        struct import_result res;
+        struct registry_ref ref;
+        struct image_store s;
+        struct cs_error err = {0};
+        const char *arg = NULL;
+        bool quiet = false;
+        int r;
+
+        oci_platform_host(&po.platform);
+        for (int i = 0; i < argc; i++) {
+                const char *a = argv[i];
+
+                if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+                        quiet = true;
+                } else if (strncmp(a, "--tls-verify", 12) == 0 && (!a[12] || a[12] == '=')) {
+                        if (parse_tls_verify(argc, argv, &i, &po.tls_verify) != 0)
+                                return CS_EXIT_SETUP;
+                } else if (strcmp(a, "--platform") == 0) {
+                        if (i + 1 >= argc)
+                                return runner_usage_error("image", "--platform needs a value");
+                        if (oci_platform_parse(argv[++i], &po.platform, &err) < 0)
+                                return runner_fail(&err);
+                } else if (a[0] == '-') {
+                        return runner_usage_error("image", "pull: unknown option `%s`", a);
+                } else if (arg) {
+                        return runner_usage_error("image", "pull takes one REF (`%s` is extra)", a);
+                } else {
+                        arg = a;
+                }
+        }
+        if (!arg)
+                return runner_usage_error("image", "pull needs a REF");
+        if (registry_ref_parse(arg, &ref, &err) < 0)
+                return runner_fail(&err);
+        if (!quiet) {
+                po.progress = show_pull;
+                po.progress_opaque = &disp;
+        }
+        import_options_init(&o);
+        if (!quiet && disp.tty)
+                o.progress = image_import_progress;
+
+        /* a peer that resets a TLS connection must fail the transfer, not kill us */
+        signal(SIGPIPE, SIG_IGN);
+        r = store_open(NULL, &s, &err);
+        if (r < 0)
+                return runner_fail(&err);
+        r = store_pull(&s, &ref, &po, &o, &res, &err);
+        free(disp.printed);
+        if (o.progress)
+                fprintf(stderr, "\r\033[K");
+        store_close(&s);
+        if (r < 0)
+                return runner_fail(&err);
+        {
+                char size[32];
+
+                cs_human_size(res.size, size, sizeof(size));
+                printf("%s %s %s: %s, %" PRIu64 " files, %zu layers\n",
+                       res.existed ? "already stored" : "pulled", res.name, res.digest, size,
+                       res.files, res.layers);
+        }
+        return 0;
+}

@@ -1,0 +1,650 @@
+"""`csandbox image pull` against a real registry (the distribution registry server of Debian's
+docker-registry package), started here as the test user on 127.0.0.1 with its own storage,
+seeded with skopeo from the OCI layouts of tests/fixtures/oci.py. A small reverse proxy in
+front of it misbehaves on demand: alters a blob, drops the connection mid-blob, trickles a
+blob, or asks for a bearer token."""
+import base64
+import contextlib
+import hashlib
+import http.client
+import http.server
+import json
+import os
+import pty
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
+import oci  # noqa: E402
+
+import test_image  # noqa: E402
+from conftest import CSANDBOX, PROBE, base_env, wait_until  # noqa: E402
+
+TIMEOUT = 120
+USER, PASSWORD = "alice", "s3cret pass:word"
+MT_ACCEPT = ", ".join([oci.MT_MANIFEST, oci.MT_INDEX])
+EMPTY = {"names": None, "sha256": [], "tmp": []}  # a store that was opened, nothing more
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Registry:
+    """docker-registry serve, with a config written here; htpasswd auth when users given."""
+
+    def __init__(self, work, htpasswd=None, tls=None):
+        self.work = work
+        self.port = free_port()
+        self.host = f"127.0.0.1:{self.port}"
+        os.makedirs(os.path.join(work, "run"), exist_ok=True)
+        # skopeo's own credential lookup stays inside the test's directory
+        self.skopeo_env = base_env(XDG_RUNTIME_DIR=os.path.join(work, "run"), HOME=work,
+                                   REGISTRY_AUTH_FILE=None)
+        config = ["version: 0.1", "log:", "  level: error", "storage:", "  filesystem:",
+                  f"    rootdirectory: {work}/storage", "http:", f"  addr: {self.host}"]
+        if htpasswd:
+            path = os.path.join(work, "htpasswd")
+            with open(path, "w") as f:
+                f.write(htpasswd)
+            config += ["auth:", "  htpasswd:", "    realm: csandbox-test", f"    path: {path}"]
+        if tls:
+            config += ["  tls:", f"    certificate: {tls[0]}", f"    key: {tls[1]}"]
+        cfg = os.path.join(work, "config.yml")
+        with open(cfg, "w") as f:
+            f.write("\n".join(config) + "\n")
+        self.log = open(os.path.join(work, "registry.log"), "w")
+        self.proc = subprocess.Popen(["docker-registry", "serve", cfg], stdout=self.log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        assert wait_until(self.up, 30), f"the registry did not start: see {work}/registry.log"
+
+    def up(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def seed(self, src, dest, *extra):
+        p = subprocess.run(["skopeo", "copy", "-q", "--dest-tls-verify=false", *extra, src,
+                            f"docker://{self.host}/{dest}"], timeout=TIMEOUT,
+                           capture_output=True, text=True, env=self.skopeo_env)
+        assert p.returncode == 0, f"skopeo copy {src} failed:\n{p.stderr}"
+
+
+    def manifest(self, repo, ref, auth=None):
+        """(digest, manifest JSON) as the registry serves it."""
+        req = urllib.request.Request(f"http://{self.host}/v2/{repo}/manifests/{ref}",
+                                     headers={"Accept": MT_ACCEPT})
+        if auth:
+            req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+        with urllib.request.urlopen(req, timeout=30) as r:
+            body = r.read()
+        return "sha256:" + hashlib.sha256(body).hexdigest(), json.loads(body)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.log.close()
+
+
+class Proxy:
+    """A reverse proxy to the registry. mode: None (pass through), "tamper" (flip a byte of
+    blob `target`), "drop" (close the connection halfway through `target` the first time),
+    "slow" (trickle `target`), "bearer" (require a token from its own /token endpoint),
+    "redirect" (send blob requests to the host `target`), "storage" (send `target` as the
+    Authorization upstream, whatever the client sent)."""
+
+    TOKEN = "test-token-1234"
+
+    def __init__(self, upstream, mode=None, target=None, ranges=True):
+        self.upstream, self.mode, self.target, self.ranges = upstream, mode, target, ranges
+        self.requests, self.token_requests, self.authorizations = [], [], []
+        self.dropped = False
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                proxy.serve(self)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.host = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def reply(self, h, status, body, headers=()):
+        h.send_response(status)
+        for k, v in headers:
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    def serve(self, h):
+        self.requests.append((h.path, h.headers.get("Range")))
+        self.authorizations.append((h.path, h.headers.get("Authorization")))
+        if self.mode == "redirect" and "/blobs/" in h.path:
+            return self.reply(h, 307, b"", [("Location", f"http://{self.target}{h.path}")])
+        if self.mode == "bearer":
+            if h.path.startswith("/token?"):
+                self.token_requests.append((urllib.parse.parse_qs(h.path[7:]),
+                                            h.headers.get("Authorization")))
+                return self.reply(h, 200, json.dumps({"token": self.TOKEN}).encode(),
+                                  [("Content-Type", "application/json")])
+            if h.headers.get("Authorization") != f"Bearer {self.TOKEN}":
+                challenge = (f'Bearer realm="http://{self.host}/token",service="csb-test",'
+                             f'scope="repository:test/bb:pull"')
+                return self.reply(h, 401, b'{"errors":[{"code":"UNAUTHORIZED"}]}',
+                                  [("WWW-Authenticate", challenge)])
+        # without ranges, the whole blob answers a range request, as some servers do
+        forward = ("Accept", "Range", "Authorization") if self.ranges else ("Accept",)
+        headers = {k: h.headers[k] for k in forward if h.headers.get(k)}
+        if self.mode == "storage":  # a blob store elsewhere with access of its own
+            headers["Authorization"] = self.target
+        conn = http.client.HTTPConnection(self.upstream, timeout=60)
+        conn.request("GET", h.path, headers=headers)
+        r = conn.getresponse()
+        body = r.read()
+        conn.close()
+        out = [(k, r.getheader(k)) for k in ("Content-Type", "Docker-Content-Digest",
+                                             "Content-Range", "WWW-Authenticate", "Location")
+               if r.getheader(k)]
+        blob = (self.target and "/blobs/" in h.path and h.path.endswith(self.target)
+                and r.status in (200, 206))
+        if blob and self.mode == "tamper":
+            body = bytearray(body)
+            body[len(body) // 2] ^= 0xFF
+            body = bytes(body)
+        if blob and self.mode == "drop" and not self.dropped and r.status == 200:
+            self.dropped = True
+            h.send_response(200)
+            for k, v in out:
+                h.send_header(k, v)
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            h.wfile.write(body[:len(body) // 2])
+            h.wfile.flush()
+            h.close_connection = True
+            h.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if blob and self.mode == "slow":
+            h.send_response(r.status)
+            for k, v in out:
+                h.send_header(k, v)
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            for i in range(0, len(body), 4096):
+                h.wfile.write(body[i:i + 4096])
+                h.wfile.flush()
+                time.sleep(0.05)
+            return
+        self.reply(h, r.status, body, out)
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@contextlib.contextmanager
+def proxy_to(registry, mode, target=None, ranges=True):
+    proxy = Proxy(registry.host, mode, target, ranges)
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+class Store(test_image.Store):
+    """test_image's store (its state()), with a home and runtime dir of its own so that no
+    credential file of the test user is read."""
+
+    def __init__(self, root):
+        super().__init__(os.path.join(root, "data"))
+        self.home = os.path.join(root, "home")
+        self.run_dir = os.path.join(root, "run")
+        for d in (self.home, self.run_dir):
+            os.makedirs(d, exist_ok=True)
+
+    def env(self, **extra):
+        env = {"XDG_DATA_HOME": self.data, "HOME": self.home, "XDG_RUNTIME_DIR": self.run_dir,
+               "REGISTRY_AUTH_FILE": None}
+        env.update(extra)
+        return base_env(**env)
+
+    def run(self, *args, env=None, **kw):
+        return subprocess.run([CSANDBOX, *args], capture_output=True, text=True,
+                              timeout=TIMEOUT, env=env or self.env(), stdin=subprocess.DEVNULL,
+                              **kw)
+
+    def pull(self, *args, env=None):
+        return self.run("image", "pull", "--tls-verify=false", *args, env=env)
+
+    def ok(self, *args, env=None):
+        p = self.run(*args, env=env)
+        assert p.returncode == 0, f"exit {p.returncode}\nstderr:\n{p.stderr}\nstdout:\n{p.stdout}"
+        return p
+
+    def names(self):
+        return {i["name"]: i["digest"] for i in json.loads(self.ok("image", "ls", "--json").stdout)}
+
+    def fixture_env(self, name):
+        """FIXTURE from the image's config, as exec --image gives it to the payload."""
+        p = self.ok("exec", "--image", name, "--", "/probe", "report")
+        return json.loads(p.stdout)["env"]["FIXTURE"]
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(str(tmp_path))
+
+
+def multi_platform_layout(dest, layers):
+    """A nested index (ref `multi`) of two manifests: another platform first, then this one;
+    their configs say which is which in FIXTURE."""
+    descs = []
+    for mark in ("other-platform", "this-platform"):
+        oci.write_layout(dest, layers, config={"Env": ["PATH=/bin", "FIXTURE=" + mark]})
+        with open(os.path.join(dest, "index.json")) as f:
+            d = json.load(f)["manifests"][0]
+        d.pop("annotations", None)
+        descs.append(d)
+    other = "s390x" if oci._host_arch() != "s390x" else "amd64"
+    descs[0]["platform"] = {"os": "linux", "architecture": other}
+    inner = json.dumps({"schemaVersion": 2, "mediaType": oci.MT_INDEX,
+                        "manifests": descs}).encode()
+    digest = oci._put_blob(dest, inner)
+    with open(os.path.join(dest, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "mediaType": oci.MT_INDEX,
+                   "manifests": [{"mediaType": oci.MT_INDEX, "digest": digest,
+                                  "size": len(inner),
+                                  "annotations": {"org.opencontainers.image.ref.name": "multi"}}]},
+                  f)
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    """Plain-http registry with test/bb:v1 (3 layers), test/multi:v1 (two platforms)."""
+    work = str(tmp_path_factory.mktemp("registry"))
+    layers = oci.busybox_layers(work, PROBE)
+    layout = os.path.join(work, "layout")
+    oci.write_layout(layout, layers, ref="latest", config={"Env": ["PATH=/bin", "FIXTURE=bb"]})
+    multi = os.path.join(work, "multi")
+    multi_platform_layout(multi, layers)
+    reg = Registry(os.path.join(work, "reg"))
+    reg.layout = layout
+    try:
+        reg.seed(f"oci:{layout}:latest", "test/bb:v1")
+        reg.seed(f"oci:{multi}:multi", "test/multi:v1", "--all")
+        yield reg
+    finally:
+        reg.stop()
+
+
+@pytest.fixture(scope="module")
+def auth_registry(tmp_path_factory, registry):
+    work = str(tmp_path_factory.mktemp("auth-registry"))
+    entry = subprocess.run(["htpasswd", "-Bbn", USER, PASSWORD], capture_output=True, text=True,
+                           check=True).stdout
+    reg = Registry(work, htpasswd=entry)
+    try:
+        reg.seed(f"oci:{registry.layout}:latest", "test/bb:v1",
+                 f"--dest-creds={USER}:{PASSWORD}")
+        yield reg
+    finally:
+        reg.stop()
+
+
+def make_test_ca(work):
+    """A CA and a certificate for 127.0.0.1 that it signed: (ca.crt, server.crt, server.key)."""
+    ca, ca_key = os.path.join(work, "ca.crt"), os.path.join(work, "ca.key")
+    crt, key, csr = (os.path.join(work, n) for n in ("server.crt", "server.key", "server.csr"))
+    ext = os.path.join(work, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    for cmd in (["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
+                 "-days", "2", "-subj", "/CN=csandbox test CA"],
+                ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
+                 "-subj", "/CN=127.0.0.1"],
+                ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+                 "-out", crt, "-days", "2", "-extfile", ext]):
+        subprocess.run(["openssl", *cmd], check=True, capture_output=True, timeout=60)
+    return ca, crt, key
+
+
+@pytest.fixture(scope="module")
+def tls_registry(tmp_path_factory, registry):
+    work = str(tmp_path_factory.mktemp("tls-registry"))
+    ca, crt, key = make_test_ca(work)
+    reg = Registry(work, tls=(crt, key))
+    reg.ca = ca
+    try:
+        reg.seed(f"oci:{registry.layout}:latest", "test/bb:v1")
+        yield reg
+    finally:
+        reg.stop()
+
+
+def biggest_layer(reg, repo="test/bb", ref="v1", auth=None):
+    _, m = reg.manifest(repo, ref, auth)
+    return max(m["layers"], key=lambda d: d["size"])["digest"]
+
+
+# --- pulls -------------------------------------------------------------------------------
+
+def test_pull_by_tag_then_exec_image_runs_it(store, registry):
+    p = store.pull(f"{registry.host}/test/bb:v1")
+    assert p.returncode == 0, p.stderr
+    name = f"{registry.host}/test/bb:v1"
+    digest, _ = registry.manifest("test/bb", "v1")
+    assert store.names() == {name: digest}
+    assert store.fixture_env(name) == "bb"
+    # nothing left over in the store's tmp/
+    assert os.listdir(os.path.join(store.images, "tmp")) == []
+
+
+def test_pull_by_digest_names_the_image_by_its_digest(store, registry):
+    digest, _ = registry.manifest("test/bb", "v1")
+    ref = f"{registry.host}/test/bb@{digest}"
+    p = store.pull(ref)
+    assert p.returncode == 0, p.stderr
+    assert store.names() == {ref: digest}
+    assert store.fixture_env(ref) == "bb"
+
+
+def test_pull_by_a_digest_the_registry_lacks_is_refused(store, registry):
+    p = store.pull(f"{registry.host}/test/bb@sha256:" + "0" * 64)
+    assert p.returncode == 125 and "HTTP 404" in p.stderr, p.stderr
+    assert store.state() in ({}, EMPTY)
+
+
+def test_pull_of_a_manifest_list_picks_this_machines_platform(store, registry):
+    p = store.pull(f"{registry.host}/test/multi:v1")
+    assert p.returncode == 0, p.stderr
+    assert store.fixture_env(f"{registry.host}/test/multi:v1") == "this-platform"
+
+
+def test_pull_with_platform_picks_the_other_one(store, registry):
+    other = "s390x" if oci._host_arch() != "s390x" else "amd64"
+    p = store.pull("--platform", f"linux/{other}", f"{registry.host}/test/multi:v1")
+    assert p.returncode == 0, p.stderr
+    cfg = json.loads(store.ok("image", "inspect", f"{registry.host}/test/multi:v1").stdout)
+    assert "FIXTURE=other-platform" in cfg["config"]["Env"]
+
+
+def test_pull_without_tls_verify_false_refuses_plain_http(store, registry):
+    p = store.run("image", "pull", f"{registry.host}/test/bb:v1")
+    assert p.returncode == 125 and "--tls-verify=false" in p.stderr, p.stderr
+    assert store.state() in ({}, EMPTY)
+
+
+def test_pull_over_https_refuses_an_unknown_ca_and_says_where_to_put_it(store, tls_registry):
+    p = store.run("image", "pull", f"{tls_registry.host}/test/bb:v1")
+    assert p.returncode == 125, p.stderr
+    assert f"containers/certs.d/{tls_registry.host}/ca.crt" in p.stderr, p.stderr
+    assert store.state() in ({}, EMPTY)
+
+
+def test_pull_over_https_trusts_the_registrys_ca_from_certs_d(store, tls_registry):
+    d = os.path.join(store.home, ".config", "containers", "certs.d", tls_registry.host)
+    os.makedirs(d)
+    with open(tls_registry.ca) as src, open(os.path.join(d, "ca.crt"), "w") as dst:
+        dst.write(src.read())
+    p = store.run("image", "pull", f"{tls_registry.host}/test/bb:v1")
+    assert p.returncode == 0, p.stderr
+    assert store.fixture_env(f"{tls_registry.host}/test/bb:v1") == "bb"
+
+
+def test_pull_over_https_with_tls_verify_false_skips_the_check(store, tls_registry):
+    p = store.pull(f"{tls_registry.host}/test/bb:v1")
+    assert p.returncode == 0, p.stderr
+
+
+# --- credentials -------------------------------------------------------------------------
+
+def auth_json(host, user=USER, password=PASSWORD):
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return json.dumps({"auths": {host: {"auth": token}}})
+
+
+def write_auth(store, host, password=PASSWORD):
+    """podman's run-time auth.json with credentials for host."""
+    path = os.path.join(store.run_dir, "containers", "auth.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(auth_json(host, password=password))
+    return path
+
+
+@pytest.mark.parametrize("where", ["REGISTRY_AUTH_FILE", "XDG_RUNTIME_DIR", "config", "docker"])
+def test_pull_with_basic_auth_from_each_credential_file(store, auth_registry, where):
+    paths = {"REGISTRY_AUTH_FILE": os.path.join(store.home, "elsewhere.json"),
+             "XDG_RUNTIME_DIR": os.path.join(store.run_dir, "containers", "auth.json"),
+             "config": os.path.join(store.home, ".config", "containers", "auth.json"),
+             "docker": os.path.join(store.home, ".docker", "config.json")}
+    path = paths[where]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    # the docker file's key form: a URL
+    key = f"http://{auth_registry.host}/v2/" if where == "docker" else auth_registry.host
+    with open(path, "w") as f:
+        f.write(auth_json(key))
+    env = store.env(REGISTRY_AUTH_FILE=path if where == "REGISTRY_AUTH_FILE" else None)
+    p = store.pull(f"{auth_registry.host}/test/bb:v1", env=env)
+    assert p.returncode == 0, p.stderr
+    assert f"{auth_registry.host}/test/bb:v1" in store.names()
+
+
+def test_pull_without_credentials_says_how_to_log_in(store, auth_registry):
+    p = store.pull(f"{auth_registry.host}/test/bb:v1")
+    assert p.returncode == 125, p.stderr
+    assert "needs credentials" in p.stderr and "auth.json" in p.stderr, p.stderr
+    assert store.state() in ({}, EMPTY)
+
+
+def test_pull_with_wrong_credentials_is_refused_naming_the_file(store, auth_registry):
+    path = write_auth(store, auth_registry.host, password="wrong")
+    p = store.pull(f"{auth_registry.host}/test/bb:v1")
+    assert p.returncode == 125 and path in p.stderr, p.stderr
+    assert store.state() in ({}, EMPTY)
+
+
+def test_pull_credentials_of_another_registry_are_not_sent(store, auth_registry, registry):
+    write_auth(store, registry.host)  # the right password, for the wrong host
+    p = store.pull(f"{auth_registry.host}/test/bb:v1")
+    assert p.returncode == 125 and "needs credentials" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("with_creds", [False, True])
+def test_pull_gets_a_bearer_token_from_the_challenge(store, registry, with_creds):
+    with proxy_to(registry, "bearer") as proxy:
+        if with_creds:
+            write_auth(store, proxy.host)
+        p = store.pull(f"{proxy.host}/test/bb:v1")
+        assert p.returncode == 0, p.stderr
+        assert proxy.token_requests, "no token was asked for"
+        query, authz = proxy.token_requests[0]
+        assert query["service"] == ["csb-test"] and query["scope"] == ["repository:test/bb:pull"]
+        want = ("Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+                if with_creds else None)
+        assert authz == want
+        assert store.fixture_env(f"{proxy.host}/test/bb:v1") == "bb"
+
+
+def test_pull_credentials_do_not_follow_a_redirect_to_another_host(store, auth_registry):
+    """Registries redirect blobs to a storage host; the registry's password must not go along."""
+    basic = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    with proxy_to(auth_registry, "storage", basic) as storage, \
+            proxy_to(auth_registry, "redirect", storage.host) as front:
+        write_auth(store, front.host)
+        p = store.pull(f"{front.host}/test/bb:v1")
+        assert p.returncode == 0, p.stderr
+        assert [a for path, a in front.authorizations if "/manifests/" in path][-1] == basic
+        blobs = [(path, a) for path, a in storage.authorizations if "/blobs/" in path]
+        assert len(blobs) >= 4 and all(a is None for _, a in blobs), storage.authorizations
+        assert store.fixture_env(f"{front.host}/test/bb:v1") == "bb"
+
+
+# --- hostile or broken registries --------------------------------------------------------
+
+def test_pull_of_a_tampered_blob_is_refused_and_the_store_unchanged(store, registry):
+    store.ok("image", "pull", "--tls-verify=false", f"{registry.host}/test/multi:v1")
+    before = store.state()
+    target = biggest_layer(registry)
+    with proxy_to(registry, "tamper", target) as proxy:
+        p = store.pull(f"{proxy.host}/test/bb:v1")
+    assert p.returncode == 125, p.stderr
+    assert target in p.stderr and "tampered" in p.stderr, p.stderr
+    assert store.state() == before and before["tmp"] == []
+
+
+@pytest.mark.parametrize("ranges", [True, False], ids=["resumed", "restarted"])
+def test_pull_retries_a_blob_after_the_connection_drops(store, registry, ranges):
+    target = biggest_layer(registry)
+    with proxy_to(registry, "drop", target, ranges) as proxy:
+        p = store.pull(f"{proxy.host}/test/bb:v1")
+    assert p.returncode == 0, p.stderr
+    assert proxy.dropped
+    asked = [r for path, r in proxy.requests if path.endswith(target) and r]
+    assert asked and asked[0].startswith("bytes=") and asked[0] != "bytes=0-", proxy.requests
+    assert store.fixture_env(f"{proxy.host}/test/bb:v1") == "bb"
+
+
+def test_sigkill_during_a_pull_leaves_nothing_a_launch_could_use(store, registry):
+    target = biggest_layer(registry)
+    tmp = os.path.join(store.images, "tmp")
+
+    def partial_written():
+        for d in os.listdir(tmp) if os.path.isdir(tmp) else []:
+            blobs = os.path.join(tmp, d, "blobs", "sha256")
+            if os.path.isdir(blobs):
+                for f in os.listdir(blobs):
+                    if f.endswith(".partial") and os.path.getsize(os.path.join(blobs, f)) > 0:
+                        return True
+        return False
+
+    with proxy_to(registry, "slow", target) as proxy:
+        proc = subprocess.Popen([CSANDBOX, "image", "pull", "--tls-verify=false",
+                                 f"{proxy.host}/test/bb:v1"], env=store.env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL)
+        assert wait_until(partial_written, 60), "the pull never started writing the layer"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    st = store.state()
+    assert st["names"] is None and st["sha256"] == [] and len(st["tmp"]) == 1, st
+    assert "test/bb" not in store.ok("image", "ls").stdout
+    p = store.ok("image", "prune")
+    assert "1 leftover" in p.stdout, p.stdout
+    assert os.listdir(tmp) == []
+    store.ok("image", "pull", "--tls-verify=false", f"{registry.host}/test/bb:v1")
+    assert store.fixture_env(f"{registry.host}/test/bb:v1") == "bb"
+
+
+# --- progress ----------------------------------------------------------------------------
+
+def test_pull_progress_without_a_terminal_is_one_line_per_layer(store, registry):
+    p = store.pull(f"{registry.host}/test/bb:v1")
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.splitlines()
+    _, m = registry.manifest("test/bb", "v1")
+    assert sorted(line.split()[1] for line in lines) == sorted(
+        d["digest"][:19] for d in m["layers"]), p.stderr
+    assert "\x1b" not in p.stderr
+
+
+def test_pull_quiet_prints_no_progress(store, registry):
+    p = store.pull("--quiet", f"{registry.host}/test/bb:v1")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout.startswith("pulled ")
+
+
+def test_pull_progress_on_a_terminal_redraws_in_place(store, registry):
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([CSANDBOX, "image", "pull", "--tls-verify=false",
+                            f"{registry.host}/test/bb:v1"], env=store.env(),
+                           stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
+                           timeout=TIMEOUT)
+        os.close(slave)
+        slave = -1
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert p.returncode == 0, out
+    text = out.decode(errors="replace")
+    assert "\x1b[K" in text and "layer sha256:" in text, text
+    assert "\x1b[3A" in text, text  # the three layer lines redrawn in place
+
+
+# --- bad input ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, named", [
+    ([""], "``"),
+    (["Upper/Case:v1"], "Upper/Case:v1"),
+    (["name@sha256:abc"], "name@sha256:abc"),
+    (["a//b"], "a//b"),
+    (["host:5000/"], "host:5000/"),
+    (["name:"], "name:"),
+    (["name:bad!tag"], "name:bad!tag"),
+    (["name@md5:" + "0" * 32], "name@md5:"),
+    (["--tls-verify=maybe", "x"], "--tls-verify"),
+    (["--bogus", "x"], "--bogus"),
+    (["a", "b"], "`b` is extra"),
+    ([], "needs a REF"),
+    (["--platform", "x/y/z/w", "x"], "x/y/z/w"),
+])
+def test_pull_bad_input_exits_125_naming_it(store, args, named):
+    p = store.run("image", "pull", *args)
+    assert p.returncode == 125, p.stderr
+    assert p.stderr.startswith("csandbox: ") and named in p.stderr, p.stderr
+    assert not os.path.exists(os.path.join(store.images, "names.json"))
+
+
+def test_pull_of_a_stored_image_fetches_no_layer(store, registry):
+    store.ok("image", "pull", "--tls-verify=false", f"{registry.host}/test/bb:v1")
+    _, m = registry.manifest("test/bb", "v1")
+    with proxy_to(registry, None) as proxy:
+        p = store.pull(f"{proxy.host}/test/bb:v1")
+    assert p.returncode == 0 and p.stdout.startswith("already stored"), p.stdout + p.stderr
+    fetched = [path for path, _ in proxy.requests if "/blobs/" in path]
+    assert fetched == [f"/v2/test/bb/blobs/{m['config']['digest']}"], proxy.requests
+    assert store.fixture_env(f"{proxy.host}/test/bb:v1") == "bb"
+
+
+def test_concurrent_pulls_of_one_image_store_it_once(store, registry):
+    """Each pull downloads into its own locked tmp/ directory, which another pull's import
+    must not sweep away; the image is stored once."""
+    procs = [subprocess.Popen([CSANDBOX, "image", "pull", "--quiet", "--tls-verify=false",
+                               f"{registry.host}/test/bb:v1"], env=store.env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=TIMEOUT) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, outs
+    digest, _ = registry.manifest("test/bb", "v1")
+    st = store.state()
+    assert st == {"names": {f"{registry.host}/test/bb:v1": digest}, "sha256": [digest[7:]],
+                  "tmp": []}, st
