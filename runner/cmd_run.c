@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 static const char usage_run[] =
-    "Usage: csandbox run [--image NAME] PROFILE [--] [CLAUDE_ARGS...]\n"
-    "       csandbox plan [--image NAME] PROFILE [--] [CLAUDE_ARGS...]\n"
+    "Usage: csandbox run [--image NAME] [--tty=auto|pty|inherit] PROFILE [--] [CLAUDE_ARGS...]\n"
+    "       csandbox plan [--image NAME] [--tty=auto|pty|inherit] PROFILE [--] [CLAUDE_ARGS...]\n"
     "\n"
     "run launches Claude Code for the claude-profile profile PROFILE in a sandbox: the\n"
     "host's root read-only with every home hidden (or an imported image under an\n"
@@ -39,16 +39,32 @@ static const char usage_run[] =
     "Settings come from CLAUDE_PROFILE_* variables as claude-profile reads them:\n"
     "CLAUDE_PROFILE_PROFILES_BASE, CLAUDE_PROFILE_CLAUDE_BIN,\n"
     "CLAUDE_PROFILE_SANDBOX_IMAGE, CLAUDE_PROFILE_SANDBOX_FORWARD_ENV,\n"
-    "CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS.\n";
+    "CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS.\n"
+    "\n"
+    "--tty: auto (the default) gives claude a pty of the sandbox's own, relayed to your\n"
+    "terminal, when stdin or stdout is a terminal; pty always does; inherit passes your\n"
+    "terminal itself (claude can then change its modes; see README).\n";
 
-static int parse(int argc, char **argv, const char **ret_image, const char **ret_name,
-                 int *ret_first_arg, bool *ret_help, struct cs_error *err)
+static int parse(int argc, char **argv, const char **ret_image, enum spec_tty *ret_tty,
+                 const char **ret_name, int *ret_first_arg, bool *ret_help, struct cs_error *err)
 {
         int i;
 
         *ret_image = NULL;
+        *ret_tty = SPEC_TTY_AUTO;
         *ret_help = false;
         for (i = 0; i < argc; i++) {
+                if (strncmp(argv[i], "--tty", 5) == 0 && (argv[i][5] == '=' || !argv[i][5])) {
+                        const char *v = argv[i][5] == '=' ? argv[i] + 6 : NULL;
+
+                        if (!v && i + 1 < argc)
+                                v = argv[++i];
+                        if (!v || !spec_tty_parse(v, ret_tty))
+                                return cs_error_setx(err, EINVAL,
+                                                     "--tty `%s`: expected auto, pty or inherit",
+                                                     v ? v : "");
+                        continue;
+                }
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                         *ret_help = true;
                         return 0;
@@ -98,10 +114,11 @@ int cmd_run(int argc, char **argv, bool plan_only)
         struct sock_fprog filter = {0};
         char cwd[PATH_MAX];
         const char *image = NULL, *name = NULL;
+        enum spec_tty tty;
         bool help;
         int first = 0, status = CS_EXIT_SETUP, r;
 
-        r = parse(argc, argv, &image, &name, &first, &help, &err);
+        r = parse(argc, argv, &image, &tty, &name, &first, &help, &err);
         if (r < 0)
                 return runner_fail(&err);
         if (help) {
@@ -122,6 +139,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
         req.n_args = (size_t)(argc - first);
         req.image = image;
         r = plan_build(&req, &plan, &err);
+        plan.spec.tty = tty;
         for (size_t i = 0; i < plan.warnings.n; i++)
                 fprintf(stderr, "%s\n", plan.warnings.msgs[i]);
         if (r >= 0)

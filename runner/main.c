@@ -64,6 +64,11 @@ static const char usage_exec[] =
     "  --env-file FILE         KEY=VALUE lines from FILE (values kept out of --plan)\n"
     "  --env-fd N              KEY=VALUE lines read from file descriptor N\n"
     "  --seccomp PROFILE       default, strict, none, or an OCI/Docker JSON file\n"
+    "  --tty=auto|pty|inherit  auto (default): when stdin or stdout is a terminal, the\n"
+    "                          sandbox gets a pty of its own on those of stdin, stdout\n"
+    "                          and stderr that are terminals, relayed to yours; pty:\n"
+    "                          always, on all three; inherit: your terminal itself\n"
+    "                          (the sandbox can change its modes)\n"
     "  --plan                  print the sandbox spec as JSON and exit\n"
     "\n"
     "Exit status: COMMAND's own; 128+N when it died of signal N; 125 when csandbox\n"
@@ -102,11 +107,15 @@ static const struct exec_flag exec_flags[] = {
     {"--unsetenv", 1},  {"--env-file", 1},
     {"--env-fd", 1},    {"--seccomp", 1},
     {"--image", 1},     {"--plan", 0},
-    {"--help", 0},
+    {"--help", 0},      {"--tty", 1},
 };
 
 static const struct exec_flag *exec_flag_find(const char *arg)
 {
+        static const struct exec_flag tty_value = {"--tty=", 0};
+
+        if (strncmp(arg, tty_value.name, strlen(tty_value.name)) == 0)
+                return &tty_value;
         for (size_t i = 0; i < sizeof(exec_flags) / sizeof(exec_flags[0]); i++)
                 if (strcmp(exec_flags[i].name, arg) == 0)
                         return &exec_flags[i];
@@ -445,6 +454,12 @@ static int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct imag
                         }
                 } else if (strcmp(a, "--plan") == 0) {
                         *ret_plan = true;
+                } else if (strncmp(a, "--tty", 5) == 0) {
+                        const char *v = a[5] == '=' ? a + 6 : v1;
+
+                        if (!spec_tty_parse(v, &s->tty))
+                                return cs_error_setx(
+                                    err, EINVAL, "--tty `%s`: expected auto, pty or inherit", v);
                 }
                 if (r < 0)
                         return r;
