@@ -11,10 +11,9 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from test_run import Profiles  # noqa: E402
 from conftest import CSANDBOX  # noqa: E402
+from test_claude import CLAUDE, profiles  # noqa: E402,F401 (the fixture)
 
-CLAUDE = os.environ.get("CSANDBOX_TEST_CLAUDE")
 TRUST = "Yes, I trust this folder"
 
 
@@ -54,11 +53,7 @@ def selected(screen):
 
 
 @pytest.fixture
-def pane(tmp_path):
-    assert CLAUDE and os.access(CLAUDE, os.X_OK), (
-        "set CSANDBOX_TEST_CLAUDE to the pinned claude (tests/run installs it)")
-    profiles = Profiles(tmp_path)
-    profiles.claude = CLAUDE
+def pane(tmp_path, profiles):
     d = profiles.add()
     (d / ".claude.json").write_text(json.dumps({"hasCompletedOnboarding": True,
                                                 "theme": "dark"}))
