@@ -279,6 +279,49 @@ def test_terminal_restored_after_a_setup_error(term):
     assert t.modes() == t.before
 
 
+def _stat(pid):
+    """comm, state, ppid, pgrp and session of pid."""
+    with open(f"/proc/{pid}/stat") as f:
+        head, rest = f.read().rsplit(")", 1)
+    fields = rest.split()
+    return head.split("(", 1)[1], fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+
+
+def _children(pid):
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if _stat(int(name))[2] == pid:
+                    out.append(int(name))
+            except (OSError, IndexError):
+                pass
+    return out
+
+
+def test_ctrl_z_at_the_callers_terminal_stops_the_session_but_not_pasta(term, marker):
+    """Without a relay of its input (stdin a pipe), the terminal's own Ctrl-Z sends SIGTSTP
+    to csandbox's job: the session stops with it, pasta (in a session of its own) does
+    not, and SIGCONT resumes both."""
+    r, w = os.pipe()
+    t = probe_in_pty(term, "sleep", "60", marker, opts=["--net", "pasta"], stdin=r)
+    assert wait_until(lambda: payload_pids(marker))
+    pasta = [pid for pid in _children(t.proc.pid) if _stat(pid)[0].startswith(("pasta", "passt"))]
+    assert len(pasta) == 1, [_stat(pid) for pid in _children(t.proc.pid)]
+    assert _stat(pasta[0])[4] != t.proc.pid
+    os.killpg(t.proc.pid, signal.SIGTSTP)  # what the terminal sends its foreground job
+    assert os.WIFSTOPPED(_wait_stopped(t.proc.pid))
+    assert _stat(payload_pids(marker)[0])[1] == "T"
+    assert _stat(pasta[0])[1] != "T"
+    os.kill(t.proc.pid, signal.SIGCONT)
+    assert wait_until(lambda: _stat(payload_pids(marker)[0])[1] == "S")
+    t.proc.send_signal(signal.SIGTERM)
+    assert t.drain_until_exit() == 128 + signal.SIGTERM
+    os.close(r)
+    os.close(w)
+    assert t.modes() == t.before
+
+
 # --- the mixed cases and the flag --------------------------------------------------------
 
 def test_stdin_a_pipe_stdout_a_terminal(term):
