@@ -536,15 +536,17 @@ int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, stru
                 }
                 if (i_ctl >= 0 && p[i_ctl].revents)
                         ctl_read(&r);
+                /* What was just read is written at once (all fds but the caller's input
+                 * are non-blocking): a poll round trip per chunk halves throughput. */
                 if (i_in >= 0 && p[i_in].revents && r.in_open)
                         in_read(&r);
-                if (i_pty >= 0 && r.master >= 0 && r.pty_open) {
-                        if (p[i_pty].revents & POLLOUT)
-                                pty_write(&r);
-                        if (p[i_pty].revents & (POLLIN | POLLHUP | POLLERR))
-                                pty_read(&r);
-                }
-                if (i_out >= 0 && p[i_out].revents && r.out_open)
+                if (i_pty >= 0 && r.master >= 0 && r.pty_open &&
+                    (p[i_pty].revents & (POLLIN | POLLHUP | POLLERR)))
+                        while (pty_read(&r) > 0 && r.out_len < sizeof(r.out_buf))
+                                ;
+                if (r.in_len && r.master >= 0 && r.pty_open)
+                        pty_write(&r);
+                if (r.out_len && r.out_open && (i_out < 0 || p[i_out].revents || r.own_out >= 0))
                         out_write(&r);
                 if (p[0].revents & POLLIN) {
                         struct signalfd_siginfo si;

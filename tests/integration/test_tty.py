@@ -180,6 +180,14 @@ def test_every_byte_value_and_escape_sequence_round_trips_unchanged(term):
     assert t.modes() == t.before
 
 
+def test_a_terminal_slower_than_the_payload_loses_nothing(term):
+    t = term(["--", "sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a; echo; echo end"])
+    time.sleep(1.5)  # the terminal reads nothing: the relay's buffers fill, the payload waits
+    assert t.drain_until_exit() == 0
+    assert t.out.count(b"a") == 3000000
+    assert t.out.endswith(b"\r\nend\r\n")
+
+
 @pytest.mark.parametrize("key,sig", [(b"\x03", signal.SIGINT), (b"\x1c", signal.SIGQUIT)],
                          ids=["ctrl-c", "ctrl-backslash"])
 def test_terminal_keys_reach_the_payload_as_its_signals(term, key, sig):
