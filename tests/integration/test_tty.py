@@ -382,6 +382,19 @@ def test_tty_inherit_passes_the_terminal_itself_in_a_session_of_its_own(term):
     assert info["foreground"] == 0 and info["pgrp_leader"] == 1
 
 
+def test_tty_inherit_keeps_ctrl_c_and_ctrl_z_working(term):
+    """The terminal's own signals go to csandbox's job only (the sandbox has a session of
+    its own); csandbox passes them on."""
+    t = probe_in_pty(term, "wait-signal", opts=["--tty=inherit"])
+    t.expect(b"ready")
+    t.send(b"\x1a")
+    assert os.WIFSTOPPED(_wait_stopped(t.proc.pid))
+    os.kill(t.proc.pid, signal.SIGCONT)
+    t.send(b"\x03")
+    t.expect(b"INT")
+    assert t.drain_until_exit() == 128 + signal.SIGINT
+
+
 def test_plan_shows_whether_a_pty_is_allocated(csb, term):
     assert csb.plan(["--", "true"])["tty"] == {"mode": "auto", "pty": False}
     assert csb.plan(["--tty=pty", "--", "true"])["tty"] == {"mode": "pty", "pty": True}
