@@ -223,15 +223,21 @@ static void terminal_raw(struct relay *r)
         struct termios raw;
         int fd = r->t->raw_fd;
 
-        if (fd < 0 || tcgetattr(fd, &r->saved) < 0)
+        if (fd < 0)
                 return;
-        if (ioctl(fd, TIOCGETD, &r->saved_ldisc) < 0)
-                r->saved_ldisc = -1;
+        /* The modes to restore are read when we take the terminal, not again while we hold
+         * it (a SIGCONT while running re-applies raw mode over whatever the shell set). */
+        if (!r->raw) {
+                if (tcgetattr(fd, &r->saved) < 0)
+                        return;
+                if (ioctl(fd, TIOCGETD, &r->saved_ldisc) < 0)
+                        r->saved_ldisc = -1;
+        }
         raw = r->saved;
         cfmakeraw(&raw);
         /* From a background job this stops us with SIGTTOU until the shell hands us the
          * terminal: a job in the background must not take the terminal from the shell. */
-        if (tcsetattr(fd, TCSADRAIN, &raw) == 0)
+        if (tcsetattr(fd, TCSANOW, &raw) == 0)
                 r->raw = true;
 }
 
@@ -412,13 +418,13 @@ static void ctl_read(struct relay *r)
 }
 
 /* A signal for csandbox: pid 1's end, a resize, or one to pass on. */
-static int on_signal(struct relay *r, const struct signalfd_siginfo *si)
+static void on_signal(struct relay *r, const struct signalfd_siginfo *si)
 {
         switch (si->ssi_signo) {
         case SIGCHLD:
                 if (waitpid(r->pid, &r->wstatus, WNOHANG) == r->pid)
                         r->exited = true;
-                return 0;
+                return;
         case SIGCONT:
                 /* `fg` or `bg`: take the terminal when it is ours, and continue the session
                  * (SIGWINCH makes a full-screen program redraw). */
@@ -426,18 +432,17 @@ static int on_signal(struct relay *r, const struct signalfd_siginfo *si)
                         take_terminal(r);
                         ctl_send(r->t->ctl[0], CTL_CONTINUE, -1);
                 }
-                return 0;
+                return;
         case SIGWINCH:
                 if (r->master >= 0 && r->t->size_fd >= 0) {
                         pty_resize(r); /* the kernel signals the pty's foreground job */
-                        return 0;
+                        return;
                 }
                 break;
         }
         /* Kernel-sent ones too (a Ctrl-C at a terminal we do not relay): the sandbox is in
          * a session of its own and gets nothing from our terminal directly. */
         kill(r->pid, (int)si->ssi_signo);
-        return 0;
 }
 
 static void relay_open_out(struct relay *r)

@@ -238,6 +238,19 @@ def test_ctrl_z_stops_the_session_and_sigcont_resumes_it(term):
     assert t.modes() == t.before
 
 
+def test_sigcont_while_running_keeps_the_modes_to_restore(term):
+    # `fg` of a running job sends SIGCONT too; the modes saved at the start stay the ones
+    # put back (not the raw ones csandbox set itself).
+    t = term(["--", "sh", "-c", "echo ready; exec cat"])
+    t.expect(b"ready")
+    os.kill(t.proc.pid, signal.SIGCONT)
+    t.send(b"x\r")
+    t.expect(b"x\r\nx\r\n")
+    t.send(b"\x04")
+    assert t.drain_until_exit() == 0
+    assert t.modes() == t.before
+
+
 def test_hangup_of_the_terminal_ends_the_session(term, marker):
     t = probe_in_pty(term, "sleep", "60", marker)
     assert wait_until(lambda: payload_pids(marker))
