@@ -238,6 +238,18 @@ def test_ctrl_z_stops_the_session_and_sigcont_resumes_it(term):
     assert t.modes() == t.before
 
 
+def test_resume_passes_the_size_the_terminal_got_while_stopped(term):
+    t = probe_in_pty(term, "tty-winch", "1", rows=33, cols=101)
+    t.expect(b"size 33 101")
+    t.send(b"\x1a")
+    assert os.WIFSTOPPED(_wait_stopped(t.proc.pid))
+    set_size(t.slave, 44, 88)  # while the shell has the terminal
+    os.kill(t.proc.pid, signal.SIGCONT)
+    t.expect(b"size 44 88")
+    assert t.drain_until_exit() == 0
+    assert t.modes() == t.before
+
+
 def test_sigcont_while_running_keeps_the_modes_to_restore(term):
     # `fg` of a running job sends SIGCONT too; the modes saved at the start stay the ones
     # put back (not the raw ones csandbox set itself).
