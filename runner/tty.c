@@ -200,15 +200,16 @@ bool tty_child_continue_wanted(const struct tty_link *t)
 struct relay {
         struct tty_link *t;
         pid_t pid;
-        int master;    /* -1 until pid 1 passes it, and after a hangup */
-        int out;       /* where the pty's output goes */
-        int own_out;   /* our own non-blocking opening of the caller's terminal, or -1 */
-        bool in_open;  /* stdin is read into the pty */
-        bool pty_open; /* the pty has a reader or writer inside */
-        bool out_open; /* output can still be written */
-        bool raw;      /* the caller's terminal is raw; saved holds its modes */
-        bool fg;       /* we are the terminal's foreground job (or it has no job control) */
-        bool exited;   /* pid 1 is reaped */
+        int master;     /* -1 until pid 1 passes it, and after a hangup */
+        int out;        /* where the pty's output goes */
+        int own_out;    /* our own non-blocking opening of the caller's terminal, or -1 */
+        bool in_open;   /* stdin is read into the pty */
+        bool pty_open;  /* the pty has a reader or writer inside */
+        bool out_open;  /* output can still be written */
+        bool raw;       /* the caller's terminal is raw; saved holds its modes */
+        bool fg;        /* we are the terminal's foreground job (or it has no job control) */
+        bool exited;    /* pid 1 is reaped */
+        bool modes_off; /* the session's modes are switched off while it is suspended */
         int wstatus;
         struct termios saved;
         int saved_ldisc;
@@ -274,11 +275,19 @@ static void pty_resize(struct relay *r)
                 ioctl(r->master, TIOCSWINSZ, &ws);
 }
 
+static void out_emit(struct relay *r, const char *seq, size_t len);
+
 static void take_terminal(struct relay *r)
 {
+        char set[TTYMODES_SET_MAX];
+
         r->fg = in_foreground(r);
-        if (r->fg)
+        if (r->fg) {
                 terminal_raw(r);
+                if (r->modes_off)
+                        out_emit(r, set, ttymodes_set(&r->modes, set));
+                r->modes_off = false;
+        }
         pty_resize(r);
 }
 
@@ -381,11 +390,26 @@ static void out_flush(struct relay *r)
         }
 }
 
-/* The session stopped (Ctrl-Z inside, or a stop signal): give the caller's shell its
- * terminal back and stop with it. SIGCONT (on_signal) takes it again. */
-static void suspend(struct relay *r)
+/* Our own sequences to the caller's terminal (never to a pipe), after the session's. */
+static void out_emit(struct relay *r, const char *seq, size_t len)
 {
         out_flush(r);
+        if (!len || !r->out_open || !(r->t->tty_fds & (1u << r->t->out_fd)))
+                return;
+        memcpy(r->out_buf, seq, len);
+        r->out_len = len;
+        out_flush(r);
+}
+
+/* The session stopped (Ctrl-Z inside, or a stop signal): give the caller's shell its
+ * terminal back as it was, the modes the session switched on off, and stop with it.
+ * SIGCONT (on_signal) takes it again. */
+static void suspend(struct relay *r)
+{
+        char reset[TTYMODES_RESET_MAX];
+
+        out_emit(r, reset, ttymodes_reset(&r->modes, reset));
+        r->modes_off = true;
         terminal_restore(r);
         r->fg = false;
         kill(getpid(), SIGSTOP);
@@ -467,7 +491,6 @@ static void relay_open_out(struct relay *r)
 static void relay_finish(struct relay *r)
 {
         char reset[TTYMODES_RESET_MAX];
-        size_t n;
 
         /* Everything inside is gone, so the pty holds all it ever will. */
         while (r->master >= 0 && r->pty_open) {
@@ -477,12 +500,8 @@ static void relay_finish(struct relay *r)
                         break;
         }
         out_flush(r);
-        n = ttymodes_reset(&r->modes, reset);
-        if (n && r->out_open && (r->t->tty_fds & (1u << r->t->out_fd))) {
-                memcpy(r->out_buf, reset, n);
-                r->out_len = n;
-                out_flush(r);
-        }
+        if (!r->modes_off) /* else they are off already */
+                out_emit(r, reset, ttymodes_reset(&r->modes, reset));
         terminal_restore(r);
         if (r->master >= 0)
                 close(r->master);

@@ -54,7 +54,8 @@ static void csi_final(struct ttymodes *m, unsigned char final)
                         dec_mode(m, m->params[i], final == 'h');
         } else if (m->marker == '>' && final == 'u') {
                 if (m->kitty_pushes < TTYMODES_KITTY_MAX)
-                        m->kitty_pushes++;
+                        m->kitty_flags[m->kitty_pushes++] =
+                            (uint8_t)(n && m->params[0] < 256 ? m->params[0] : 0);
         } else if (m->marker == '<' && final == 'u') {
                 unsigned pops = n && m->params[0] ? m->params[0] : 1;
 
@@ -161,5 +162,29 @@ size_t ttymodes_reset(const struct ttymodes *m, char *out)
                 o += (size_t)snprintf(out + o, TTYMODES_RESET_MAX - o, "\033[?%u%c",
                                       tracked[i].mode, tracked[i].on_with_l ? 'h' : 'l');
         }
+        return o;
+}
+
+size_t ttymodes_set(const struct ttymodes *m, char *out)
+{
+        size_t o = 0;
+
+        out[0] = '\0';
+        /* The alternate screen first: the other modes then apply to it. */
+        for (int alt = 1; alt >= 0; alt--)
+                for (size_t i = 0; i < N_TRACKED; i++) {
+                        bool is_alt = tracked[i].mode == 1049 || tracked[i].mode == 1047 ||
+                                      tracked[i].mode == 47;
+
+                        if (!(m->on & (1u << i)) || is_alt != (alt == 1))
+                                continue;
+                        o += (size_t)snprintf(out + o, TTYMODES_SET_MAX - o, "\033[?%u%c",
+                                              tracked[i].mode, tracked[i].on_with_l ? 'l' : 'h');
+                        if (is_alt)
+                                break;
+                }
+        for (unsigned k = 0; k < m->kitty_pushes; k++)
+                o += (size_t)snprintf(out + o, TTYMODES_SET_MAX - o, "\033[>%uu",
+                                      (unsigned)m->kitty_flags[k]);
         return o;
 }

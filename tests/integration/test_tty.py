@@ -290,6 +290,29 @@ def test_modes_left_on_by_a_killed_payload_are_reset_and_the_terminal_restored(t
     assert t.modes() == t.before
 
 
+def test_a_suspended_session_leaves_its_modes_and_gets_them_back(term, marker):
+    t = probe_in_pty(term, "tty-modes", "60", marker)
+    t.expect(b"ready\n")
+    t.out = b""
+    os.killpg(t.proc.pid, signal.SIGTSTP)  # its pty is raw: no Ctrl-Z byte would stop it
+    assert os.WIFSTOPPED(_wait_stopped(t.proc.pid))
+    while t.read_some(0.2):
+        pass
+    for seq in RESETS:
+        assert seq in t.out, (seq, t.out)
+    assert t.modes() == t.before
+    t.out = b""
+    os.kill(t.proc.pid, signal.SIGCONT)
+    t.expect(b"\x1b[>1u")
+    assert t.out.index(b"\x1b[?1049h") < t.out.index(b"\x1b[?25l")
+    assert b"\x1b[?2004h" in t.out and b"\x1b[?1006h" in t.out
+    t.out = b""
+    os.kill(payload_pids(marker)[0], signal.SIGKILL)
+    assert t.drain_until_exit() == 128 + signal.SIGKILL
+    assert b"\x1b[?1049l" in t.out
+    assert t.modes() == t.before
+
+
 def test_modes_switched_off_by_the_payload_are_not_touched(term):
     t = term(["--", "sh", "-c", r"printf '\033[?1049h\033[?25l\033[?25h\033[?1049l'; echo ready"])
     t.expect(b"ready")

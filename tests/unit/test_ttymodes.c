@@ -99,6 +99,21 @@ static void test_kitty_stack_depth_is_bounded(void)
         PASS();
 }
 
+static void test_set_after_a_suspend_puts_every_mode_back(void)
+{
+        const char *out = "\033[?1049h\033[?25l\033[?2004h\033[>1u\033[>13u\033[?1006h";
+        char set[TTYMODES_SET_MAX];
+        struct ttymodes m;
+
+        ttymodes_init(&m);
+        ttymodes_feed(&m, out, strlen(out));
+        CHECK(ttymodes_set(&m, set) == strlen(set));
+        CHECK(strcmp(set, "\033[?1049h\033[?2004h\033[?1006h\033[?25l\033[>1u\033[>13u") == 0);
+        ttymodes_init(&m);
+        CHECK(ttymodes_set(&m, set) == 0);
+        PASS();
+}
+
 int main(void)
 {
         test_nothing_switched_on_resets_nothing();
@@ -108,5 +123,6 @@ int main(void)
         test_strings_and_other_sequences_do_not_count();
         test_one_way_back_from_the_alternate_screen();
         test_kitty_stack_depth_is_bounded();
+        test_set_after_a_suspend_puts_every_mode_back();
         return failures ? 1 : 0;
 }
