@@ -42,8 +42,8 @@ static const char usage_run[] =
     "CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS.\n"
     "\n"
     "--tty: auto (the default) gives claude a pty of the sandbox's own, relayed to your\n"
-    "terminal, when stdin or stdout is a terminal; pty always does; inherit passes your\n"
-    "terminal itself (claude can then change its modes; see README).\n";
+    "terminal, when stdin, stdout or stderr is a terminal; pty always does; inherit\n"
+    "passes your terminal itself (claude can then change its modes; see README).\n";
 
 static int parse(int argc, char **argv, const char **ret_image, enum spec_tty *ret_tty,
                  const char **ret_name, int *ret_first_arg, bool *ret_help, struct cs_error *err)
