@@ -428,7 +428,9 @@ static void ctl_read(struct relay *r)
         }
         if (n < 0)
                 return;
-        if (msg == CTL_MASTER && fd >= 0 && r->master < 0 && r->t->pty) {
+        /* Only a pty master is taken (TIOCGPTN answers on masters alone). */
+        if (msg == CTL_MASTER && fd >= 0 && r->master < 0 && r->t->pty &&
+            ioctl(fd, TIOCGPTN, &(unsigned){0}) == 0) {
                 r->master = fd;
                 r->pty_open = true;
                 fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);

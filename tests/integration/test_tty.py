@@ -378,6 +378,18 @@ def test_ctrl_z_at_the_callers_terminal_stops_the_session_but_not_pasta(term, ma
     assert t.modes() == t.before
 
 
+def test_csandbox_inside_csandbox_on_a_terminal(csb, term):
+    """The inner csandbox sees the outer one's pty as its terminal and relays its own."""
+    argv = csb.argv(["--ro-bind", PROBE, HOST_PROBE, "--", HOST_PROBE, "tty-info"],
+                    tier="csandbox")
+    t = term(argv[2:], rows=27, cols=91)
+    info = tty_info(t)
+    assert t.drain_until_exit() == 0
+    assert info["isatty"] == [1, 1, 1] and (info["rows"], info["cols"]) == (27, 91)
+    assert info["foreground"] == 1
+    assert t.modes() == t.before
+
+
 # --- the mixed cases and the flag --------------------------------------------------------
 
 def test_stdin_a_pipe_stdout_a_terminal(term):
