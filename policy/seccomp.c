@@ -82,8 +82,9 @@ static const char *const default_denied[] = {
 };
 
 /* TIOCSTI pushes input into the controlling terminal (the tty outside the sandbox);
- * TIOCLINUX can read and paste the Linux console. */
-static const unsigned long default_denied_ioctls[] = {TIOCSTI, TIOCLINUX};
+ * TIOCLINUX can read and paste the Linux console; TIOCSETD on a terminal passed in
+ * (--tty=inherit) swaps its line discipline and leaves it dead after the sandbox exits. */
+static const unsigned long default_denied_ioctls[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
 
 static const char *const strict_denied[] = {
     "unshare",  "setns",   "mount",  "umount",     "umount2",   "pivot_root",    "fsopen",

@@ -19,8 +19,9 @@
 #include <unistd.h>
 
 static const char usage_run[] =
-    "Usage: csandbox run [--image NAME] [--accept-changes] PROFILE [--] [CLAUDE_ARGS...]\n"
-    "       csandbox plan [--image NAME] PROFILE [--] [CLAUDE_ARGS...]\n"
+    "Usage: csandbox run [--image NAME] [--accept-changes] [--tty=auto|pty|inherit] PROFILE\n"
+    "                    [--] [CLAUDE_ARGS...]\n"
+    "       csandbox plan [--image NAME] [--tty=auto|pty|inherit] PROFILE [--] [CLAUDE_ARGS...]\n"
     "\n"
     "run launches Claude Code for the claude-profile profile PROFILE in a sandbox: the\n"
     "host's root read-only with every home hidden (or an imported image under an\n"
@@ -50,17 +51,34 @@ static const char usage_run[] =
     "files that the profile's settings run. The next run of the profile lists the\n"
     "report and refuses to start (exit 125) until you have checked it and start with\n"
     "--accept-changes, which accepts what is listed and launches. plan shows a report\n"
-    "that is waiting, and accepts nothing.\n";
+    "that is waiting, and accepts nothing.\n"
+    "\n"
+    "--tty: auto (the default) gives claude a pty of the sandbox's own, relayed to your\n"
+    "terminal, when stdin, stdout or stderr is a terminal; pty always does; inherit\n"
+    "passes your terminal itself (claude can then change its modes; see README).\n";
 
-static int parse(int argc, char **argv, const char **ret_image, const char **ret_name,
-                 int *ret_first_arg, bool *ret_help, bool *ret_accept, struct cs_error *err)
+static int parse(int argc, char **argv, const char **ret_image, enum spec_tty *ret_tty,
+                 const char **ret_name, int *ret_first_arg, bool *ret_help, bool *ret_accept,
+                 struct cs_error *err)
 {
         int i;
 
         *ret_image = NULL;
+        *ret_tty = SPEC_TTY_AUTO;
         *ret_help = false;
         *ret_accept = false;
         for (i = 0; i < argc; i++) {
+                if (strncmp(argv[i], "--tty", 5) == 0 && (argv[i][5] == '=' || !argv[i][5])) {
+                        const char *v = argv[i][5] == '=' ? argv[i] + 6 : NULL;
+
+                        if (!v && i + 1 < argc)
+                                v = argv[++i];
+                        if (!v || !spec_tty_parse(v, ret_tty))
+                                return cs_error_setx(err, EINVAL,
+                                                     "--tty `%s`: expected auto, pty or inherit",
+                                                     v ? v : "");
+                        continue;
+                }
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                         *ret_help = true;
                         return 0;
@@ -115,10 +133,11 @@ int cmd_run(int argc, char **argv, bool plan_only)
         struct sock_fprog filter = {0};
         char cwd[PATH_MAX];
         const char *image = NULL, *name = NULL;
+        enum spec_tty tty;
         bool help, accept;
         int first = 0, status = CS_EXIT_SETUP, r;
 
-        r = parse(argc, argv, &image, &name, &first, &help, &accept, &err);
+        r = parse(argc, argv, &image, &tty, &name, &first, &help, &accept, &err);
         if (r >= 0 && accept && plan_only)
                 r = cs_error_setx(&err, EINVAL,
                                   "--accept-changes belongs to run: plan shows a waiting trust "
@@ -147,6 +166,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
                                 : PLAN_PENDING_REFUSE;
         raise_nofile_limit();
         r = plan_build(&req, &plan, &err);
+        plan.spec.tty = tty;
         for (size_t i = 0; i < plan.warnings.n; i++)
                 fprintf(stderr, "%s\n", plan.warnings.msgs[i]);
         if (r >= 0)

@@ -7,6 +7,7 @@
 #include "../common/error.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -14,14 +15,36 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int errfd,
-              int netready_fd)
+/* Reap what is there; leave with the payload's status once it is gone; tell csandbox when
+ * the payload stopped, so it can stop with it (job control of the whole session). */
+static void reap(const struct tty_link *tty, pid_t payload)
+{
+        for (;;) {
+                int status;
+                pid_t w = waitpid(-1, &status, WNOHANG | WUNTRACED);
+
+                if (w <= 0)
+                        return;
+                if (w != payload)
+                        continue;
+                if (WIFSTOPPED(status)) {
+                        tty_child_report_stopped(tty);
+                        continue;
+                }
+                if (WIFEXITED(status))
+                        _exit(WEXITSTATUS(status));
+                _exit(128 + WTERMSIG(status));
+        }
+}
+
+void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter,
+              const struct tty_link *tty, int errfd, int netready_fd)
 {
         static const int forwarded[] = RUNNER_FORWARDED_SIGNALS;
         struct cs_error err = {0};
         sigset_t mask;
         pid_t payload;
-        int sfd;
+        int sfd, slave, ctl = tty->ctl[1];
 
         /* The mask csandbox blocked is inherited; read the same signals here. */
         sigemptyset(&mask);
@@ -34,6 +57,8 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int
                 cs_error_set(&err, errno, "pid 1: signalfd");
                 runner_child_fail(errfd, &err);
         }
+        if (tty_child_session(tty, &slave, &err) < 0)
+                runner_child_fail(errfd, &err);
 
         /* The user-mode network is configured while we mounted; the payload starts only
          * once it is there. EOF: the helper failed and csandbox reports why. */
@@ -51,8 +76,14 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int
         }
         if (payload == 0) {
                 close(sfd);
+                if (tty_payload_attach(tty, slave, &err) < 0)
+                        runner_child_fail(errfd, &err);
                 exec_payload(s, filter, errfd);
         }
+        /* Both sides set the group, so a signal to it cannot come before it exists. */
+        setpgid(payload, payload);
+        if (slave >= 0)
+                close(slave);
         close(errfd);
         /* pid 1 needs no privilege to reap and forward; keep none the payload could borrow. */
         if (exec_drop_capabilities(&err) < 0)
@@ -61,31 +92,32 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
         for (;;) {
+                struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl, .events = POLLIN}};
                 struct signalfd_siginfo si;
-                ssize_t n = read(sfd, &si, sizeof(si));
+                ssize_t n;
 
+                if (poll(p, 2, -1) < 0 && errno != EINTR)
+                        _exit(CS_EXIT_SETUP);
+                if (p[1].revents & (POLLHUP | POLLERR))
+                        ctl = -1; /* csandbox is gone; its death signal ends us */
+                else if ((p[1].revents & POLLIN) && tty_child_continue_wanted(tty)) {
+                        kill(-payload, SIGCONT);
+                        kill(-payload, SIGWINCH);
+                }
+                if (!(p[0].revents & POLLIN))
+                        continue;
+                n = read(sfd, &si, sizeof(si));
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n != sizeof(si))
                         _exit(CS_EXIT_SETUP);
-                if (si.ssi_signo != SIGCHLD) {
-                        /* Signals from outside arrive as SI_USER; the tty's own (SI_KERNEL)
-                         * already reached the payload in our process group. */
-                        if (si.ssi_code <= 0)
-                                kill(payload, (int)si.ssi_signo);
-                        continue;
-                }
-                for (;;) {
-                        int status;
-                        pid_t w = waitpid(-1, &status, WNOHANG);
-
-                        if (w <= 0)
-                                break;
-                        if (w != payload)
-                                continue;
-                        if (WIFEXITED(status))
-                                _exit(WEXITSTATUS(status));
-                        _exit(128 + WTERMSIG(status));
+                if (si.ssi_signo == SIGCHLD) {
+                        reap(tty, payload);
+                } else {
+                        /* From csandbox, or the kernel's SIGHUP when the pty hangs up (it
+                         * goes to the session's leader, us). A stop goes to the whole job,
+                         * as a terminal sends it. */
+                        kill(si.ssi_signo == SIGTSTP ? -payload : payload, (int)si.ssi_signo);
                 }
         }
 }

@@ -34,7 +34,8 @@ void runner_child_fail(int errfd, const struct cs_error *err)
 }
 
 static void child_main(const struct sandbox_spec *s, const struct net_helper *net,
-                       const struct sock_fprog *filter, int syncfd, int errfd)
+                       const struct sock_fprog *filter, const struct tty_link *tty, int syncfd,
+                       int errfd)
 {
         struct cs_error err = {0};
         bool usernet = s->net == SPEC_NET_PASTA;
@@ -67,7 +68,7 @@ static void child_main(const struct sandbox_spec *s, const struct net_helper *ne
                         diagnose_setup(&err);
                 runner_child_fail(errfd, &err);
         }
-        init_run(s, filter, errfd, syncfd);
+        init_run(s, filter, tty, errfd, syncfd);
 }
 
 /* The message a failed child left, if any; sets err and its status. */
@@ -114,6 +115,7 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         static const int forwarded[] = RUNNER_FORWARDED_SIGNALS;
         __attribute__((cleanup(netns_helper_stop))) struct net_helper net = {
             .pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
+        __attribute__((cleanup(tty_link_close))) struct tty_link tty = {.ctl = {-1, -1}};
         int syncp[2] = {-1, -1}, errp[2] = {-1, -1};
         _cleanup_close_ int sfd = -1;
         sigset_t mask, oldmask;
@@ -135,11 +137,16 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
                                 net.path);
         }
         raise_nofile_limit();
+        r = tty_prepare(s, &tty, err);
+        if (r < 0)
+                return r;
 
         sigemptyset(&mask);
         for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
                 sigaddset(&mask, forwarded[i]);
         sigaddset(&mask, SIGCHLD);
+        /* Read when `fg` continues us after the session stopped (tty.c). */
+        sigaddset(&mask, SIGCONT);
         if (sigprocmask(SIG_BLOCK, &mask, &oldmask) < 0)
                 return cs_error_set(err, errno, "block signals");
         {
@@ -175,11 +182,14 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         if (pid == 0) {
                 close(syncp[1]);
                 close(errp[0]);
-                child_main(s, &net, filter, syncp[0], errp[1]);
+                close(tty.ctl[0]);
+                child_main(s, &net, filter, &tty, syncp[0], errp[1]);
                 _exit(CS_EXIT_SETUP);
         }
         close(syncp[0]);
         close(errp[1]);
+        close(tty.ctl[1]);
+        tty.ctl[1] = -1;
 
         r = idmap_write(pid, s, err);
         if (r >= 0 && s->net == SPEC_NET_PASTA)
@@ -205,31 +215,11 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
                 return r;
         }
 
-        /* Supervise: pass on what a process sent us; the kernel's own tty signals already
-         * reached the payload, which shares our process group. */
-        for (;;) {
-                struct signalfd_siginfo si;
-                ssize_t n = read(sfd, &si, sizeof(si));
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n != sizeof(si)) {
-                        r = errno;
-                        kill(pid, SIGKILL);
-                        waitpid(pid, &wstatus, 0);
-                        netns_helper_stop(&net);
-                        close(errp[0]);
-                        return cs_error_set(err, r, "read signals");
-                }
-                if (si.ssi_signo == SIGCHLD) {
-                        pid_t w = waitpid(pid, &wstatus, WNOHANG);
-
-                        if (w == pid)
-                                break;
-                        continue;
-                }
-                if (si.ssi_code <= 0)
-                        kill(pid, (int)si.ssi_signo);
+        r = tty_supervise(&tty, pid, sfd, &wstatus, err);
+        if (r < 0) {
+                netns_helper_stop(&net);
+                close(errp[0]);
+                return r;
         }
         netns_helper_stop(&net);
         sigprocmask(SIG_SETMASK, &oldmask, NULL);

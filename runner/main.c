@@ -67,6 +67,10 @@ static const char usage_exec[] =
     "  --env-file FILE         KEY=VALUE lines from FILE (values kept out of --plan)\n"
     "  --env-fd N              KEY=VALUE lines read from file descriptor N\n"
     "  --seccomp PROFILE       default, strict, none, or an OCI/Docker JSON file\n"
+    "  --tty=auto|pty|inherit  auto (default): those of stdin, stdout and stderr that\n"
+    "                          are terminals become a pty of the sandbox's own, relayed\n"
+    "                          to yours; pty: all three, always; inherit: your terminal\n"
+    "                          itself (the sandbox can change its modes)\n"
     "  --plan                  print the sandbox spec as JSON and exit\n"
     "\n"
     "Exit status: COMMAND's own; 128+N when it died of signal N; 125 when csandbox\n"
@@ -109,12 +113,16 @@ static const struct exec_flag exec_flags[] = {
     {"--unsetenv", 1},  {"--env-file", 1},
     {"--env-fd", 1},    {"--seccomp", 1},
     {"--image", 1},     {"--plan", 0},
-    {"--help", 0},
+    {"--help", 0},      {"--tty", 1},
 };
 /* clang-format on */
 
 static const struct exec_flag *exec_flag_find(const char *arg)
 {
+        static const struct exec_flag tty_value = {"--tty=", 0};
+
+        if (strncmp(arg, tty_value.name, strlen(tty_value.name)) == 0)
+                return &tty_value;
         for (size_t i = 0; i < sizeof(exec_flags) / sizeof(exec_flags[0]); i++)
                 if (strcmp(exec_flags[i].name, arg) == 0)
                         return &exec_flags[i];
@@ -462,6 +470,12 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                         }
                 } else if (strcmp(a, "--plan") == 0) {
                         *ret_plan = true;
+                } else if (strncmp(a, "--tty", 5) == 0) {
+                        const char *v = a[5] == '=' ? a + 6 : v1;
+
+                        if (!spec_tty_parse(v, &s->tty))
+                                return cs_error_setx(
+                                    err, EINVAL, "--tty `%s`: expected auto, pty or inherit", v);
                 }
                 if (r < 0)
                         return r;

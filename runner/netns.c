@@ -265,6 +265,8 @@ static void helper_child(const struct net_helper *h, char *const argv[], pid_t p
 
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
                 _exit(127);
+        /* Out of the terminal's foreground process group: Ctrl-Z must not freeze the network. */
+        setsid();
         devnull = open("/dev/null", O_RDWR);
         if (devnull >= 0) {
                 dup2(devnull, 0);

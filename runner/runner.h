@@ -3,7 +3,9 @@
 #include <linux/filter.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include "spec.h"
 
@@ -12,12 +14,43 @@ struct cs_error;
 /* Signals csandbox and its pid 1 pass on to the payload. */
 #define RUNNER_FORWARDED_SIGNALS                                                                   \
         {                                                                                          \
-                SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH                       \
+                SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGTSTP              \
         }
 
 /* Bind sources are fds from planning on: a soft RLIMIT_NOFILE of 1024 would cap a plan
  * (every submodule git dir is one) far below the spec's mount limit. */
 void raise_nofile_limit(void);
+
+/* The session's terminal, decided before clone (tty.c); pid 1 and the payload read their
+ * copy. */
+struct tty_link {
+        bool pty;         /* the payload gets a pty of the sandbox's own devpts */
+        unsigned tty_fds; /* bit n: our fd n (0, 1, 2) is a terminal */
+        unsigned pty_fds; /* bit n: the payload's fd n is the pty (else our fd n as it is) */
+        int in_fd;        /* our fd relayed into the pty, or -1 */
+        int out_fd;       /* our fd the pty's output goes to, or -1 */
+        int raw_fd;       /* the caller's terminal put in raw mode while relayed, or -1 */
+        int size_fd;      /* the terminal whose window size the pty takes, or -1 */
+        bool have_termios;
+        struct termios termios; /* the pty's initial modes: the caller's */
+        struct winsize ws;
+        int ctl[2]; /* SOCK_SEQPACKET: [0] csandbox's end, [1] pid 1's */
+};
+int tty_prepare(const struct sandbox_spec *s, struct tty_link *t, struct cs_error *err);
+void tty_link_close(struct tty_link *t);
+/* pid 1: a session of its own; with a pty, allocate it in the sandbox's devpts, make it the
+ * session's terminal and pass its master to csandbox. *ret_slave: the pty or -1. */
+int tty_child_session(const struct tty_link *t, int *ret_slave, struct cs_error *err);
+/* The payload, before exec_payload: its own process group, the pty's foreground job, the
+ * pty on the fds that get it. */
+int tty_payload_attach(const struct tty_link *t, int slave, struct cs_error *err);
+/* pid 1: tell csandbox the payload stopped; whether csandbox asked to continue it. */
+void tty_child_report_stopped(const struct tty_link *t);
+bool tty_child_continue_wanted(const struct tty_link *t);
+/* csandbox, once the child is released: relay the pty, pass signals on, follow the
+ * session's job control, until pid 1 is reaped (*ret_wstatus); the caller's terminal is
+ * restored when it returns. */
+int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, struct cs_error *err);
 
 /* Validate, clone into the namespaces, supervise; *ret_status is the exit status csandbox
  * should return (the payload's, 128+N, or 125/126/127). */
@@ -64,8 +97,9 @@ void netns_helper_stop(struct net_helper *h);
 int netns_setup(const struct sandbox_spec *s, const struct net_helper *h, struct cs_error *err);
 
 /* pid 1 of the sandbox: start the payload, forward signals, reap, exit with its status. */
-__attribute__((noreturn)) void
-init_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int errfd, int netready_fd);
+__attribute__((noreturn)) void init_run(const struct sandbox_spec *s,
+                                        const struct sock_fprog *filter, const struct tty_link *tty,
+                                        int errfd, int netready_fd);
 /* The payload's last steps: cwd, capabilities, no_new_privs, seccomp, execve. */
 __attribute__((noreturn)) void exec_payload(const struct sandbox_spec *s,
                                             const struct sock_fprog *filter, int errfd);

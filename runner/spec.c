@@ -623,11 +623,41 @@ static cJSON *spec_mount_to_json(const struct spec_mount *m)
         return o;
 }
 
+const char *spec_tty_name(enum spec_tty t)
+{
+        switch (t) {
+        case SPEC_TTY_AUTO:
+                return "auto";
+        case SPEC_TTY_PTY:
+                return "pty";
+        case SPEC_TTY_INHERIT:
+                return "inherit";
+        }
+        return "unknown";
+}
+
+bool spec_tty_parse(const char *v, enum spec_tty *ret)
+{
+        for (enum spec_tty t = SPEC_TTY_AUTO; t <= SPEC_TTY_INHERIT; t++)
+                if (strcmp(v, spec_tty_name(t)) == 0) {
+                        *ret = t;
+                        return true;
+                }
+        return false;
+}
+
+bool spec_tty_wants_pty(const struct sandbox_spec *s)
+{
+        if (s->tty == SPEC_TTY_AUTO)
+                return isatty(0) || isatty(1) || isatty(2);
+        return s->tty == SPEC_TTY_PTY;
+}
+
 cJSON *spec_to_json(const struct sandbox_spec *s)
 {
         cJSON *o = cJSON_CreateObject();
         cJSON *root = cJSON_AddObjectToObject(o, "root");
-        cJSON *mounts, *ns, *ids, *env, *argv, *sc;
+        cJSON *mounts, *ns, *ids, *env, *argv, *sc, *tty;
 
         cJSON_AddStringToObject(root, "kind", s->root == SPEC_ROOT_HOST ? "host" : "dir");
         cJSON_AddItemToObject(root, "path", json_str_or_null(s->root_path));
@@ -672,5 +702,8 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
         sc = cJSON_AddObjectToObject(o, "seccomp");
         cJSON_AddStringToObject(sc, "profile", spec_seccomp_name(s->seccomp));
         cJSON_AddItemToObject(sc, "path", json_str_or_null(s->seccomp_path));
+        tty = cJSON_AddObjectToObject(o, "tty");
+        cJSON_AddStringToObject(tty, "mode", spec_tty_name(s->tty));
+        cJSON_AddBoolToObject(tty, "pty", spec_tty_wants_pty(s));
         return o;
 }

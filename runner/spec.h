@@ -60,6 +60,12 @@ enum spec_seccomp {
         SPEC_SECCOMP_FILE, /* an OCI/Docker JSON profile at seccomp_path */
 };
 
+enum spec_tty {
+        SPEC_TTY_AUTO,    /* a pty relay when stdin, stdout or stderr is a terminal */
+        SPEC_TTY_PTY,     /* always a pty relay, stdin, stdout and stderr through it */
+        SPEC_TTY_INHERIT, /* the caller's terminal passed in as it is (no relay) */
+};
+
 struct spec_env_var {
         char *name;
         char *value;
@@ -106,6 +112,8 @@ struct sandbox_spec {
 
         int *keep_fds; /* fds passed into the payload as they are */
         size_t n_keep_fds;
+
+        enum spec_tty tty;
 };
 
 #define SPEC_DEFAULT_PATH     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -169,3 +177,9 @@ cJSON *spec_to_json(const struct sandbox_spec *s);
 const char *spec_mount_kind_name(enum spec_mount_kind k);
 const char *spec_net_name(enum spec_net n);
 const char *spec_seccomp_name(enum spec_seccomp k);
+const char *spec_tty_name(enum spec_tty t);
+/* "auto", "pty" or "inherit" from --tty; false for anything else. */
+bool spec_tty_parse(const char *v, enum spec_tty *ret);
+/* Whether this launch gives the sandbox a pty: the mode, and for auto whether one of our
+ * stdin, stdout, stderr is a terminal right now. */
+bool spec_tty_wants_pty(const struct sandbox_spec *s);

@@ -21,6 +21,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -266,8 +267,12 @@ static int tty_child(void)
                 r = syscall(SYS_ioctl, s, (unsigned long)TIOCSTI, &c);
         else if (pty_request == 1)
                 r = syscall(SYS_ioctl, s, 0x100000000UL | TIOCSTI, &c);
-        else
+        else if (pty_request == 2)
                 r = syscall(SYS_ioctl, s, (unsigned long)TIOCLINUX, &sub);
+        else {
+                int ldisc = N_TTY; /* what it has: harmless where it reaches the kernel */
+                r = syscall(SYS_ioctl, s, 0x100000000UL | TIOCSETD, &ldisc);
+        }
         return r < 0 ? errno : 0;
 }
 
@@ -328,6 +333,8 @@ static void report_blocked(void)
         kv_str("keyctl_x32", in_child(keyctl_x32_child));
         kv_str("keyctl_i386", in_child(keyctl_i386_child));
 #endif
+        pty_request = 3;
+        kv_str("tiocsetd_high", in_child(tty_child));
         close_obj();
 }
 
@@ -824,12 +831,160 @@ static int cmd_dns_a(const char *name, const char *server)
         return 0;
 }
 
+/* Terminal subcommands (the pty relay's tests). */
+
+static void tty_raw(int fd)
+{
+        struct termios t;
+        if (tcgetattr(fd, &t) == 0) {
+                cfmakeraw(&t);
+                tcsetattr(fd, TCSANOW, &t);
+        }
+}
+
+static void write_all(int fd, const void *buf, size_t len)
+{
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return;
+                p += n;
+                len -= (size_t)n;
+        }
+}
+
+/* Which fds are terminals, the window size, the process group and session as seen inside. */
+static int cmd_tty_info(void)
+{
+        struct winsize ws = {0};
+        first = 1;
+        putchar('{');
+        open_arr("isatty");
+        for (int fd = 0; fd < 3; fd++)
+                printf("%s%d", fd ? "," : "", isatty(fd));
+        close_arr();
+        ioctl(0, TIOCGWINSZ, &ws);
+        kv_int("rows", ws.ws_row);
+        kv_int("cols", ws.ws_col);
+        kv_int("foreground", tcgetpgrp(0) == getpgrp());
+        kv_int("pgrp_leader", getpgrp() == getpid());
+        kv_int("session_leader", getsid(0) == getpid());
+        close_obj();
+        putchar('\n');
+        return 0;
+}
+
+/* Raw stdin, "ready", then exactly N bytes copied from stdin to stdout as they come. */
+static int cmd_tty_echo(const char *count)
+{
+        long left = atol(count);
+        char buf[4096];
+        tty_raw(0);
+        write_all(1, "ready\n", 6);
+        while (left > 0) {
+                ssize_t n = read(0, buf, left < (long)sizeof(buf) ? (size_t)left : sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return 1;
+                write_all(1, buf, (size_t)n);
+                left -= n;
+        }
+        return 0;
+}
+
+/* "size ROWS COLS" at the start and after each of COUNT SIGWINCHes. */
+static int cmd_tty_winch(const char *count)
+{
+        int left = atoi(count);
+        sigset_t set;
+        int sig;
+        sigemptyset(&set);
+        sigaddset(&set, SIGWINCH);
+        sigprocmask(SIG_BLOCK, &set, NULL);
+        for (;;) {
+                struct winsize ws = {0};
+                ioctl(1, TIOCGWINSZ, &ws);
+                printf("size %d %d\n", ws.ws_row, ws.ws_col);
+                fflush(stdout);
+                if (left-- <= 0)
+                        return 0;
+                sigwait(&set, &sig);
+        }
+}
+
+/* As a full-screen program killed mid-session: raw mode, the alternate screen, a hidden
+ * cursor, bracketed paste, mouse reports and a kitty keyboard push, then "ready" and sleep. */
+static int cmd_tty_modes(const char *seconds)
+{
+        static const char on[] = "\033[?1049h\033[?25l\033[?2004h\033[?1000;1006h\033[>1u";
+        tty_raw(0);
+        write_all(1, on, sizeof(on) - 1);
+        write_all(1, "ready\n", 6);
+        sleep_seconds(seconds);
+        return 0;
+}
+
+static const char *tty_attack_one(int fd)
+{
+        struct termios t;
+        if (tcgetattr(fd, &t) < 0)
+                return errno_name(errno);
+        t.c_lflag &= ~(tcflag_t)(ECHO | ICANON);
+        t.c_cc[VINTR] = _POSIX_VDISABLE;
+        t.c_cc[VEOF] = 'q';
+        if (tcsetattr(fd, TCSANOW, &t) < 0)
+                return errno_name(errno);
+        if (tcsetpgrp(fd, getpgrp()) < 0)
+                return errno_name(errno);
+        return "ok";
+}
+
+/* What a hostile payload does to every terminal it can reach: its stdio and /dev/tty. */
+static int cmd_tty_attack(void)
+{
+        int tty = open("/dev/tty", O_RDWR | O_NOCTTY);
+        int ldisc = 27; /* N_NULL: the terminal drops everything from then on */
+        signal(SIGTTOU, SIG_IGN);
+        first = 1;
+        putchar('{');
+        kv_str("fd0", tty_attack_one(0));
+        kv_str("fd1", tty_attack_one(1));
+        kv_str("fd2", tty_attack_one(2));
+        kv_str("dev_tty", tty < 0 ? errno_name(errno) : tty_attack_one(tty));
+        kv_str("tiocsetd", sys_result(syscall(SYS_ioctl, 0, (unsigned long)TIOCSETD, &ldisc)));
+        close_obj();
+        putchar('\n');
+        return 0;
+}
+
+/* Process-group calls on "my group" (0): they must reach nobody outside the sandbox. */
+static int cmd_pgrp_attack(void)
+{
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        first = 1;
+        putchar('{');
+        kv_str("setpriority", sys_result(setpriority(PRIO_PGRP, 0, 19)));
+        /* IOPRIO_WHO_PGRP, IOPRIO_CLASS_IDLE */
+        kv_str("ioprio_set", sys_result(syscall(SYS_ioprio_set, 2, 0, 3 << 13)));
+        kv_str("kill_term", sys_result(kill(0, SIGTERM)));
+        kv_str("kill_hup", sys_result(kill(0, SIGHUP)));
+        close_obj();
+        putchar('\n');
+        return 0;
+}
+
 static int usage(void)
 {
         fputs("usage: probe [report [ARG...]] | write PATH [CONTENT] | read PATH | stat PATH |"
               " ls PATH | exit N | kill-self SIG | wait-signal | sleep SECONDS |"
               " spawn-sleeper SECONDS MARKER [--exit] | connect HOST PORT | connect-unix NAME |"
-              " dns-a NAME SERVER\n",
+              " dns-a NAME SERVER | tty-info | tty-echo N | tty-winch COUNT |"
+              " tty-modes SECONDS | tty-attack | pgrp-attack\n",
               stderr);
         return 2;
 }
@@ -912,6 +1067,8 @@ int main(int argc, char **argv)
                         fake_claude_hooks(argc, argv);
                 if (getenv("CSB_FAKE_CLAUDE_MCP_ADD"))
                         fake_claude_mcp_add(getenv("CSB_FAKE_CLAUDE_MCP_ADD"));
+                if (getenv("CSB_FAKE_CLAUDE_TTY"))
+                        return cmd_tty_info();
                 report(argc, argv);
                 return exit_code ? atoi(exit_code) : 0;
         }
@@ -953,5 +1110,17 @@ int main(int argc, char **argv)
                 return cmd_connect_unix(argv[2]);
         if (!strcmp(cmd, "dns-a") && argc >= 4)
                 return cmd_dns_a(argv[2], argv[3]);
+        if (!strcmp(cmd, "tty-info"))
+                return cmd_tty_info();
+        if (!strcmp(cmd, "tty-echo") && argc >= 3)
+                return cmd_tty_echo(argv[2]);
+        if (!strcmp(cmd, "tty-winch") && argc >= 3)
+                return cmd_tty_winch(argv[2]);
+        if (!strcmp(cmd, "tty-modes") && argc >= 3)
+                return cmd_tty_modes(argv[2]);
+        if (!strcmp(cmd, "tty-attack"))
+                return cmd_tty_attack();
+        if (!strcmp(cmd, "pgrp-attack"))
+                return cmd_pgrp_attack();
         return usage();
 }

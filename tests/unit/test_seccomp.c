@@ -264,6 +264,8 @@ static bool test_default_denies_tiocsti_with_high_bits(void)
                             TIOCSTI | 0xdeadbeef00000000ul, (unsigned long)&c, EPERM) &&
                expect_errno(&prog, "TIOCLINUX | high bits", SYS_ioctl, ~0ul,
                             TIOCLINUX | 0x100000000ul, (unsigned long)&c, EPERM) &&
+               expect_errno(&prog, "TIOCSETD | high bits", SYS_ioctl, ~0ul,
+                            TIOCSETD | 0x100000000ul, (unsigned long)&c, EPERM) &&
                expect_errno(&prog, "TIOCGWINSZ", SYS_ioctl, ~0ul, TIOCGWINSZ, 0, EBADF);
 }
 
