@@ -17,6 +17,7 @@ from conftest import CSANDBOX, PROBE, TIMEOUT, base_env, mountinfo_entries
 HOME_IN = "/home/appuser"
 KNOWN_HOSTS = "git.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
 CFG_IN = HOME_IN + "/.claude"
+CLAUDE_IN = HOME_IN + "/.local/bin/claude"
 
 
 def git(*args, cwd):
@@ -113,7 +114,7 @@ def test_claude_runs_as_appuser_in_the_cwd_with_the_profile_config(profiles):
     assert r["env"]["CLAUDE_CONFIG_DIR"] == CFG_IN
     assert r["cwd"] == str(sub)
     assert r["caps"]["CapEff"] == "0000000000000000" and r["seccomp"] == 2
-    assert r["argv"][0] == "claude"
+    assert r["argv"][0] == CLAUDE_IN, "the staged copy by its path, never found on PATH"
 
 
 def test_session_flags_come_first_then_the_users_args(profiles):
@@ -534,6 +535,40 @@ def test_known_hosts_on_a_host_root_without_etc_ssh(profiles):
     assert _host_known_hosts_mount(json.loads(p.stdout))["root"].endswith("/host_known_hosts")
 
 
+# Runs "$@" with a noexec tmpfs on $1 (shifted), as HIDE_ETC_SSH runs.
+NOEXEC_AT = 'mount -n -t tmpfs -o noexec,mode=0700 none "$1" && shift && exec "$@"'
+
+
+def _run_with_noexec_data_home(profiles, env):
+    wrap = ["unshare", "-Um", f"--map-user={os.getuid()}", f"--map-group={os.getgid()}",
+            "--keep-caps", "sh", "-c", NOEXEC_AT, "sh", str(profiles.data)]
+    return subprocess.run([*wrap, CSANDBOX, "run", "work", "--"], cwd=str(profiles.project),
+                          env=env, capture_output=True, text=True, timeout=TIMEOUT,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_noexec_data_home_stages_claude_in_the_runtime_dir(profiles, tmp_path):
+    """Staged under a noexec XDG_DATA_HOME the copy could not execute (and a PATH search
+    would start another claude): it is staged under XDG_RUNTIME_DIR instead."""
+    profiles.add()
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    p = _run_with_noexec_data_home(profiles, profiles.env(XDG_RUNTIME_DIR=str(runtime)))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["argv"][0] == CLAUDE_IN
+    m = [e for e in mountinfo_entries(r["mountinfo"]) if e["mountpoint"] == CLAUDE_IN]
+    assert m and m[-1]["root"].startswith(str(runtime / "csandbox" / "claude") + "/"), m
+
+
+def test_noexec_data_home_without_a_runtime_dir_fails_with_the_fix(profiles):
+    profiles.add()
+    p = _run_with_noexec_data_home(profiles, profiles.env(XDG_RUNTIME_DIR=None))
+    assert p.returncode == 125, p.stderr
+    assert "noexec" in p.stderr and "XDG_DATA_HOME" in p.stderr, p.stderr
+    assert p.stdout == "", "claude must not have started"
+
+
 def test_known_hosts_on_an_image_without_etc_ssh(profiles, tmp_path):
     profiles.add()
     import_busybox_image(profiles, tmp_path)
@@ -716,7 +751,7 @@ def test_version_and_help_alone_get_no_session_flags(profiles, arg):
     profiles.add()
     (profiles.base / "shared-settings.json").write_text("{}")
     plan = profiles.plan(args=[arg])
-    assert plan["argv"] == ["claude", arg]
+    assert plan["argv"] == [CLAUDE_IN, arg]
     assert plan["net"] == "none", "no session, no network: pasta is not started"
     assert profiles.plan()["net"] == "pasta"
 
