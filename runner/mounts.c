@@ -693,17 +693,19 @@ static int overlay_dir(int dir, const struct stat *sb, uint64_t attrs, const cha
         char lower[64], upper[64], work[64];
         const char *opts[] = {"lowerdir", lower,       "upperdir", upper, "workdir",
                               work,       "userxattr", NULL,       NULL,  NULL};
+        static unsigned n; /* staging dirs made, refused overlays' included */
         struct submount *subs = NULL;
-        size_t n_subs = 0, n = st.n_covers;
+        size_t n_subs = 0;
         _cleanup_close_ int m = -1;
         int r;
 
-        snprintf(upper, sizeof(upper), STAGE "/ovl%zu", n);
+        n++;
+        snprintf(upper, sizeof(upper), STAGE "/ovl%u", n);
         r = mkdir_stage(upper, 0700, err);
         if (r < 0)
                 return r;
-        snprintf(upper, sizeof(upper), STAGE "/ovl%zu/upper", n);
-        snprintf(work, sizeof(work), STAGE "/ovl%zu/work", n);
+        snprintf(upper, sizeof(upper), STAGE "/ovl%u/upper", n);
+        snprintf(work, sizeof(work), STAGE "/ovl%u/work", n);
         snprintf(lower, sizeof(lower), "/proc/self/fd/%d", dir);
         r = mkdir_stage(upper, 0700, err);
         if (r >= 0)
@@ -787,18 +789,25 @@ static int mirror_dir(int dir, const struct stat *sb, uint64_t attrs, const char
                 } else {
                         r = make_entry(m, e->d_name, S_ISDIR(esb.st_mode) ? MAKE_DIR : MAKE_FILE,
                                        NULL);
-                        tree = r < 0 ? -1
-                                     : open_tree(dirfd(d), e->d_name,
+                        if (r == 0)
+                                tree = open_tree(dirfd(d), e->d_name,
                                                  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
                                                      AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
-                        at = tree < 0 ? -1 : openat(m, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-                        r = r < 0 ? r : at < 0 ? -errno : 0;
+                        if (r == 0 && tree < 0)
+                                r = -errno;
                         if (r == 0)
+                                at = openat(m, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                        if (r == 0 && at < 0)
+                                r = -errno;
+                        if (r == 0) {
                                 r = attach(tree, at, e->d_name, dest, err);
+                                if (r < 0)
+                                        return r;
+                        }
                 }
-                if (r < 0 && r != -err->err)
-                        r = cs_error_set(err, -r, "%s: mirror %s of its parent directory", dest,
-                                         e->d_name);
+                if (r < 0)
+                        return cs_error_set(err, -r, "%s: mirror %s of its parent directory", dest,
+                                            e->d_name);
         }
         if (r < 0)
                 return r;

@@ -310,12 +310,14 @@ def _host_listing(path):
     return sorted(os.listdir(path)) if os.path.isdir(path) else None
 
 
-@pytest.mark.parametrize("tier", ["direct", "csandbox"])
+@pytest.mark.parametrize("tier", ["direct", "userns", "csandbox"])
 def test_missing_mountpoint_in_a_host_directory_is_made_in_memory(csb, tmp_path, tier):
     """A destination missing from a read-only host directory (what ~/.ssh/known_hosts at
     /etc/ssh/ssh_known_hosts is on a stock Debian) is created in an overlay of that one
     directory: the host's entries stay visible, the directory stays read-only, the host
-    gains nothing; a missing parent directory goes the same way."""
+    gains nothing; a missing parent directory goes the same way. Where /etc has mounts
+    locked below it (the test network's resolv.conf, the userns tier's), overlayfs refuses
+    it as a lower layer and the tmpfs mirror takes its place."""
     src = tmp_path / "kh"
     src.write_text("host.example ssh-ed25519 AAAA\n")
     name = f"csb-kh-{uuid.uuid4().hex[:8]}"
