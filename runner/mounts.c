@@ -152,10 +152,17 @@ static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t res
         int fd;
 
         if (!refused) {
-                fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-                if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+                /* EAGAIN: a ".." raced with a mount or rename anywhere on the system (the
+                 * kernel cannot prove the walk stayed inside); the call may be retried. */
+                for (int tries = 0; tries < 64; tries++) {
+                        fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+                        if (fd >= 0 || errno != EAGAIN)
+                                break;
+                }
+                if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != EAGAIN))
                         return fd;
-                refused = true;
+                if (errno != EAGAIN)
+                        refused = true;
         }
         return open_in_root_walk(dirfd, path, (int)flags);
 }
