@@ -27,7 +27,16 @@ static int try_openat2(int dirfd, const char *path, int flags, uint64_t resolve)
 
         if (openat2_refused)
                 return -2;
-        fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+        /* EAGAIN: a ".." raced a mount or rename anywhere on the machine (the kernel cannot
+         * prove the walk stayed inside); the call may be retried, and after that the walk
+         * gives the answer. */
+        for (int tries = 0; tries < 64; tries++) {
+                fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+                if (fd >= 0 || errno != EAGAIN)
+                        break;
+        }
+        if (fd < 0 && errno == EAGAIN)
+                return -2;
         if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
                 openat2_refused = true;
                 return -2;

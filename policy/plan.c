@@ -252,7 +252,9 @@ static int build_argv(struct plan *p, const struct plan_request *req, const char
 
         if (!v)
                 return cs_error_set(err, ENOMEM, "claude's argv");
-        v[n++] = "claude";
+        /* The staged copy by its absolute path, never whatever PATH finds: a copy that
+         * cannot execute fails the launch instead of starting another claude. */
+        v[n++] = PLAN_CLAUDE;
         /* `claude --version` / `--help` alone start no session and use no network, and any
          * flag before them sends claude down its full start-up path (about 150 ms more):
          * pass them as they are, and give them no network (pasta's start is most of a

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -817,6 +818,46 @@ static int prune_claude_cache(int cfd, const char *keep)
         return errno ? -errno : 0;
 }
 
+/* Where the staged copies of claude live: csandbox's data dir, unless its filesystem is
+ * mounted noexec (the copy runs from where it lies, through a bind), then
+ * $XDG_RUNTIME_DIR's; when neither can execute, an error that says how to fix it. */
+static int claude_cache_open(const struct profile_config *c, char **ret_cache, int *ret_fd,
+                             struct cs_error *err)
+{
+        const char *runtime = getenv("XDG_RUNTIME_DIR");
+        const char *bases[] = {c->data_home, runtime && runtime[0] == '/' ? runtime : NULL};
+
+        for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+                _cleanup_free_ char *cache = NULL;
+                _cleanup_close_ int fd = -1;
+                struct statvfs sv;
+                int r;
+
+                if (!bases[i])
+                        continue;
+                if (asprintf(&cache, "%s/csandbox/claude", bases[i]) < 0)
+                        return cs_error_set(err, ENOMEM, "stage claude");
+                r = open_dir_parents(cache, &fd, err);
+                if (r < 0)
+                        return r;
+                if (fstatvfs(fd, &sv) < 0)
+                        return cs_error_set(err, errno, "statvfs %s", cache);
+                if (!(sv.f_flag & ST_NOEXEC)) {
+                        *ret_cache = cs_take_ptr(&cache);
+                        *ret_fd = cs_take_fd(&fd);
+                        return 0;
+                }
+        }
+        return cs_error_setx(err, EACCES,
+                             "the staged copy of claude could not execute: %s is on a filesystem "
+                             "mounted noexec%s; set XDG_DATA_HOME (or XDG_RUNTIME_DIR) to a "
+                             "directory on a filesystem that allows execution, or remount it "
+                             "without noexec",
+                             c->data_home,
+                             bases[1] ? ", and so is $XDG_RUNTIME_DIR"
+                                      : " and XDG_RUNTIME_DIR is not set");
+}
+
 int stage_claude(const struct profile_config *c, char **ret_path, bool *ret_missing,
                  struct stage_warnings *warn, struct cs_error *err)
 {
@@ -851,14 +892,12 @@ int stage_claude(const struct profile_config *c, char **ret_path, bool *ret_miss
                              (unsigned long long)st.st_ino, (long long)st.st_size,
                              (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec) < 0)
                 return cs_error_set(err, ENOMEM, "stage claude");
-        if (asprintf(&cache, "%s/csandbox/claude", c->data_home) < 0)
-                return cs_error_set(err, ENOMEM, "stage claude");
+        r = claude_cache_open(c, &cache, &cfd, err);
+        if (r < 0)
+                return r;
         dest = path_join(cache, key);
         if (!dest)
                 return cs_error_set(err, ENOMEM, "stage claude");
-        r = open_dir_parents(cache, &cfd, err);
-        if (r < 0)
-                return r;
 
         if (fstatat(cfd, key, &dst_st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(dst_st.st_mode)) {
                 _cleanup_close_ int out = -1;

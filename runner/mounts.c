@@ -8,6 +8,7 @@
 #include "../common/fileio.h"
 #include "../common/resolve.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -41,6 +43,9 @@ static struct {
         int root;             /* the assembled root, once attached */
         uint64_t scratch[64]; /* mount ids of layers that may hold new entries */
         size_t n_scratch;
+        bool cover_ro[32]; /* per cover of one directory (cover_dir): read-only */
+        size_t n_covers;
+        bool root_ro; /* a rootfs that ends read-only */
         mode_t umask;
 } st = {.host_root = -1, .root_dir = -1, .root = -1, .host_view = -1};
 
@@ -268,11 +273,118 @@ static int mkdir_stage(const char *path, mode_t mode, struct cs_error *err)
         return 0;
 }
 
+/* Whether dest lies under the destination of an earlier mount that puts a fresh tree there
+ * (a tmpfs, proc, dev, a directory bind): its mountpoint is made in that tree, not here. */
+static bool under_earlier_tree(const struct sandbox_spec *s, size_t i)
+{
+        for (size_t j = 0; j < i; j++) {
+                const struct spec_mount *m = &s->mounts[j];
+                size_t l = strlen(m->dest);
+
+                if (m->kind != SPEC_MOUNT_TMPFS && m->kind != SPEC_MOUNT_PROC &&
+                    m->kind != SPEC_MOUNT_DEV &&
+                    !(m->kind == SPEC_MOUNT_BIND && st.bind_trees[j] >= 0 && st.bind_is_dir[j]))
+                        continue;
+                if (strncmp(m->dest, s->mounts[i].dest, l) == 0 &&
+                    (l == 1 || s->mounts[i].dest[l] == '/'))
+                        return true;
+        }
+        return false;
+}
+
+/* Before the overlay of a --rootfs tree is mounted, make each missing destination in its
+ * tmpfs upper layer, with the directories above it copied up as ours (their mode kept): the
+ * tree may belong to ids the sandbox does not map (root-owned, a group outside the map),
+ * where the overlay's merged view refuses new entries. Paths through a symlink of the tree
+ * are left to dest_open, which resolves them inside the root. */
+static int upper_prepare(const struct sandbox_spec *s, int upper, struct cs_error *err)
+{
+        for (size_t i = 0; i < s->n_mounts; i++) {
+                const struct spec_mount *m = &s->mounts[i];
+                bool dir = m->kind != SPEC_MOUNT_FILE && m->kind != SPEC_MOUNT_SYMLINK &&
+                           !(m->kind == SPEC_MOUNT_BIND && !st.bind_is_dir[i]);
+                char comps[SPEC_PATH_MAX], *save = NULL;
+                const char *c, *missing = NULL;
+                _cleanup_close_ int lo = fcntl(st.root_dir, F_DUPFD_CLOEXEC, 3);
+                _cleanup_close_ int up = fcntl(upper, F_DUPFD_CLOEXEC, 3);
+                struct stat sb;
+
+                if ((m->kind == SPEC_MOUNT_BIND && st.bind_trees[i] < 0) ||
+                    (m->flags & SPEC_MOUNT_OPTIONAL && m->kind != SPEC_MOUNT_FILE &&
+                     m->kind != SPEC_MOUNT_BIND) ||
+                    under_earlier_tree(s, i))
+                        continue;
+                if (lo < 0 || up < 0)
+                        return cs_error_set(err, errno, "%s: prepare its mountpoint", m->dest);
+                snprintf(comps, sizeof(comps), "%s", m->dest);
+                /* Find the first missing component along real directories of the tree. */
+                for (c = strtok_r(comps, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                        bool last = save == NULL || *save == '\0';
+                        int fd;
+
+                        if (last && m->kind == SPEC_MOUNT_SYMLINK)
+                                break;
+                        if (fstatat(lo, c, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+                                if (errno == ENOENT)
+                                        missing = c;
+                                break;
+                        }
+                        if (last || !S_ISDIR(sb.st_mode))
+                                break;
+                        fd = openat(lo, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd < 0)
+                                break;
+                        close(lo);
+                        lo = fd;
+                }
+                if (!missing)
+                        continue;
+                /* Copy up the directories above it, then create the rest. */
+                snprintf(comps, sizeof(comps), "%s", m->dest);
+                close(lo);
+                lo = fcntl(st.root_dir, F_DUPFD_CLOEXEC, 3);
+                for (c = strtok_r(comps, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                        bool last = save == NULL || *save == '\0';
+                        bool found = lo >= 0 && fstatat(lo, c, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+                        mode_t mode = found ? sb.st_mode & 07777 : 0755;
+                        int fd;
+
+                        if (last && m->kind == SPEC_MOUNT_SYMLINK)
+                                break;
+                        if (last && !dir) {
+                                fd = openat(up, c,
+                                            O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+                                            0644);
+                                if (fd < 0)
+                                        return cs_error_set(err, errno, "%s: create it", m->dest);
+                                close(fd);
+                                break;
+                        }
+                        if (mkdirat(up, c, mode) < 0 && errno != EEXIST)
+                                return cs_error_set(err, errno, "%s: create %s", m->dest, c);
+                        if (fchmodat(up, c, mode, AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOTSUP)
+                                return cs_error_set(err, errno, "%s: chmod %s", m->dest, c);
+                        fd = openat(up, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd < 0)
+                                return cs_error_set(err, errno, "%s: open %s", m->dest, c);
+                        close(up);
+                        up = fd;
+                        fd = found ? openat(lo, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                                   : -1;
+                        if (lo >= 0)
+                                close(lo);
+                        lo = fd;
+                }
+        }
+        return 0;
+}
+
 static int attach_root(const struct sandbox_spec *s, struct cs_error *err)
 {
         char opts[256];
         int r;
 
+        st.root_ro = s->root == SPEC_ROOT_DIR && !s->writable;
         if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
                 return cs_error_set(err, errno, "mount the staging tmpfs on " STAGE);
         r = mkdir_stage(STAGE_ROOT, 0755, err);
@@ -288,9 +400,17 @@ static int attach_root(const struct sandbox_spec *s, struct cs_error *err)
         } else {
                 /* The tree is the lower layer: it is never written; new mountpoints and
                  * (with --writable) the payload's writes land in the tmpfs upper layer. */
+                _cleanup_close_ int upper = -1;
+
                 r = mkdir_stage(STAGE "/upper", 0755, err);
                 if (r >= 0)
                         r = mkdir_stage(STAGE "/work", 0700, err);
+                if (r < 0)
+                        return r;
+                upper = open(STAGE "/upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (upper < 0)
+                        return cs_error_set(err, errno, "open " STAGE "/upper");
+                r = upper_prepare(s, upper, err);
                 if (r < 0)
                         return r;
                 snprintf(opts, sizeof(opts),
@@ -361,10 +481,440 @@ static int symlink_dest(const char *dest, const char *target, char *out, size_t 
         return 0;
 }
 
+static int attach(int tree, int dst, const char *what, const char *dest, struct cs_error *err);
+static int new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd);
+
+/* A mount beneath a directory that an overlay is about to cover: a recursive clone of it,
+ * and its path relative to that directory. */
+struct submount {
+        int tree;
+        char *rel;
+};
+
+static void submounts_free(struct submount *subs, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                if (subs[i].tree >= 0)
+                        close(subs[i].tree);
+                free(subs[i].rel);
+        }
+        free(subs);
+}
+
+/* mountinfo writes space, tab, newline and backslash as \ooo. */
+static void mountinfo_unescape(char *s)
+{
+        char *o = s;
+
+        for (const char *p = s; *p;) {
+                if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+                    p[3] >= '0' && p[3] <= '7') {
+                        *o++ = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+                        p += 4;
+                } else {
+                        *o++ = *p++;
+                }
+        }
+        *o = '\0';
+}
+
+/* Whether rel lies under (or is) another entry's path: its clone already covers it. */
+static bool submount_covered(const struct submount *subs, size_t n, const char *rel)
+{
+        for (size_t i = 0; i < n; i++) {
+                size_t l = strlen(subs[i].rel);
+
+                if (strncmp(subs[i].rel, rel, l) == 0 && (rel[l] == '\0' || rel[l] == '/'))
+                        return true;
+        }
+        return false;
+}
+
+static int rel_shorter(const void *a, const void *b)
+{
+        size_t la = strlen(((const struct submount *)a)->rel);
+        size_t lb = strlen(((const struct submount *)b)->rel);
+
+        return la < lb ? -1 : la > lb;
+}
+
+/* Clone the outermost mounts beneath dir (an overlay over dir hides them; they are attached
+ * again on the overlay). Resolved beneath dir without following a symlink. */
+static int submounts_clone(int dir, struct submount **ret, size_t *ret_n, const char *dest,
+                           struct cs_error *err)
+{
+        char self[64], abs[SPEC_PATH_MAX];
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        struct submount *subs = NULL;
+        size_t n = 0, kept = 0, cap = 0, len;
+        ssize_t l;
+
+        *ret = NULL;
+        *ret_n = 0;
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", dir);
+        l = readlink(self, abs, sizeof(abs) - 1);
+        if (l <= 0)
+                return cs_error_set(err, l < 0 ? errno : ENOENT, "%s: find the mounts beneath",
+                                    dest);
+        abs[l] = '\0';
+        len = (size_t)l;
+        f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return cs_error_set(err, errno, "%s: read /proc/self/mountinfo", dest);
+        while (getline(&line, &cap, f) > 0) {
+                char *save = NULL, *mp = strtok_r(line, " ", &save);
+                struct submount *grown;
+
+                for (int i = 0; mp && i < 4; i++)
+                        mp = strtok_r(NULL, " ", &save);
+                if (!mp)
+                        continue;
+                mountinfo_unescape(mp);
+                if (strncmp(mp, abs, len) != 0 || mp[len] != '/' || !mp[len + 1])
+                        continue;
+                grown = realloc(subs, (n + 1) * sizeof(*subs));
+                if (!grown || !(grown[n].rel = strdup(mp + len + 1))) {
+                        submounts_free(grown ? grown : subs, n);
+                        return cs_error_set(err, ENOMEM, "%s: list the mounts beneath", dest);
+                }
+                subs = grown;
+                subs[n++].tree = -1;
+        }
+        /* mountinfo is not in tree order: parents (shorter paths) first, then keep only
+         * the mounts no kept one already covers. */
+        if (n)
+                qsort(subs, n, sizeof(*subs), rel_shorter);
+        for (size_t i = 0; i < n; i++) {
+                struct statx sx;
+                int fd;
+
+                if (submount_covered(subs, kept, subs[i].rel))
+                        continue;
+                fd = sys_openat2(dir, subs[i].rel, O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                                 RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+                if (fd < 0)
+                        continue; /* gone, or no longer reachable from dir: nothing to keep */
+                if (statx(fd, "", AT_EMPTY_PATH, 0, &sx) < 0 ||
+                    !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+                        close(fd);
+                        continue;
+                }
+                subs[i].tree = open_tree(
+                    fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+                close(fd);
+                if (subs[i].tree < 0) {
+                        int e = errno;
+
+                        submounts_free(subs, n);
+                        return cs_error_set(err, e, "%s: clone the mount beneath it on %s", dest,
+                                            abs);
+                }
+                /* Swap it into the kept prefix. */
+                struct submount t = subs[kept];
+                subs[kept++] = subs[i];
+                subs[i] = t;
+        }
+        for (size_t i = kept; i < n; i++)
+                free(subs[i].rel);
+        *ret = subs;
+        *ret_n = kept;
+        return 0;
+}
+
+enum make { MAKE_DIR, MAKE_FILE, MAKE_SYMLINK };
+
+static int make_entry(int parent, const char *name, enum make what, const char *target)
+{
+        int f;
+
+        switch (what) {
+        case MAKE_DIR:
+                return mkdirat(parent, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
+        case MAKE_SYMLINK:
+                return symlinkat(target, parent, name) < 0 ? -errno : 0;
+        default:
+                f = openat(parent, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+                           0644);
+                if (f < 0)
+                        return -errno;
+                close(f);
+                return 0;
+        }
+}
+
+/* The overlay over dir (see cover_dir), submounts attached again. -EINVAL untouched: the
+ * kernel refuses dir as a lower layer (mounts from a more privileged namespace locked
+ * beneath it, as container engines bind /etc/hosts; too deep a stack of overlays). */
+static int overlay_dir(int dir, const struct stat *sb, uint64_t attrs, const char *dest,
+                       int *ret_fd, struct cs_error *err)
+{
+        char lower[64], upper[64], work[64];
+        const char *opts[] = {"lowerdir", lower,       "upperdir", upper, "workdir",
+                              work,       "userxattr", NULL,       NULL,  NULL};
+        static unsigned n; /* staging dirs made, refused overlays' included */
+        struct submount *subs = NULL;
+        size_t n_subs = 0;
+        _cleanup_close_ int m = -1;
+        int r;
+
+        n++;
+        snprintf(upper, sizeof(upper), STAGE "/ovl%u", n);
+        r = mkdir_stage(upper, 0700, err);
+        if (r < 0)
+                return r;
+        snprintf(upper, sizeof(upper), STAGE "/ovl%u/upper", n);
+        snprintf(work, sizeof(work), STAGE "/ovl%u/work", n);
+        snprintf(lower, sizeof(lower), "/proc/self/fd/%d", dir);
+        r = mkdir_stage(upper, 0700, err);
+        if (r >= 0)
+                r = mkdir_stage(work, 0700, err);
+        if (r < 0)
+                return r;
+        if (chmod(upper, sb->st_mode & 07777) < 0)
+                return cs_error_set(err, errno, "chmod %s", upper);
+        r = new_fs("overlay", opts, attrs, &m);
+        if (r == -EINVAL)
+                return r;
+        if (r < 0)
+                return cs_error_set(err, -r,
+                                    "%s: mount an overlay over its parent directory to hold the "
+                                    "new mountpoint in memory (overlayfs in a user namespace "
+                                    "needs Linux 5.11 or later)",
+                                    dest);
+        r = submounts_clone(dir, &subs, &n_subs, dest, err);
+        if (r < 0)
+                return r;
+        r = attach(m, dir, "an overlay", dest, err);
+        for (size_t i = 0; r >= 0 && i < n_subs; i++) {
+                _cleanup_close_ int at =
+                    sys_openat2(m, subs[i].rel, O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                                RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+
+                r = at < 0 ? cs_error_set(err, errno, "%s: reopen %s in the overlay", dest,
+                                          subs[i].rel)
+                           : attach(subs[i].tree, at, subs[i].rel, dest, err);
+        }
+        submounts_free(subs, n_subs);
+        if (r < 0)
+                return r;
+        *ret_fd = cs_take_fd(&m);
+        return 0;
+}
+
+/* A tmpfs over dir holding a copy of each of its entries: symlinks made again, everything
+ * else (directories, files, devices, sockets) a recursive bind of the original, so locked
+ * mounts beneath dir come along. For the directories overlayfs refuses. */
+static int mirror_dir(int dir, const struct stat *sb, uint64_t attrs, const char *dest, int *ret_fd,
+                      struct cs_error *err)
+{
+        char modestr[16];
+        const char *opts[] = {"mode", modestr, NULL, NULL};
+        _cleanup_closedir_ DIR *d = NULL;
+        _cleanup_close_ int m = -1;
+        struct dirent *e;
+        int r, rd;
+
+        snprintf(modestr, sizeof(modestr), "%04o", (unsigned)(sb->st_mode & 07777));
+        r = new_fs("tmpfs", opts, attrs, &m);
+        if (r < 0)
+                return cs_error_set(err, -r, "%s: create a tmpfs over its parent directory", dest);
+        rd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        d = rd >= 0 ? fdopendir(rd) : NULL;
+        if (!d) {
+                r = errno;
+                if (rd >= 0)
+                        close(rd);
+                return cs_error_set(err, r, "%s: list its parent directory to mirror it", dest);
+        }
+        r = attach(m, dir, "a tmpfs", dest, err);
+        while (r >= 0 && (errno = 0, e = readdir(d))) {
+                char target[SPEC_PATH_MAX];
+                _cleanup_close_ int tree = -1;
+                _cleanup_close_ int at = -1;
+                struct stat esb;
+                ssize_t n;
+
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                        continue;
+                if (fstatat(dirfd(d), e->d_name, &esb, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue; /* gone since it was listed */
+                if (S_ISLNK(esb.st_mode)) {
+                        n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
+                        if (n < 0)
+                                continue;
+                        target[n] = '\0';
+                        r = make_entry(m, e->d_name, MAKE_SYMLINK, target);
+                } else {
+                        r = make_entry(m, e->d_name, S_ISDIR(esb.st_mode) ? MAKE_DIR : MAKE_FILE,
+                                       NULL);
+                        if (r == 0)
+                                tree = open_tree(dirfd(d), e->d_name,
+                                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+                                                     AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+                        if (r == 0 && tree < 0)
+                                r = -errno;
+                        if (r == 0)
+                                at = openat(m, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                        if (r == 0 && at < 0)
+                                r = -errno;
+                        if (r == 0) {
+                                r = attach(tree, at, e->d_name, dest, err);
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+                if (r < 0)
+                        return cs_error_set(err, -r, "%s: mirror %s of its parent directory", dest,
+                                            e->d_name);
+        }
+        if (r < 0)
+                return r;
+        *ret_fd = cs_take_fd(&m);
+        return 0;
+}
+
+/* Cover the directory dir so that a mountpoint can be created in it without writing the
+ * host: an overlay whose lower layer is dir itself and whose upper layer lives on the
+ * staging tmpfs (every entry of dir stays visible and live; mounts beneath are attached
+ * again), or where the kernel refuses that, a tmpfs mirroring dir (mirror_dir). The cover's
+ * root takes its owner from us and its mode from dir, so entries can be created even where
+ * dir belongs to an id the sandbox does not map. It is as read-only as the mount of dir
+ * (and as the root of a rootfs), except for a moment while create_entry adds to it.
+ * *ret_fd: the cover's root, a scratch layer. */
+static int cover_dir(int dir, const char *dest, int *ret_fd, struct cs_error *err)
+{
+        uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        struct statvfs sv;
+        struct stat sb, rb;
+        int r;
+
+        if (fstat(dir, &sb) < 0 || fstatvfs(dir, &sv) < 0)
+                return cs_error_set(err, errno, "%s: stat its parent directory", dest);
+        if (sv.f_flag & ST_NOEXEC)
+                attrs |= MOUNT_ATTR_NOEXEC;
+        if (sv.f_flag & ST_RDONLY || st.root_ro)
+                attrs |= MOUNT_ATTR_RDONLY;
+        /* The host's root itself (a top-level destination is missing): overlayfs refuses an
+         * upper layer below its lower one, and a cover would leave st.root behind. */
+        if (fstat(st.root, &rb) == 0 && rb.st_dev == sb.st_dev && rb.st_ino == sb.st_ino)
+                return cs_error_setx(err, EROFS,
+                                     "%s: a new top-level directory cannot be made over the "
+                                     "host's root, which csandbox never writes: choose a "
+                                     "destination inside an existing directory (for example "
+                                     "under /mnt or /opt), or use --rootfs or an image",
+                                     dest);
+        r = overlay_dir(dir, &sb, attrs & ~(uint64_t)MOUNT_ATTR_RDONLY, dest, ret_fd, err);
+        if (r == -EINVAL)
+                r = mirror_dir(dir, &sb, attrs & ~(uint64_t)MOUNT_ATTR_RDONLY, dest, ret_fd, err);
+        if (r < 0)
+                return r;
+        st.n_covers++;
+        scratch_add(*ret_fd);
+        st.cover_ro[st.n_covers - 1] = (attrs & MOUNT_ATTR_RDONLY) != 0;
+        return 0;
+}
+
+/* The root of the mount that fd is on: up through ".." until the mount changes. */
+static int mount_root_of(int fd)
+{
+        int cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        uint64_t id, pid;
+
+        if (cur < 0 || mount_id_of(cur, &id) < 0)
+                goto fail;
+        for (int depth = 0; depth < SPEC_PATH_MAX / 2; depth++) {
+                struct stat a, b;
+                int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+                if (up < 0)
+                        goto fail;
+                if (mount_id_of(up, &pid) < 0 || pid != id ||
+                    (fstat(up, &a) == 0 && fstat(cur, &b) == 0 && a.st_ino == b.st_ino &&
+                     a.st_dev == b.st_dev)) {
+                        close(up);
+                        return cur;
+                }
+                close(cur);
+                cur = up;
+        }
+fail:
+        if (cur >= 0)
+                close(cur);
+        return -1;
+}
+
+/* make_entry in a scratch layer; one of our read-only covers is made writable for it. */
+static int make_scratch_entry(int parent, const char *name, enum make what, const char *target)
+{
+        struct mount_attr clr = {.attr_clr = MOUNT_ATTR_RDONLY};
+        struct mount_attr set = {.attr_set = MOUNT_ATTR_RDONLY};
+        _cleanup_close_ int root = -1;
+        int r = make_entry(parent, name, what, target);
+
+        if (r != -EROFS)
+                return r;
+        root = mount_root_of(parent);
+        if (root < 0 || mount_setattr(root, "", AT_EMPTY_PATH, &clr, sizeof(clr)) < 0)
+                return r;
+        r = make_entry(parent, name, what, target);
+        if (mount_setattr(root, "", AT_EMPTY_PATH, &set, sizeof(set)) < 0 && r == 0)
+                r = -errno;
+        return r;
+}
+
+/* Create name (a missing part of dest) in the directory *parent, never on a host
+ * filesystem: directly in a scratch layer (a tmpfs, a rootfs's overlay, a cover); in a
+ * read-only host directory, or a rootfs directory the sandbox's ids cannot write, inside a
+ * cover of that one directory (cover_dir), which *parent names afterwards. A writable host
+ * directory (a read-write bind) is an error: there the reference creates nothing either; so
+ * is any directory that would need a cover when !may_cover (EROFS). */
+static int create_entry(int *parent, const char *name, enum make what, const char *target,
+                        bool may_cover, const char *dest, struct cs_error *err)
+{
+        struct statvfs sv;
+        int r, fd = -1;
+
+        if (scratch_has(*parent)) {
+                r = make_scratch_entry(*parent, name, what, target);
+                if (r == 0)
+                        return 0;
+                if (r != -EACCES && r != -EPERM && r != -EOVERFLOW)
+                        return cs_error_set(err, -r, "%s: create %s", dest, name);
+                if (!may_cover)
+                        return cs_error_set(err, EROFS, "%s: create %s", dest, name);
+        } else if (fstatvfs(*parent, &sv) < 0) {
+                return cs_error_set(err, errno, "%s: stat its parent directory", dest);
+        } else if (!(sv.f_flag & ST_RDONLY) || !may_cover) {
+                return cs_error_setx(err, EROFS,
+                                     "%s: %s does not exist, and its directory is a writable "
+                                     "host directory, where csandbox never creates anything: "
+                                     "create it on the host first, or choose a destination "
+                                     "under a tmpfs",
+                                     dest, name);
+        }
+        if (st.n_covers >= sizeof(st.cover_ro) / sizeof(st.cover_ro[0]))
+                return cs_error_setx(err, E2BIG,
+                                     "%s: more than %zu directories need a new mountpoint", dest,
+                                     st.n_covers);
+        r = cover_dir(*parent, dest, &fd, err);
+        if (r < 0)
+                return r;
+        close(*parent);
+        *parent = fd;
+        r = make_entry(fd, name, what, target);
+        if (r < 0)
+                return cs_error_set(err, -r, "%s: create %s", dest, name);
+        if (st.cover_ro[st.n_covers - 1] && set_tree_attrs(fd, MOUNT_ATTR_RDONLY, false) < 0)
+                return cs_error_set(err, errno, "%s: make the cover of its directory read-only",
+                                    dest);
+        return 0;
+}
+
 /* Open the parent directory of dest inside the new root, creating missing directories in
  * scratch layers only; *ret_name points at dest's last component. */
-static int dest_parent_once(const char *dest, int *ret_fd, const char **ret_name, char *rewrite,
-                            struct cs_error *err)
+static int dest_parent_once(const char *dest, bool may_cover, int *ret_fd, const char **ret_name,
+                            char *rewrite, struct cs_error *err)
 {
         _cleanup_close_ int cur = fcntl(st.root, F_DUPFD_CLOEXEC, 3);
         char prefix[SPEC_PATH_MAX];
@@ -415,16 +965,8 @@ static int dest_parent_once(const char *dest, int *ret_fd, const char **ret_name
                                                              "%s: symlink target too long", dest);
                                 return 1;
                         }
-                        if (!scratch_has(cur))
-                                return cs_error_setx(err, EROFS,
-                                                     "%s: %s does not exist, and its parent is "
-                                                     "a host directory, where csandbox never "
-                                                     "creates anything: create it on the host "
-                                                     "first, or choose a destination under a "
-                                                     "tmpfs",
-                                                     dest, prefix);
-                        if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
-                                return cs_error_set(err, errno, "%s: create %s", dest, prefix);
+                        if (create_entry(&cur, comp, MAKE_DIR, NULL, may_cover, dest, err) < 0)
+                                return -err->err;
                         fd = openat(cur, comp, O_PATH | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW);
                 }
                 if (fd < 0)
@@ -442,13 +984,13 @@ static int dest_parent_once(const char *dest, int *ret_fd, const char **ret_name
 
 /* dest_parent_once, following symlinks to missing paths (at most 8) inside the root. path
  * (SPEC_PATH_MAX bytes) holds the path that was finally resolved; *ret_name points into it. */
-static int dest_parent(const char *dest, char *path, int *ret_fd, const char **ret_name,
-                       struct cs_error *err)
+static int dest_parent(const char *dest, bool may_cover, char *path, int *ret_fd,
+                       const char **ret_name, struct cs_error *err)
 {
         snprintf(path, SPEC_PATH_MAX, "%s", dest);
         for (int depth = 0;; depth++) {
                 char next[SPEC_PATH_MAX];
-                int r = dest_parent_once(path, ret_fd, ret_name, next, err);
+                int r = dest_parent_once(path, may_cover, ret_fd, ret_name, next, err);
 
                 if (r <= 0)
                         return r;
@@ -462,7 +1004,8 @@ static int dest_parent(const char *dest, char *path, int *ret_fd, const char **r
 }
 
 /* Open dest inside the new root, creating it as a directory or an empty file when it is
- * missing and its parent is a scratch layer. *ret_fd = -1 when optional and impossible. */
+ * missing (create_entry: never on a host filesystem). An optional one (a tmpfs hiding a
+ * host directory) is skipped, *ret_fd = -1, where that would take an overlay. */
 static int dest_open_at_depth(const char *dest, enum want want, bool optional, int *ret_fd,
                               int depth, struct cs_error *err);
 
@@ -489,7 +1032,7 @@ static int dest_open_at_depth(const char *dest, enum want want, bool optional, i
         }
         if (errno != ENOENT)
                 return cs_error_set(err, errno, "%s: resolve it inside the sandbox root", dest);
-        r = dest_parent(dest, path, &parent, &name, err);
+        r = dest_parent(dest, !optional, path, &parent, &name, err);
         if (r < 0)
                 return optional && err->err == EROFS ? (*ret_fd = -1, 0) : r;
         if (fstatat(parent, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -510,28 +1053,10 @@ static int dest_open_at_depth(const char *dest, enum want want, bool optional, i
                                              dest);
                 return dest_open_at_depth(next, want, optional, ret_fd, depth + 1, err);
         }
-        if (!scratch_has(parent)) {
-                if (optional) {
-                        *ret_fd = -1;
-                        return 0;
-                }
-                return cs_error_setx(err, EROFS,
-                                     "%s does not exist, and its parent is a host directory, "
-                                     "where csandbox never creates anything: create it on the "
-                                     "host first, or choose a destination under a tmpfs",
-                                     dest);
-        }
-        if (want == WANT_DIR) {
-                if (mkdirat(parent, name, 0755) < 0)
-                        return cs_error_set(err, errno, "create %s", dest);
-        } else {
-                int f = openat(parent, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
-                               0644);
-
-                if (f < 0)
-                        return cs_error_set(err, errno, "create %s", dest);
-                close(f);
-        }
+        r = create_entry(&parent, name, want == WANT_DIR ? MAKE_DIR : MAKE_FILE, NULL, !optional,
+                         dest, err);
+        if (r < 0)
+                return optional && err->err == EROFS ? (*ret_fd = -1, 0) : r;
         fd = openat(parent, name, O_PATH | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return cs_error_set(err, errno, "open %s", dest);
@@ -733,7 +1258,7 @@ static int make_symlink(const struct spec_mount *m, struct cs_error *err)
         ssize_t n;
         int r;
 
-        r = dest_parent(m->dest, path, &parent, &name, err);
+        r = dest_parent(m->dest, true, path, &parent, &name, err);
         if (r < 0)
                 return r;
         n = readlinkat(parent, name, cur, sizeof(cur) - 1);
@@ -744,14 +1269,7 @@ static int make_symlink(const struct spec_mount *m, struct cs_error *err)
                 return cs_error_setx(err, EEXIST, "--symlink %s: a different symlink is there",
                                      m->dest);
         }
-        if (!scratch_has(parent))
-                return cs_error_setx(err, EROFS,
-                                     "--symlink %s: its parent is a host directory, where "
-                                     "csandbox never creates anything",
-                                     m->dest);
-        if (symlinkat(m->source, parent, name) < 0)
-                return cs_error_set(err, errno, "--symlink %s %s", m->source, m->dest);
-        return 0;
+        return create_entry(&parent, name, MAKE_SYMLINK, m->source, true, m->dest, err);
 }
 
 static int type_check(int dst, bool want_dir, const char *dest, const char *source,
@@ -811,7 +1329,9 @@ static int mount_one(const struct sandbox_spec *s, size_t i, struct cs_error *er
                 st.bind_trees[i] = -1;
                 return r;
         case SPEC_MOUNT_FILE:
-                r = dest_open(m->dest, WANT_FILE, optional, &dst, err);
+                /* Always created (in memory where the directory is the host's): the
+                 * optional flag of a file is about nothing but its source. */
+                r = dest_open(m->dest, WANT_FILE, false, &dst, err);
                 if (r < 0 || dst < 0)
                         return r;
                 r = type_check(dst, false, m->dest, m->source, err);

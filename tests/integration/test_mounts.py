@@ -2,6 +2,7 @@
 import os
 import pwd
 import socket
+import subprocess
 import uuid
 
 import pytest
@@ -152,15 +153,18 @@ def test_file_bind_onto_missing_destination_in_rootfs(csb, rootfs, tmp_path):
     assert r["content"] == "one file\n"
 
 
-def test_missing_destination_inside_host_bind_is_an_error_and_creates_nothing(csb, tmp_path):
+@pytest.mark.parametrize("dest", ["/run/a/missing", "/run/a/sub/missing"])
+def test_missing_destination_inside_host_bind_is_an_error_and_creates_nothing(csb, tmp_path,
+                                                                              dest):
+    """A writable host bind is the host's own directory: no cover, nothing created."""
     hostdir = tmp_path / "hostdir"
     hostdir.mkdir()
     (tmp_path / "f").write_text("f")
     p = csb.run(["--bind", str(hostdir), "/run/a", "--ro-bind", str(tmp_path / "f"),
-                 "/run/a/missing", "--", HOST_PROBE, "exit", "0"])
+                 dest, "--", HOST_PROBE, "exit", "0"])
     assert p.returncode == 125, p.stderr
     assert p.stderr.startswith("csandbox: "), p.stderr
-    assert "/run/a/missing" in p.stderr
+    assert dest in p.stderr and "writable host directory" in p.stderr, p.stderr
     assert os.listdir(hostdir) == []
 
 
@@ -298,3 +302,93 @@ def test_probe_runs_via_host_bind(csb):
     p = csb.run_probe("exit", "0")
     assert p.returncode == 0, p.stderr
     parse_json(csb.run_probe())
+
+
+# --- mountpoints missing from a host directory or a tree of unmapped ids --------------------
+
+def _host_listing(path):
+    return sorted(os.listdir(path)) if os.path.isdir(path) else None
+
+
+@pytest.mark.parametrize("tier", ["direct", "userns", "csandbox"])
+def test_missing_mountpoint_in_a_host_directory_is_made_in_memory(csb, tmp_path, tier):
+    """A destination missing from a read-only host directory (what ~/.ssh/known_hosts at
+    /etc/ssh/ssh_known_hosts is on a stock Debian) is created in an overlay of that one
+    directory: the host's entries stay visible, the directory stays read-only, the host
+    gains nothing; a missing parent directory goes the same way. Where /etc has mounts
+    locked below it (the test network's resolv.conf, the userns tier's), overlayfs refuses
+    it as a lower layer and the tmpfs mirror takes its place."""
+    src = tmp_path / "kh"
+    src.write_text("host.example ssh-ed25519 AAAA\n")
+    name = f"csb-kh-{uuid.uuid4().hex[:8]}"
+    parent = "/etc/ssh" if os.path.isdir("/etc/ssh") else "/etc"
+    deep = f"/etc/csb-missing-{uuid.uuid4().hex[:8]}/deeper/kh"
+    before = {p: _host_listing(p) for p in (parent, "/etc")}
+    opts = ["--ro-bind", str(src), f"{parent}/{name}", "--ro-bind", str(src), deep]
+    kw = {"tier": tier}
+    assert _json(csb, "read", f"{parent}/{name}", opts=opts, **kw)["content"] == src.read_text()
+    assert _json(csb, "read", deep, opts=opts, **kw)["content"] == src.read_text()
+    inside = _json(csb, "ls", parent, opts=opts, **kw)
+    assert sorted(inside["entries"]) == sorted(before[parent] + [name]), inside
+    assert _json(csb, "write", f"{parent}/new", opts=opts, **kw)["errno"] == "EROFS"
+    assert _json(csb, "write", os.path.dirname(deep) + "/new", opts=opts, **kw)["errno"] == "EROFS"
+    after = {p: _host_listing(p) for p in (parent, "/etc")}
+    assert after == before
+
+
+def test_mounts_beneath_an_overlaid_directory_stay_visible(csb, tmp_path):
+    """The overlay that holds a new mountpoint in /etc must not hide what is mounted below
+    /etc: a bind on /etc/ssh made before it is attached again on the overlay."""
+    d = tmp_path / "ssh"
+    d.mkdir()
+    (d / "only-in-the-bind").write_text("bound\n")
+    (tmp_path / "f").write_text("f\n")
+    target = "/etc/ssh" if os.path.isdir("/etc/ssh") else "/etc/default"
+    opts = ["--ro-bind", str(d), target, "--ro-bind", str(tmp_path / "f"),
+            f"/etc/csb-new-{uuid.uuid4().hex[:8]}"]
+    r = _json(csb, "read", f"{target}/only-in-the-bind", opts=opts)
+    assert r["content"] == "bound\n", r
+    assert _json(csb, "write", f"{target}/x", opts=opts)["errno"] == "EROFS"
+
+
+@pytest.fixture
+def foreign_rootfs(make_rootfs):
+    """A bare busybox rootfs without /etc/hostname whose every file belongs to ids the
+    sandbox does not map (a subordinate range, standing in for a root-owned system tree),
+    or only whose groups do: built as the test user, then chowned in a user namespace that
+    maps /etc/subuid's range (newuidmap)."""
+    made = []
+
+    def make(owner):
+        tree = make_rootfs("bare")
+        os.unlink(os.path.join(tree, "etc", "hostname"))
+        ids = "1:1" if owner == "unmapped" else "0:1"
+        subprocess.run(["unshare", "--map-auto", "--map-root-user", "chown", "-R", "-h", ids,
+                        tree], check=True, capture_output=True)
+        made.append(tree)
+        return tree
+    yield make
+    for tree in made:
+        subprocess.run(["unshare", "--map-auto", "--map-root-user", "rm", "-rf", tree],
+                       check=False)
+
+
+@pytest.mark.parametrize("owner", ["unmapped", "group-unmapped"])
+def test_rootfs_of_unmapped_ids_gets_its_mountpoints_in_memory(csb, foreign_rootfs, tmp_path,
+                                                               owner):
+    tree = foreign_rootfs(owner)
+    st = os.lstat(os.path.join(tree, "etc"))
+    assert st.st_gid != os.getgid() and (owner != "unmapped" or st.st_uid != os.getuid())
+    before = rootfs_builder.snapshot(tree)
+    (tmp_path / "kh").write_text("kh\n")
+    opts = ["--ro-bind", str(tmp_path / "kh"), "/etc/ssh/ssh_known_hosts",
+            "--symlink", "/x", "/srv/a/link", "--dir", "/opt/d"]
+    assert _json(csb, "read", "/etc/hostname", opts=opts, rootfs=tree)["content"] == "csandbox\n"
+    assert _json(csb, "read", "/etc/ssh/ssh_known_hosts", opts=opts,
+                 rootfs=tree)["content"] == "kh\n"
+    r = csb.probe(opts=opts, rootfs=tree)
+    for path in ("/proc", "/dev", "/tmp"):
+        assert mount_at(r, path) is not None, path
+    assert _json(csb, "stat", "/srv/a/link", opts=opts, rootfs=tree)["type"] == "symlink"
+    assert _json(csb, "write", "/etc/new", opts=opts, rootfs=tree)["errno"] == "EROFS"
+    assert rootfs_builder.snapshot(tree) == before

@@ -15,7 +15,9 @@ import pytest
 from conftest import CSANDBOX, PROBE, TIMEOUT, base_env, mountinfo_entries
 
 HOME_IN = "/home/appuser"
+KNOWN_HOSTS = "git.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
 CFG_IN = HOME_IN + "/.claude"
+CLAUDE_IN = HOME_IN + "/.local/bin/claude"
 
 
 def git(*args, cwd):
@@ -39,6 +41,9 @@ class Profiles:
         self.claude = self.bin / "claude"
         self.project = self.home / "src" / "project"
         self.project.mkdir(parents=True)
+        # As on a desktop that has used ssh: its copy goes to /etc/ssh/ssh_known_hosts.
+        (self.home / ".ssh").mkdir(mode=0o700)
+        (self.home / ".ssh" / "known_hosts").write_text(KNOWN_HOSTS)
         self.extra_env = {}
 
     def add(self, name="work", settings=None):
@@ -109,7 +114,7 @@ def test_claude_runs_as_appuser_in_the_cwd_with_the_profile_config(profiles):
     assert r["env"]["CLAUDE_CONFIG_DIR"] == CFG_IN
     assert r["cwd"] == str(sub)
     assert r["caps"]["CapEff"] == "0000000000000000" and r["seccomp"] == 2
-    assert r["argv"][0] == "claude"
+    assert r["argv"][0] == CLAUDE_IN, "the staged copy by its path, never found on PATH"
 
 
 def test_session_flags_come_first_then_the_users_args(profiles):
@@ -327,7 +332,7 @@ def test_local_settings_are_copies(profiles, repo):
 
 def test_planted_settings_link_gives_empty_settings_and_is_not_read(profiles):
     d = profiles.add()
-    (profiles.home / ".ssh").mkdir()
+    (profiles.home / ".ssh").mkdir(exist_ok=True)
     (profiles.home / ".ssh" / "id_rsa").write_text("PRIVATE KEY")
     os.symlink(profiles.home / ".ssh" / "id_rsa", d / "settings.json")
     r = profiles.run()
@@ -338,7 +343,7 @@ def test_planted_settings_link_gives_empty_settings_and_is_not_read(profiles):
 
 def test_planted_commands_link_to_ssh_is_not_mounted(profiles):
     d = profiles.add()
-    (profiles.home / ".ssh").mkdir()
+    (profiles.home / ".ssh").mkdir(exist_ok=True)
     os.symlink(profiles.home / ".ssh", d / "commands")
     r = profiles.run(cmd="plan")
     assert r.returncode == 0, r.stderr
@@ -479,6 +484,98 @@ def test_run_on_an_imported_image_under_a_writable_overlay(profiles, tmp_path):
     assert r["cwd"] == str(profiles.project)
 
 
+def _host_known_hosts_mount(report):
+    m = [e for e in mountinfo_entries(report["mountinfo"])
+         if e["mountpoint"] == "/etc/ssh/ssh_known_hosts"]
+    assert m, "the host known_hosts copy is not mounted"
+    return m[-1]
+
+
+def test_known_hosts_on_the_host_root_leaves_etc_ssh_as_it_was(profiles):
+    """~/.ssh/known_hosts goes to /etc/ssh/ssh_known_hosts although the host's /etc/ssh
+    (read-only inside) lacks that file, or /etc lacks ssh altogether: made in memory."""
+    profiles.add()
+    before = sorted(os.listdir("/etc/ssh")) if os.path.isdir("/etc/ssh") else None
+    r = profiles.report()
+    assert _host_known_hosts_mount(r)["root"].endswith("/host_known_hosts")
+    etc = [e for e in mountinfo_entries(r["mountinfo"])
+           if e["mountpoint"] == "/etc" or e["mountpoint"].startswith("/etc/")]
+    assert all("ro" in e["opts"] for e in etc), etc
+    after = sorted(os.listdir("/etc/ssh")) if os.path.isdir("/etc/ssh") else None
+    assert after == before
+
+
+# Runs "$@" where /etc has no ssh (a tmpfs on /etc holding binds of every other entry), in
+# a user and mount namespace of the test user's own ids that keeps its capabilities.
+HIDE_ETC_SSH = r"""set -e
+t=$(mktemp -d)
+mount -n -t tmpfs -o mode=0755 none "$t"
+for e in /etc/* /etc/.[!.]*; do
+  [ -e "$e" ] || [ -L "$e" ] || continue
+  n=${e#/etc/}
+  [ "$n" = ssh ] && continue
+  if [ -L "$e" ]; then cp -P "$e" "$t/$n"
+  elif [ -d "$e" ]; then mkdir "$t/$n"; mount -n --rbind "$e" "$t/$n"
+  else : > "$t/$n"; mount -n --rbind "$e" "$t/$n"; fi
+done
+mount -n --move "$t" /etc
+[ ! -e /etc/ssh ]
+exec "$@"
+"""
+
+
+def test_known_hosts_on_a_host_root_without_etc_ssh(profiles):
+    profiles.add()
+    wrap = ["unshare", "-Um", f"--map-user={os.getuid()}", f"--map-group={os.getgid()}",
+            "--keep-caps", "sh", "-c", HIDE_ETC_SSH, "sh"]
+    p = subprocess.run([*wrap, CSANDBOX, "run", "work", "--"], cwd=str(profiles.project),
+                       env=profiles.env(), capture_output=True, text=True, timeout=TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert _host_known_hosts_mount(json.loads(p.stdout))["root"].endswith("/host_known_hosts")
+
+
+# Runs "$@" with a noexec tmpfs on $1 (shifted), as HIDE_ETC_SSH runs.
+NOEXEC_AT = 'mount -n -t tmpfs -o noexec,mode=0700 none "$1" && shift && exec "$@"'
+
+
+def _run_with_noexec_data_home(profiles, env):
+    wrap = ["unshare", "-Um", f"--map-user={os.getuid()}", f"--map-group={os.getgid()}",
+            "--keep-caps", "sh", "-c", NOEXEC_AT, "sh", str(profiles.data)]
+    return subprocess.run([*wrap, CSANDBOX, "run", "work", "--"], cwd=str(profiles.project),
+                          env=env, capture_output=True, text=True, timeout=TIMEOUT,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_noexec_data_home_stages_claude_in_the_runtime_dir(profiles, tmp_path):
+    """Staged under a noexec XDG_DATA_HOME the copy could not execute (and a PATH search
+    would start another claude): it is staged under XDG_RUNTIME_DIR instead."""
+    profiles.add()
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    p = _run_with_noexec_data_home(profiles, profiles.env(XDG_RUNTIME_DIR=str(runtime)))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["argv"][0] == CLAUDE_IN
+    m = [e for e in mountinfo_entries(r["mountinfo"]) if e["mountpoint"] == CLAUDE_IN]
+    assert m and m[-1]["root"].startswith(str(runtime / "csandbox" / "claude") + "/"), m
+
+
+def test_noexec_data_home_without_a_runtime_dir_fails_with_the_fix(profiles):
+    profiles.add()
+    p = _run_with_noexec_data_home(profiles, profiles.env(XDG_RUNTIME_DIR=None))
+    assert p.returncode == 125, p.stderr
+    assert "noexec" in p.stderr and "XDG_DATA_HOME" in p.stderr, p.stderr
+    assert p.stdout == "", "claude must not have started"
+
+
+def test_known_hosts_on_an_image_without_etc_ssh(profiles, tmp_path):
+    profiles.add()
+    import_busybox_image(profiles, tmp_path)
+    r = profiles.report(env=profiles.env(CLAUDE_PROFILE_SANDBOX_IMAGE="sandbox-img"))
+    assert _host_known_hosts_mount(r)["root"].endswith("/host_known_hosts")
+
+
 def test_run_with_image_flag_overrides_the_setting(profiles, tmp_path):
     profiles.add()
     import_busybox_image(profiles, tmp_path, "other")
@@ -557,7 +654,7 @@ def test_planted_old_state_names_in_the_profile_are_never_mount_sources(profiles
     """Older layouts kept generated files in the profile dir; links planted under those
     names (and known_hosts pointing at a private key) are never used."""
     d = profiles.add()
-    (profiles.home / ".ssh").mkdir()
+    (profiles.home / ".ssh").mkdir(exist_ok=True)
     key = profiles.home / ".ssh" / "id_rsa"
     key.write_text("PRIVATE KEY")
     for name in ("known_hosts", "settings.sandbox.json", "chrome.sandbox", "storage.sandbox.conf"):
@@ -593,7 +690,7 @@ def shell_claude(profiles, script):
 
 def test_core_worktree_pointing_outside_the_cwd_is_refused(profiles, repo):
     profiles.add()
-    (profiles.home / ".ssh").mkdir()
+    (profiles.home / ".ssh").mkdir(exist_ok=True)
     git("config", "core.worktree", str(profiles.home / ".ssh"), cwd=repo)
     r = profiles.run(cmd="plan")
     assert r.returncode == 125, r.stdout
@@ -654,7 +751,7 @@ def test_version_and_help_alone_get_no_session_flags(profiles, arg):
     profiles.add()
     (profiles.base / "shared-settings.json").write_text("{}")
     plan = profiles.plan(args=[arg])
-    assert plan["argv"] == ["claude", arg]
+    assert plan["argv"] == [CLAUDE_IN, arg]
     assert plan["net"] == "none", "no session, no network: pasta is not started"
     assert profiles.plan()["net"] == "pasta"
 
