@@ -60,6 +60,29 @@ static const char *path_below(const char *anchor, const char *path)
         return path[n] ? path + n + 1 : path + n;
 }
 
+/* The uid a file shows when its owner is not mapped into this user namespace: inside a
+ * container or an outer sandbox that does not map root, the system's own files (the CA
+ * store) belong to it, and they are root's as far as trust goes. */
+static uid_t overflow_uid(void)
+{
+        static uid_t cached = (uid_t)-1;
+        char buf[32] = "";
+        int fd;
+        ssize_t n;
+
+        if (cached != (uid_t)-1)
+                return cached;
+        cached = 65534;
+        fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                n = read(fd, buf, sizeof(buf) - 1);
+                if (n > 0)
+                        cached = (uid_t)strtoul(buf, NULL, 10);
+                close(fd);
+        }
+        return cached;
+}
+
 /* The one way policy hands the runner a host object: an fd opened once, checked here (a
  * directory or a regular file, the caller's or root's), owned by the spec from then on. */
 static int add_bind_fd(struct sandbox_spec *s, int *fd, const char *src, const char *dst,
@@ -75,7 +98,7 @@ static int add_bind_fd(struct sandbox_spec *s, int *fd, const char *src, const c
                                      "%s is neither a directory nor a regular file, so it is "
                                      "not mounted at %s",
                                      src, dst);
-        if (st.st_uid != getuid() && st.st_uid != 0)
+        if (st.st_uid != getuid() && st.st_uid != 0 && st.st_uid != overflow_uid())
                 return cs_error_setx(err, EPERM,
                                      "%s belongs to uid %u, neither to you (uid %u) nor to root; "
                                      "csandbox does not mount it at %s. Check who made it",

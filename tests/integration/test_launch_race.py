@@ -44,7 +44,7 @@ def snapshot(root):
 def host_dirs(profiles):
     """What a session wants: the user's ~/.ssh and global ~/.claude, each with a marker."""
     ssh, glob = profiles.home / ".ssh", profiles.home / ".claude"
-    ssh.mkdir()
+    ssh.mkdir(exist_ok=True)
     (ssh / "id_ed25519").write_text("host key\n")
     (glob / "commands").mkdir(parents=True)
     (glob / "global-marker").write_text("global\n")
