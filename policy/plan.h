@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 #include "../image/store.h"
-#include "../runner/spec.h"
+#include "../spec/spec.h"
 #include "profile.h"
 #include "stage.h"
 #include "trust.h"

@@ -4,7 +4,7 @@
 #include <linux/filter.h>
 #include <stddef.h>
 
-#include "../runner/spec.h"
+#include "../spec/spec.h"
 
 struct cs_error;
 

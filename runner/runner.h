@@ -7,7 +7,7 @@
 #include <sys/types.h>
 #include <termios.h>
 
-#include "spec.h"
+#include "../spec/spec.h"
 
 struct cs_error;
 
@@ -113,12 +113,6 @@ void diagnose_setup(struct cs_error *err);
 /* Append why /dev/net/tun cannot be opened (errno e) and the fix where csandbox runs: modprobe
  * on a host, chmod for a root-only node, --device in a container, --dev-bind in csandbox. */
 void diagnose_tun(struct cs_error *err, int e);
-
-/* The one way a command reports an error: "csandbox: MSG" on stderr; returns the exit
- * status it maps to (125 unless the error says otherwise). */
-int runner_fail(const struct cs_error *err);
-/* A usage error of `csandbox CMD`: the message, and where --help is; returns 125. */
-int runner_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Report a child-side failure through errfd and leave with status. */
 __attribute__((noreturn)) void runner_child_fail(int errfd, const struct cs_error *err);

@@ -1,5 +1,5 @@
 /* Unit tests for the spec: destination normalisation, mount order, env parsing, plan JSON. */
-#include "runner/spec.h"
+#include "spec/spec.h"
 #include "common/error.h"
 
 #include <cjson/cJSON.h>

@@ -1,8 +1,9 @@
 /* `csandbox doctor`: whether this machine and user can run sandboxes, each check done for
  * real (not guessed from versions), each failure with its fix. */
 #include "cmd_doctor.h"
+#include "cli.h"
 
-#include "runner.h"
+#include "../runner/runner.h"
 
 #include "cmd_exec.h"
 
@@ -210,7 +211,7 @@ int cmd_doctor(int argc, char **argv)
                 return 0;
         }
         if (argc > 0)
-                return runner_usage_error("doctor", "unexpected argument `%s`", argv[0]);
+                return cli_usage_error("doctor", "unexpected argument `%s`", argv[0]);
         check_userns();
         check_sandbox();
         check_openat2();

@@ -1,18 +1,19 @@
 /* How every csandbox command reports a failure: one line on stderr, one exit status. */
-#include "runner.h"
+#include "cli.h"
+#include "../runner/runner.h"
 
 #include "../common/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
-int runner_fail(const struct cs_error *err)
+int cli_fail(const struct cs_error *err)
 {
         fprintf(stderr, "csandbox: %s\n", err->msg);
         return err->status ? err->status : CS_EXIT_SETUP;
 }
 
-int runner_usage_error(const char *cmd, const char *fmt, ...)
+int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
         va_list ap;
 

@@ -1,7 +1,8 @@
 /* The image commands: parse flags, call image/store, print. */
 #include "cmd_image.h"
+#include "cli.h"
 
-#include "runner.h"
+#include "../runner/runner.h"
 
 #include "../common/error.h"
 #include "../common/fileio.h"
@@ -62,13 +63,13 @@ static int image_ls(int argc, char **argv)
         int r;
 
         if (argc > 0 && !json)
-                return runner_usage_error("image", "ls: unexpected `%s`", argv[0]);
+                return cli_usage_error("image", "ls: unexpected `%s`", argv[0]);
         r = store_open(NULL, &s, &err);
         if (r == 0)
                 r = store_list(&s, &v, &n, &err);
         store_close(&s);
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         if (json)
                 printf("[");
         else
@@ -103,13 +104,13 @@ static int image_inspect(int argc, char **argv)
         int r;
 
         if (argc != 1)
-                return runner_usage_error("image", "inspect takes one NAME");
+                return cli_usage_error("image", "inspect takes one NAME");
         r = store_open(NULL, &s, &err);
         if (r == 0)
                 r = store_inspect(&s, argv[0], &json, &err);
         store_close(&s);
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         printf("%s\n", json);
         free(json);
         return 0;
@@ -122,12 +123,12 @@ static int image_rm(int argc, char **argv)
         int status = 0;
 
         if (argc < 1)
-                return runner_usage_error("image", "rm takes one or more NAMEs");
+                return cli_usage_error("image", "rm takes one or more NAMEs");
         if (store_open(NULL, &s, &err) < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         for (int i = 0; i < argc; i++) {
                 if (store_remove(&s, argv[i], &err) < 0)
-                        status = runner_fail(&err);
+                        status = cli_fail(&err);
                 else
                         printf("removed %s\n", argv[i]);
         }
@@ -144,13 +145,13 @@ static int image_prune(int argc, char **argv)
 
         (void)argv;
         if (argc > 0)
-                return runner_usage_error("image", "prune takes no arguments");
+                return cli_usage_error("image", "prune takes no arguments");
         r = store_open(NULL, &s, &err);
         if (r == 0)
                 r = store_prune(&s, &images, &tmp, &err);
         store_close(&s);
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         printf("pruned %zu unnamed images and %zu leftover temporary directories\n", images, tmp);
         return 0;
 }
@@ -166,8 +167,7 @@ static int image_import_helper(bool pull, int argc, char **argv)
         char *slash;
 
         if (n <= 0)
-                return runner_usage_error("image",
-                                          "cannot find csandbox's own path (/proc/self/exe)");
+                return cli_usage_error("image", "cannot find csandbox's own path (/proc/self/exe)");
         self[n] = '\0';
         slash = strrchr(self, '/');
         *slash = '\0';
@@ -208,5 +208,5 @@ int cmd_image(int argc, char **argv)
                 return image_rm(argc - 1, argv + 1);
         if (strcmp(argv[0], "prune") == 0)
                 return image_prune(argc - 1, argv + 1);
-        return runner_usage_error("image", "unknown command `%s`", argv[0]);
+        return cli_usage_error("image", "unknown command `%s`", argv[0]);
 }

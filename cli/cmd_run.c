@@ -1,8 +1,9 @@
 /* `csandbox run <profile>` and `csandbox plan <profile>`: the main job. policy/plan.c
  * decides; this file prints, launches and reports. */
 #include "cmd_run.h"
+#include "cli.h"
 
-#include "runner.h"
+#include "../runner/runner.h"
 
 #include "../common/error.h"
 #include "../policy/plan.h"
@@ -143,18 +144,18 @@ int cmd_run(int argc, char **argv, bool plan_only)
                                   "--accept-changes belongs to run: plan shows a waiting trust "
                                   "report but accepts nothing");
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         if (help) {
                 fputs(usage_run, stdout);
                 return 0;
         }
         if (!getcwd(cwd, sizeof(cwd))) {
                 cs_error_set(&err, errno, "run: cannot find the current directory");
-                return runner_fail(&err);
+                return cli_fail(&err);
         }
         r = profile_config_load(&config, &err);
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         req.config = &config;
         req.name = name;
         req.cwd = cwd;
@@ -172,7 +173,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
         if (r >= 0)
                 r = seccomp_builtin(plan.spec.seccomp, &filter, &err);
         if (r < 0) {
-                status = runner_fail(&err);
+                status = cli_fail(&err);
         } else if (plan_only) {
                 status = print_plan_json(&plan);
         } else {
@@ -184,7 +185,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
                         fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
                 r = launch_run(&plan.spec, &filter, &status, &err);
                 if (r < 0)
-                        status = runner_fail(&err);
+                        status = cli_fail(&err);
                 stage_release(&plan.profile);
                 report = plan_trust_report(&plan);
                 if (report) {

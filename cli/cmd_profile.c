@@ -1,8 +1,9 @@
 /* `csandbox list` and `csandbox sandbox`: the profile commands of reference §6.1 and §6.3,
  * on claude-profile's own layout, so both tools agree on every profile's state. */
 #include "cmd_profile.h"
+#include "cli.h"
 
-#include "runner.h"
+#include "../runner/runner.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -159,14 +160,14 @@ int cmd_list(int argc, char **argv)
                 return 0;
         }
         if (argc >= 1)
-                return runner_usage_error("list", "unexpected argument `%s`", argv[0]);
+                return cli_usage_error("list", "unexpected argument `%s`", argv[0]);
         r = profile_config_load(&c, &err);
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         r = rows_collect(c.profiles_base, &rows, &n, &err);
         if (r < 0) {
                 profile_config_free(&c);
-                return runner_fail(&err);
+                return cli_fail(&err);
         }
         if (n == 0) {
                 printf("No profiles found. Create one with: claude-profile add <name>\n");
@@ -255,9 +256,9 @@ int cmd_sandbox(int argc, char **argv)
                 else if (strcmp(argv[i], "--off") == 0)
                         off = true;
                 else if (argv[i][0] == '-' && argv[i][1] != '\0')
-                        return runner_usage_error("sandbox", "unknown option `%s`", argv[i]);
+                        return cli_usage_error("sandbox", "unknown option `%s`", argv[i]);
                 else if (name)
-                        return runner_usage_error("sandbox", "unexpected argument `%s`", argv[i]);
+                        return cli_usage_error("sandbox", "unexpected argument `%s`", argv[i]);
                 else
                         name = argv[i];
         }
@@ -266,19 +267,19 @@ int cmd_sandbox(int argc, char **argv)
                 return CS_EXIT_SETUP;
         }
         if (!name)
-                return runner_usage_error("sandbox", "which profile? give its name");
+                return cli_usage_error("sandbox", "which profile? give its name");
         r = profile_config_load(&c, &err);
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         r = profile_open(&c, name, &p, &err);
         if (r < 0) {
                 profile_config_free(&c);
-                return runner_fail(&err);
+                return cli_fail(&err);
         }
         if (on || off) {
                 r = on ? marker_create(&p, &err) : marker_remove(&p, &err);
                 if (r < 0) {
-                        status = runner_fail(&err);
+                        status = cli_fail(&err);
                         goto out;
                 }
                 if (on)

@@ -1,11 +1,12 @@
 /* csandbox: command dispatch. The only place that prints errors and decides exit codes. */
 #include "cmd_doctor.h"
+#include "cli.h"
 #include "cmd_exec.h"
 #include "cmd_image.h"
 #include "cmd_profile.h"
 #include "cmd_run.h"
-#include "runner.h"
-#include "spec.h"
+#include "../runner/runner.h"
+#include "../spec/spec.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -561,7 +562,7 @@ static int cmd_exec(int argc, char **argv)
         if (r < 0) {
                 spec_free(&s);
                 image_ref_free(&img);
-                return runner_fail(&err);
+                return cli_fail(&err);
         }
         if (help) {
                 fputs(usage_exec, stdout);
@@ -576,14 +577,14 @@ static int cmd_exec(int argc, char **argv)
         }
         if (r < 0) {
                 spec_free(&s);
-                return runner_fail(&err);
+                return cli_fail(&err);
         }
         if (plan) {
                 status = print_plan(&s);
         } else {
                 r = launch_run(&s, s.seccomp == SPEC_SECCOMP_NONE ? NULL : &filter, &status, &err);
                 if (r < 0)
-                        status = runner_fail(&err);
+                        status = cli_fail(&err);
         }
         if (owned)
                 seccomp_fprog_free(&filter);

@@ -2,7 +2,8 @@
  * libcrypto load only there). Downloads into a flocked temporary OCI layout inside the
  * store's tmp/, then imports that layout with the import's own verification. */
 #include "cmd_image.h"
-#include "runner.h"
+#include "cli.h"
+#include "../runner/runner.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -89,7 +90,7 @@ static int parse_tls_verify(int argc, char **argv, int *i, bool *ret)
         else if (strcmp(v, "false") == 0)
                 *ret = false;
         else
-                return runner_usage_error("image", "--tls-verify `%s`: expected true or false", v);
+                return cli_usage_error("image", "--tls-verify `%s`: expected true or false", v);
         return 0;
 }
 
@@ -117,21 +118,21 @@ int cmd_image_pull(int argc, char **argv)
                                 return CS_EXIT_SETUP;
                 } else if (strcmp(a, "--platform") == 0) {
                         if (i + 1 >= argc)
-                                return runner_usage_error("image", "--platform needs a value");
+                                return cli_usage_error("image", "--platform needs a value");
                         if (oci_platform_parse(argv[++i], &po.platform, &err) < 0)
-                                return runner_fail(&err);
+                                return cli_fail(&err);
                 } else if (a[0] == '-') {
-                        return runner_usage_error("image", "pull: unknown option `%s`", a);
+                        return cli_usage_error("image", "pull: unknown option `%s`", a);
                 } else if (arg) {
-                        return runner_usage_error("image", "pull takes one REF (`%s` is extra)", a);
+                        return cli_usage_error("image", "pull takes one REF (`%s` is extra)", a);
                 } else {
                         arg = a;
                 }
         }
         if (!arg)
-                return runner_usage_error("image", "pull needs a REF");
+                return cli_usage_error("image", "pull needs a REF");
         if (registry_ref_parse(arg, &ref, &err) < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         if (!quiet) {
                 po.progress = show_pull;
                 po.progress_opaque = &disp;
@@ -144,14 +145,14 @@ int cmd_image_pull(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
         r = store_open(NULL, &s, &err);
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         r = store_pull(&s, &ref, &po, &o, &res, &err);
         free(disp.printed);
         if (o.progress)
                 fprintf(stderr, "\r\033[K");
         store_close(&s);
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         {
                 char size[32];
 

@@ -1,7 +1,7 @@
 #pragma once
 #include <stdbool.h>
 
-#include "spec.h"
+#include "../spec/spec.h"
 
 struct image_ref;
 struct cs_error;

@@ -1,7 +1,8 @@
 /* csandbox-import: `csandbox image import`, in a binary of its own so that libarchive and
  * libcrypto are loaded only to unpack an image (csandbox execs this helper). */
 #include "cmd_image.h"
-#include "runner.h"
+#include "cli.h"
+#include "../runner/runner.h"
 
 #include "../common/error.h"
 #include "../common/fileio.h"
@@ -70,13 +71,13 @@ int cmd_image_import(int argc, char **argv)
                 }
                 if (a[0] != '-') {
                         if (o.source)
-                                return runner_usage_error(
-                                    "image", "import takes one SRC (`%s` is extra)", a);
+                                return cli_usage_error("image",
+                                                       "import takes one SRC (`%s` is extra)", a);
                         o.source = a;
                         continue;
                 }
                 if (!v)
-                        return runner_usage_error("image", "%s needs a value", a);
+                        return cli_usage_error("image", "%s needs a value", a);
                 i++;
                 if (strcmp(a, "--name") == 0) {
                         o.name = v;
@@ -90,45 +91,44 @@ int cmd_image_import(int argc, char **argv)
                         else if (strcmp(v, "rootfs-tar") == 0)
                                 o.format = IMAGE_FORMAT_ROOTFS_TAR;
                         else
-                                return runner_usage_error(
-                                    "image",
-                                    "--format `%s`: expected oci, oci-archive, "
-                                    "docker-archive or rootfs-tar",
-                                    v);
+                                return cli_usage_error("image",
+                                                       "--format `%s`: expected oci, oci-archive, "
+                                                       "docker-archive or rootfs-tar",
+                                                       v);
                 } else if (strcmp(a, "--platform") == 0) {
                         if (oci_platform_parse(v, &o.platform, &err) < 0)
-                                return runner_fail(&err);
+                                return cli_fail(&err);
                 } else if (strcmp(a, "--max-size") == 0) {
                         if (parse_count(a, v, true, &o.limits.max_size, &err) < 0)
-                                return runner_fail(&err);
+                                return cli_fail(&err);
                 } else if (strcmp(a, "--max-entries") == 0) {
                         if (parse_count(a, v, false, &o.limits.max_entries, &err) < 0)
-                                return runner_fail(&err);
+                                return cli_fail(&err);
                 } else if (strcmp(a, "--max-path") == 0) {
                         if (parse_count(a, v, false, &n, &err) < 0)
-                                return runner_fail(&err);
+                                return cli_fail(&err);
                         o.limits.max_path = (size_t)(n > 65536 ? 65536 : n);
                 } else if (strcmp(a, "--max-layers") == 0) {
                         if (parse_count(a, v, false, &n, &err) < 0)
-                                return runner_fail(&err);
+                                return cli_fail(&err);
                         o.limits.max_layers = (size_t)(n > 65536 ? 65536 : n);
                 } else {
-                        return runner_usage_error("image", "import: unknown option `%s`", a);
+                        return cli_usage_error("image", "import: unknown option `%s`", a);
                 }
         }
         if (!o.source)
-                return runner_usage_error("image", "import needs a SRC");
+                return cli_usage_error("image", "import needs a SRC");
         if (!quiet && isatty(STDERR_FILENO))
                 o.progress = image_import_progress;
         r = store_open(NULL, &s, &err);
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         r = store_import(&s, &o, &res, &err);
         if (o.progress)
                 fprintf(stderr, "\r\033[K");
         store_close(&s);
         if (r < 0)
-                return runner_fail(&err);
+                return cli_fail(&err);
         {
                 char size[32];
 
