@@ -1,6 +1,11 @@
 /* A claude-profile launch as a struct sandbox_spec. What goes in, and why, follows the
  * reference's mount table (§2.4) in order; the runner sorts parents before children. */
 #include "plan.h"
+#include "plan_report.h"
+#include "bind.h"
+
+#include "briefing.h"
+#include "identity.h"
 
 #include "settings.h"
 #include "trust.h"
@@ -9,6 +14,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../common/path.h"
 #include "../common/resolve.h"
 #include "../image/store.h"
 
@@ -26,152 +32,6 @@
 #include <unistd.h>
 
 #define SHARED_SETTINGS_MAX (4u << 20)
-#define CLAUDE_JSON_MAX     (32u << 20)
-#define IDENTITY_FILE_MAX   (4u << 20)
-#define TRUST_FILE_MAX      (1u << 20)
-
-static const char briefing[] =
-    "You are running inside csandbox, an ephemeral sandbox built from Linux namespaces "
-    "(not a VM and not a container engine): your own user, mount, pid, ipc, uts and "
-    "network namespaces, no capabilities, a seccomp filter, and no sudo. The host "
-    "filesystem is visible only where it is mounted: the working directory's git work "
-    "tree (and its git dir), the profile's Claude config at ~/.claude, and a few "
-    "read-only files; everything else is the host's root read-only or an image, and "
-    "changes outside those mounts vanish when the session ends, while changes under "
-    "them persists on the host. The files the host runs commands from are protected: "
-    ".git/config is read-only, so git push -u, git branch -u, git remote add and git "
-    "config cannot save; prefer git push origin HEAD. .git/hooks, the profile's "
-    "settings.json and .claude/settings.local.json are copies that are discarded at "
-    "the end. There is no root inside, so install tools into your home (for example "
-    "with pip install --user, npm install --prefix ~/.local, or uv tool install) "
-    "rather than with a package manager; containers you start that write into the "
-    "repository should run with --user \"$(id -u):$(id -g)\". When the sandbox blocks "
-    "something you need, ask the user instead of working around it.";
-
-/* path's part below anchor ("" for anchor itself), or NULL when it is not below it. */
-static const char *path_below(const char *anchor, const char *path)
-{
-        size_t n = strlen(anchor);
-
-        if (strcmp(anchor, "/") == 0)
-                return path[0] == '/' ? path + 1 : NULL;
-        if (strncmp(anchor, path, n) != 0 || (path[n] != '/' && path[n] != '\0'))
-                return NULL;
-        return path[n] ? path + n + 1 : path + n;
-}
-
-/* The uid a file shows when its owner is not mapped into this user namespace: inside a
- * container or an outer sandbox that does not map root, the system's own files (the CA
- * store) belong to it, and they are root's as far as trust goes. */
-static uid_t overflow_uid(void)
-{
-        static uid_t cached = (uid_t)-1;
-        char buf[32] = "";
-        int fd;
-        ssize_t n;
-
-        if (cached != (uid_t)-1)
-                return cached;
-        cached = 65534;
-        fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-                n = read(fd, buf, sizeof(buf) - 1);
-                if (n > 0)
-                        cached = (uid_t)strtoul(buf, NULL, 10);
-                close(fd);
-        }
-        return cached;
-}
-
-/* The one way policy hands the runner a host object: an fd opened once, checked here (a
- * directory or a regular file, the caller's or root's), owned by the spec from then on. */
-static int add_bind_fd(struct sandbox_spec *s, int *fd, const char *src, const char *dst,
-                       unsigned flags, struct cs_error *err)
-{
-        _cleanup_close_ int f = cs_take_fd(fd);
-        struct stat st;
-
-        if (fstat(f, &st) < 0)
-                return cs_error_set(err, errno, "stat %s", src);
-        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-                return cs_error_setx(err, EINVAL,
-                                     "%s is neither a directory nor a regular file, so it is "
-                                     "not mounted at %s",
-                                     src, dst);
-        if (st.st_uid != getuid() && st.st_uid != 0 && st.st_uid != overflow_uid())
-                return cs_error_setx(err, EPERM,
-                                     "%s belongs to uid %u, neither to you (uid %u) nor to root; "
-                                     "csandbox does not mount it at %s. Check who made it",
-                                     src, (unsigned)st.st_uid, (unsigned)getuid(), dst);
-        return spec_add_bind(s, flags, &f, src, dst, err);
-}
-
-/* src, a path below anchor (whose verified fd is anchor_fd), opened once with no symlink,
- * magic link or ".." on the way: whatever a session renames or swaps later, the sandbox
- * gets this object or nothing. A missing optional source is skipped. */
-int plan_bind_at(struct sandbox_spec *s, int anchor_fd, const char *anchor, const char *src,
-                 const char *dst, unsigned flags, struct cs_error *err)
-{
-        const char *rel = path_below(anchor, src);
-        _cleanup_close_ int fd = -1;
-
-        if (!rel)
-                return cs_error_setx(err, EINVAL, "bind %s: %s is not below %s", dst, src, anchor);
-        fd = cs_open_beneath(anchor_fd, rel, O_PATH);
-        if (fd < 0 && errno == ENOENT && (flags & SPEC_MOUNT_OPTIONAL))
-                return 0;
-        if (fd < 0 && (errno == ELOOP || errno == EXDEV))
-                return cs_error_setx(err, errno,
-                                     "%s: a symlink is on its way below %s (planted since it "
-                                     "was found?); csandbox mounts nothing through one",
-                                     src, anchor);
-        if (fd < 0)
-                return cs_error_set(err, errno, "open %s", src);
-        return add_bind_fd(s, &fd, src, dst, flags, err);
-}
-
-/* A host path no session can write (the user's ~/.claude, the CA store, csandbox's own
- * caches): its links are the user's or the system's, resolved once as the reference does,
- * and the result opened from / with none left. */
-static int add_bind_host(struct sandbox_spec *s, const char *src, const char *dst, unsigned flags,
-                         struct cs_error *err)
-{
-        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        char real[PATH_MAX];
-
-        if (root < 0)
-                return cs_error_set(err, errno, "open /");
-        if (!realpath(src, real)) {
-                if (errno == ENOENT && (flags & SPEC_MOUNT_OPTIONAL))
-                        return 0;
-                return cs_error_set(err, errno, "resolve %s", src);
-        }
-        return plan_bind_at(s, root, "/", real, dst, flags, err);
-}
-
-static int join(char **ret, const char *a, const char *b)
-{
-        if (asprintf(ret, "%s/%s", strcmp(a, "/") == 0 ? "" : a, b) < 0) {
-                *ret = NULL;
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-/* A directory the reference's runtime creates on the host when it is missing, because a
- * copy is mounted over it (<profile>/chrome, <gitdir>/hooks): mkdirat on the verified parent
- * dirfd, then checked again on what is there (no link, a directory of the caller's).
- * Returns 1 when it is a real directory now. */
-static int ensure_host_dir(int dirfd, const char *name)
-{
-        _cleanup_close_ int fd = -1;
-        struct stat st;
-
-        if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
-                return 0;
-        fd = cs_open_beneath(dirfd, name, O_PATH | O_DIRECTORY);
-        return fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid();
-}
 
 static int warn(struct stage_warnings *w, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -207,8 +67,9 @@ static int add_linked(struct plan *p, const struct profile_config *c, struct cs_
                 if (n <= 0)
                         continue; /* not a link: an isolated dir or a copy, no mount */
                 target[n] = '\0';
-                if (join(&gdir, c->home, ".claude") < 0 || join(&expected, gdir, names[i]) < 0 ||
-                    join(&link, p->profile.dir, names[i]) < 0)
+                if (cs_path_join(&gdir, c->home, ".claude") < 0 ||
+                    cs_path_join(&expected, gdir, names[i]) < 0 ||
+                    cs_path_join(&link, p->profile.dir, names[i]) < 0)
                         return cs_error_set(err, ENOMEM, "linked mounts");
                 if (strcmp(target, expected) != 0) {
                         warn(&p->warnings,
@@ -252,9 +113,9 @@ static int add_ca_trust(struct plan *p, bool *ret_mounted, struct cs_error *err)
                      anchors, extracted);
                 return 0;
         }
-        r = add_bind_host(&p->spec, anchors, anchors, SPEC_MOUNT_RO, err);
+        r = plan_bind_host(&p->spec, anchors, anchors, SPEC_MOUNT_RO, err);
         if (r >= 0)
-                r = add_bind_host(&p->spec, extracted, extracted, SPEC_MOUNT_RO, err);
+                r = plan_bind_host(&p->spec, extracted, extracted, SPEC_MOUNT_RO, err);
         *ret_mounted = r >= 0;
         return r;
 }
@@ -293,7 +154,7 @@ static int build_argv(struct plan *p, const struct plan_request *req, const char
                 v[n++] = "--dangerously-skip-permissions";
         if (!settings_args_have(req->args, req->n_args, "--append-system-prompt")) {
                 v[n++] = "--append-system-prompt";
-                v[n++] = (char *)briefing;
+                v[n++] = (char *)plan_briefing;
         }
         if (shared) {
                 v[n++] = "--settings";
@@ -314,7 +175,7 @@ static int shared_settings(struct plan *p, const struct plan_request *req, char 
 
         *ret = NULL;
         *ret_loopback = false;
-        if (join(&path, req->config->profiles_base, "shared-settings.json") < 0)
+        if (cs_path_join(&path, req->config->profiles_base, "shared-settings.json") < 0)
                 return cs_error_set(err, ENOMEM, "shared settings");
         if (access(path, F_OK) < 0)
                 return 0;
@@ -398,70 +259,6 @@ static int add_env_secret_list(struct plan *p, const struct plan_request *req, s
         return 0;
 }
 
-/* base without the lines that name appuser or id 1000 (field 3), so appuser owns both. */
-static char *without_id_1000(const char *base)
-{
-        size_t len = strlen(base);
-        char *out = malloc(len + 2), *o = out;
-
-        if (!out)
-                return NULL;
-        for (const char *l = base; *l;) {
-                const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
-                const char *f = l;
-                bool drop = strncmp(l, "appuser:", 8) == 0;
-
-                for (int k = 0; k < 2 && f && f < end; k++)
-                        f = memchr(f, ':', (size_t)(end - f)), f = f ? f + 1 : NULL;
-                if (f && end - f >= 5 && strncmp(f, "1000:", 5) == 0)
-                        drop = true;
-                if (f && end - f == 4 && strncmp(f, "1000", 4) == 0)
-                        drop = true;
-                if (!drop && end > l) {
-                        memcpy(o, l, (size_t)(end - l));
-                        o += end - l;
-                        *o++ = '\n';
-                }
-                l = nl ? nl + 1 : end;
-        }
-        *o = '\0';
-        return out;
-}
-
-/* appuser in /etc/passwd and /etc/group: tools (ssh, git) want a name for their uid. The
- * host's files (embedded default) or an image without appuser get it added. */
-static int add_identity_files(struct sandbox_spec *s, const char *passwd, const char *group,
-                              struct cs_error *err)
-{
-        static const char user[] = "appuser:x:1000:1000:appuser:/home/appuser:/bin/sh\n";
-        static const char grp[] = "appuser:x:1000:\n";
-        _cleanup_free_ char *pw = NULL, *gr = NULL, *pbase = without_id_1000(passwd);
-        _cleanup_free_ char *gbase = without_id_1000(group);
-        int r;
-
-        if (!pbase || !gbase || asprintf(&pw, "%s%s", pbase, user) < 0 ||
-            asprintf(&gr, "%s%s", gbase, grp) < 0)
-                return cs_error_set(err, ENOMEM, "passwd");
-        r = spec_add_file(s, "/etc/passwd", "csandbox: passwd with appuser", pw, strlen(pw),
-                          SPEC_MOUNT_OPTIONAL, err);
-        if (r >= 0)
-                r = spec_add_file(s, "/etc/group", "csandbox: group with appuser", gr, strlen(gr),
-                                  SPEC_MOUNT_OPTIONAL, err);
-        return r;
-}
-
-/* An identity file of the root (dirfd: the image's rootfs, or AT_FDCWD for the host's),
- * read bounded and never through a link; "" when it cannot be read. */
-static char *read_root_file(int dirfd, const char *path)
-{
-        struct cs_error ignored;
-        char *buf = NULL;
-
-        if (cs_read_file_at(dirfd, path, IDENTITY_FILE_MAX, true, &buf, NULL, &ignored) < 0)
-                return strdup("");
-        return buf;
-}
-
 /* The root: an imported image (CLAUDE_PROFILE_SANDBOX_IMAGE or --image) under an ephemeral
  * writable overlay, or the embedded default. The image's Env is the base environment. */
 static int plan_root(struct plan *p, const struct plan_request *req, struct cs_error *err)
@@ -476,9 +273,9 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
 
         if (!name) {
                 s->root = SPEC_ROOT_HOST;
-                pw = read_root_file(AT_FDCWD, "/etc/passwd");
-                gr = read_root_file(AT_FDCWD, "/etc/group");
-                r = add_identity_files(s, pw ? pw : "", gr ? gr : "", err);
+                pw = identity_read_root_file(AT_FDCWD, "/etc/passwd");
+                gr = identity_read_root_file(AT_FDCWD, "/etc/group");
+                r = identity_add_files(s, pw ? pw : "", gr ? gr : "", err);
                 if (r < 0)
                         return r;
                 return spec_env_set(s, "PATH", PLAN_HOME "/.local/bin:" SPEC_DEFAULT_PATH, false,
@@ -524,12 +321,10 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
                 s->gid = gid;
                 return 0;
         }
-        pw = read_root_file(p->image.rootfs_fd, "etc/passwd");
-        gr = read_root_file(p->image.rootfs_fd, "etc/group");
-        return add_identity_files(s, pw ? pw : "", gr ? gr : "", err);
+        pw = identity_read_root_file(p->image.rootfs_fd, "etc/passwd");
+        gr = identity_read_root_file(p->image.rootfs_fd, "etc/group");
+        return identity_add_files(s, pw ? pw : "", gr ? gr : "", err);
 }
-
-static int trust_track_git_dir(struct plan *p, const char *git_dir);
 
 /* The state dir's copies: below the state dir fd, which profile_state_open verified. */
 static int add_bind_state(struct plan *p, const char *copy, const char *dst, unsigned flags,
@@ -553,16 +348,16 @@ static int add_git_state(struct plan *p, const struct worktree *w, struct cs_err
                 if (!(w->common_outside && strcmp(w->git_dirs[i], w->common_dir) == 0)) {
                         int fd = fcntl(gd, F_DUPFD_CLOEXEC, 3);
 
-                        r = add_bind_fd(&p->spec, &fd, w->git_dirs[i], w->git_dirs[i], 0, err);
+                        r = plan_bind_fd(&p->spec, &fd, w->git_dirs[i], w->git_dirs[i], 0, err);
                         if (r < 0)
                                 return r;
                 }
-                r = trust_track_git_dir(p, w->git_dirs[i]);
+                r = plan_track_git_dir(p, w->git_dirs[i]);
                 if (r < 0)
                         return cs_error_set(err, ENOMEM, "git dirs");
                 /* The copy goes over <gitdir>/hooks; a missing one is made on the host so
                  * that the sandbox cannot create hooks the host would run. */
-                ensure_host_dir(gd, "hooks");
+                plan_ensure_host_dir(gd, "hooks");
                 r = stage_git_dir(&p->profile, gd, w->git_dirs[i], &config, &hooks_copy,
                                   &p->warnings, err);
                 if (r < 0)
@@ -574,7 +369,7 @@ static int add_git_state(struct plan *p, const struct worktree *w, struct cs_err
                                 return r;
                 }
                 if (hooks_copy) {
-                        if (join(&hooks, w->git_dirs[i], "hooks") < 0)
+                        if (cs_path_join(&hooks, w->git_dirs[i], "hooks") < 0)
                                 return cs_error_set(err, ENOMEM, "hooks");
                         r = add_bind_state(p, hooks_copy, hooks, 0, err);
                         if (r < 0)
@@ -599,10 +394,10 @@ static int add_local_settings(struct plan *p, const struct worktree *w, int work
 
                 if (i == 1 && strcmp(w->root, w->cwd) == 0)
                         break;
-                if (join(&dotclaude, bases[i], ".claude") < 0 ||
-                    join(&local, dotclaude, "settings.local.json") < 0)
+                if (cs_path_join(&dotclaude, bases[i], ".claude") < 0 ||
+                    cs_path_join(&local, dotclaude, "settings.local.json") < 0)
                         return cs_error_set(err, ENOMEM, "local settings");
-                rel = path_below(w->root, dotclaude);
+                rel = plan_path_below(w->root, dotclaude);
                 /* .claude opened once below the work root (no link on the way), and bound on
                  * itself when it is a real directory: the session cannot rename it away and
                  * put a settings.local.json of its own there. */
@@ -617,7 +412,7 @@ static int add_local_settings(struct plan *p, const struct worktree *w, int work
                 if (dc >= 0) {
                         int fd = fcntl(dc, F_DUPFD_CLOEXEC, 3);
 
-                        r = add_bind_fd(&p->spec, &fd, dotclaude, dotclaude, 0, err);
+                        r = plan_bind_fd(&p->spec, &fd, dotclaude, dotclaude, 0, err);
                         if (r < 0)
                                 return r;
                 }
@@ -651,7 +446,8 @@ static int add_profile_pins(struct plan *p, struct cs_error *err)
                 if (fstatat(p->profile.dir_fd, pins[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                     !S_ISREG(st.st_mode))
                         continue;
-                if (join(&src, p->profile.dir, pins[i]) < 0 || join(&dst, PLAN_CONFIG, pins[i]) < 0)
+                if (cs_path_join(&src, p->profile.dir, pins[i]) < 0 ||
+                    cs_path_join(&dst, PLAN_CONFIG, pins[i]) < 0)
                         return cs_error_set(err, ENOMEM, "pins");
                 r = plan_bind_at(&p->spec, p->profile.dir_fd, p->profile.dir, src, dst,
                                  SPEC_MOUNT_RO, err);
@@ -659,181 +455,6 @@ static int add_profile_pins(struct plan *p, struct cs_error *err)
                         return r;
         }
         return 0;
-}
-
-/* A file the host runs or follows: recorded with its content (bounded; a link as its target,
- * a directory as such), so a changed one counts too. dir/name, or path alone. */
-static void trust_add_file(struct plan_trust *t, const char *kind, const char *dir,
-                           const char *name)
-{
-        _cleanup_free_ char *path = NULL, *buf = NULL;
-        struct cs_error ignored;
-        struct stat st;
-        char target[PATH_MAX];
-        ssize_t n;
-
-        if (name ? join(&path, dir, name) < 0 : !(path = strdup(dir)))
-                return;
-        if (lstat(path, &st) < 0)
-                return;
-        if (S_ISLNK(st.st_mode) && (n = readlink(path, target, sizeof(target) - 1)) >= 0) {
-                target[n] = '\0';
-                cJSON *v = cJSON_CreateString(target);
-                trust_add(t, kind, path, v);
-                cJSON_Delete(v);
-                return;
-        }
-        if (S_ISREG(st.st_mode) &&
-            cs_read_file_at(AT_FDCWD, path, TRUST_FILE_MAX, true, &buf, NULL, &ignored) == 0) {
-                cJSON *v = cJSON_CreateString(buf);
-                trust_add(t, kind, path, v);
-                cJSON_Delete(v);
-                return;
-        }
-        trust_add(t, kind, path, NULL);
-}
-
-static int trust_track_git_dir(struct plan *p, const char *git_dir)
-{
-        char **n = realloc(p->git_dirs, (p->n_git_dirs + 1) * sizeof(*n));
-
-        if (!n)
-                return -ENOMEM;
-        p->git_dirs = n;
-        p->git_dirs[p->n_git_dirs] = strdup(git_dir);
-        if (!p->git_dirs[p->n_git_dirs])
-                return -ENOMEM;
-        p->n_git_dirs++;
-        return 0;
-}
-
-static void trust_servers(struct plan_trust *t, const char *scope, const cJSON *servers)
-{
-        const cJSON *e;
-
-        if (!cJSON_IsObject(servers))
-                return;
-        cJSON_ArrayForEach(e, servers)
-        {
-                char kind[PATH_MAX + 32];
-
-                snprintf(kind, sizeof(kind), "MCP server (%s)", scope);
-                trust_add(t, kind, e->string, e);
-        }
-}
-
-/* §6.4: what in the profile and the work tree makes the host run something. */
-static void trust_snapshot(struct plan *p, struct plan_trust *t)
-{
-        _cleanup_free_ char *raw = NULL;
-        struct cs_error ignored;
-        cJSON *j = NULL, *e, *projects;
-
-        memset(t, 0, sizeof(*t));
-        if (cs_read_file_at(p->profile.dir_fd, ".claude.json", CLAUDE_JSON_MAX, true, &raw, NULL,
-                            &ignored) == 0)
-                j = cJSON_Parse(raw);
-        if (cJSON_IsObject(j)) {
-                trust_servers(t, "user", cJSON_GetObjectItemCaseSensitive(j, "mcpServers"));
-                projects = cJSON_GetObjectItemCaseSensitive(j, "projects");
-                if (cJSON_IsObject(projects))
-                        cJSON_ArrayForEach(e, projects)
-                        {
-                                const cJSON *en;
-
-                                trust_servers(t, e->string,
-                                              cJSON_GetObjectItemCaseSensitive(e, "mcpServers"));
-                                en = cJSON_GetObjectItemCaseSensitive(e, "enabledMcpjsonServers");
-                                if (cJSON_IsArray(en)) {
-                                        const cJSON *x;
-
-                                        cJSON_ArrayForEach(x, en) if (cJSON_IsString(x)) trust_add(
-                                            t, "approved .mcp.json server", x->valuestring, NULL);
-                                }
-                                if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-                                        e, "enableAllProjectMcpServers")))
-                                        trust_add(t, "all .mcp.json servers approved for",
-                                                  e->string, NULL);
-                        }
-                e = cJSON_GetObjectItemCaseSensitive(j, "enabledMcpjsonServers");
-                if (cJSON_IsArray(e)) {
-                        const cJSON *x;
-
-                        cJSON_ArrayForEach(x, e) if (cJSON_IsString(x))
-                            trust_add(t, "approved .mcp.json server", x->valuestring, NULL);
-                }
-                if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "enableAllProjectMcpServers")))
-                        trust_add(t, "all .mcp.json servers approved", "", NULL);
-        }
-        cJSON_Delete(j);
-        for (size_t i = 0; i < p->n_local_settings; i++)
-                if (p->local_settings[i])
-                        trust_add_file(t, "settings.local.json", p->local_settings[i], NULL);
-        /* What makes the host's git take another git dir (and so another config and hooks). */
-        for (size_t i = 0; i < p->n_git_dirs; i++)
-                trust_add_file(t, "git commondir in", p->git_dirs[i], "commondir");
-        if (p->work_root) {
-                _cleanup_free_ char *dotgit = NULL;
-
-                if (join(&dotgit, p->work_root, ".git") == 0)
-                        trust_add_file(t, "git dir link", dotgit, NULL);
-        }
-        trust_snapshot_watch(t, &p->profile, &p->watch);
-}
-
-static void neutralise(char *s)
-{
-        for (; *s; s++)
-                if (!isprint((unsigned char)*s))
-                        *s = '?';
-}
-
-char *plan_trust_report(struct plan *p)
-{
-        struct plan_trust after;
-        char *out = NULL;
-        size_t len = 0;
-        FILE *f;
-
-        trust_snapshot(p, &after);
-        f = open_memstream(&out, &len);
-        if (!f) {
-                trust_free(&after);
-                return NULL;
-        }
-        for (size_t i = 0; i < after.n; i++) {
-                bool seen = false;
-                char *kind, *name, *tab;
-
-                for (size_t k = 0; k < p->trust_before.n && !seen; k++)
-                        seen = strcmp(after.items[i], p->trust_before.items[k]) == 0;
-                if (seen)
-                        continue;
-                kind = after.items[i];
-                tab = strchr(kind, '\t');
-                *tab = '\0';
-                name = tab + 1;
-                tab = strchr(name, '\t');
-                *tab = '\0';
-                neutralise(kind);
-                neutralise(name);
-                fprintf(f, "  %s: %s\n", kind, name);
-        }
-        fclose(f);
-        trust_free(&after);
-        if (len == 0) {
-                free(out);
-                return NULL;
-        }
-        char *msg = NULL;
-        if (asprintf(&msg,
-                     "Warning: the sandboxed session added or changed what claude runs on the "
-                     "host:\n%sThe MCP entries are in %s/.claude.json. Check these before "
-                     "running claude or git on the host with this profile or in this project.",
-                     out, p->profile.dir) < 0)
-                msg = NULL;
-        free(out);
-        return msg;
 }
 
 /* An earlier session's report waits until the user accepts it (policy/trust.c). */
@@ -968,7 +589,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         /* #3 the chrome mask over a profile chrome/ made on the host when missing. */
         if (r >= 0)
                 r = chrome_check(p, err);
-        if (r >= 0 && ensure_host_dir(p->profile.dir_fd, "chrome")) {
+        if (r >= 0 && plan_ensure_host_dir(p->profile.dir_fd, "chrome")) {
                 r = stage_chrome(&p->profile, &chrome, err);
                 if (r >= 0)
                         r = add_bind_state(p, chrome, PLAN_CONFIG "/chrome", 0, err);
@@ -983,7 +604,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         if (r >= 0 && w.common_dir && w.common_outside && w.n_git_dirs) {
                 int fd = fcntl(w.git_dir_fds[0], F_DUPFD_CLOEXEC, 3);
 
-                r = add_bind_fd(s, &fd, w.common_dir, w.common_dir, 0, err);
+                r = plan_bind_fd(s, &fd, w.common_dir, w.common_dir, 0, err);
         }
         p->work_root = strdup(w.root);
         if (r >= 0)
@@ -1016,7 +637,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                                   req->name, c->claude_bin);
         }
         if (r >= 0 && claude) {
-                r = add_bind_host(s, claude, PLAN_CLAUDE, SPEC_MOUNT_RO, err);
+                r = plan_bind_host(s, claude, PLAN_CLAUDE, SPEC_MOUNT_RO, err);
                 if (r >= 0)
                         r = spec_env_set(s, "DISABLE_AUTOUPDATER", "1", false, err);
         }
@@ -1043,8 +664,8 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         if (r >= 0)
                 r = stage_git_identity(c, w.cwd, &identity, err);
         if (r >= 0 && identity) {
-                r = add_bind_host(s, identity, PLAN_HOME "/.gitconfig-identity", SPEC_MOUNT_RO,
-                                  err);
+                r = plan_bind_host(s, identity, PLAN_HOME "/.gitconfig-identity", SPEC_MOUNT_RO,
+                                   err);
                 if (r >= 0)
                         r = spec_env_set(s, "GIT_CONFIG_GLOBAL", PLAN_HOME "/.gitconfig-identity",
                                          false, err);
@@ -1071,7 +692,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         if (r < 0)
                 goto out;
         spec_sort_mounts(s);
-        trust_snapshot(p, &p->trust_before);
+        plan_trust_snapshot(p, &p->trust_before);
 out:
         for (size_t i = 0; i < n_mcp; i++)
                 free(mcp[i]);

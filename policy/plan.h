@@ -6,6 +6,7 @@
 
 #include "../image/store.h"
 #include "../spec/spec.h"
+#include "bind.h"
 #include "profile.h"
 #include "stage.h"
 #include "trust.h"
@@ -49,11 +50,6 @@ struct plan {
  * dir; <profile>/.env, settings.json and chrome/ and a missing <gitdir>/hooks created as
  * the reference creates them) and nothing else. */
 int plan_build(const struct plan_request *req, struct plan *ret, struct cs_error *err);
-/* The one way policy binds a host object: src, below anchor (verified fd anchor_fd), opened
- * once with no symlink, magic link or ".." on the way, its type and owner checked on the fd,
- * which the spec then owns. A missing SPEC_MOUNT_OPTIONAL source is skipped. */
-int plan_bind_at(struct sandbox_spec *s, int anchor_fd, const char *anchor, const char *src,
-                 const char *dst, unsigned flags, struct cs_error *err);
 void plan_free(struct plan *p);
 
 /* The §6.4 report: what the session added or changed, as lines with names neutralised

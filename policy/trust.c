@@ -4,6 +4,7 @@
  * until the user accepts it (trust_pending_*). Everything read here may have been written
  * by a session: opened by fd below a verified dir, never through a link, every size bounded. */
 #include "trust.h"
+#include "trust_util.h"
 
 #include "plan.h"
 #include "profile.h"
@@ -30,15 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SETTINGS_FILE_MAX (4u << 20)
 #define INDEX_MAX         ((size_t)256 << 20)
 #define INDEX_ENTRIES_MAX (16u << 20)
 #define WALK_ENTRIES_MAX  2000000u
 #define WALK_DEPTH_MAX    128
 #define HOOKS_MAX         256
-#define PENDING_MAX       64
-#define PENDING_FILE_MAX  (256u << 10)
-#define PENDING_DIR       "trust-pending"
 
 /* ---- items ---- */
 
@@ -122,353 +119,14 @@ static char *path_value(int base, const char *rel)
         return entry_value(pfd, slash ? slash + 1 : rel);
 }
 
-/* ---- read-only inside ---- */
-
-static int list_add_unique(char ***list, size_t *n, const char *s)
-{
-        char **nl;
-
-        for (size_t i = 0; i < *n; i++)
-                if (strcmp((*list)[i], s) == 0)
-                        return 0;
-        nl = realloc(*list, (*n + 1) * sizeof(*nl));
-        if (!nl)
-                return -ENOMEM;
-        *list = nl;
-        if (!(nl[*n] = strdup(s)))
-                return -ENOMEM;
-        (*n)++;
-        return 1;
-}
-
-/* A read-only bind of base/rel over itself (base_fd: base, verified), unless something is
- * mounted at dest already. The source is opened once beneath base_fd, like every bind. */
-static int protect_bind(struct sandbox_spec *s, int base_fd, const char *base, const char *rel,
-                        const char *dest_base, struct cs_error *err)
-{
-        _cleanup_free_ char *src = NULL, *dst = NULL;
-
-        if (asprintf(&src, "%s/%s", base, rel) < 0 || asprintf(&dst, "%s/%s", dest_base, rel) < 0)
-                return cs_error_set(err, ENOMEM, "protect %s", rel);
-        for (size_t i = 0; i < s->n_mounts; i++)
-                if (strcmp(s->mounts[i].dest, dst) == 0)
-                        return 0;
-        return plan_bind_at(s, base_fd, base, src, dst, SPEC_MOUNT_RO, err);
-}
-
-/* Collapse "//", "." and ".." in an absolute path, in place. */
-static void path_normalise(char *path)
-{
-        char *out = path, *in = path;
-
-        while (*in) {
-                while (*in == '/')
-                        in++;
-                if (!*in)
-                        break;
-                if (in[0] == '.' && (in[1] == '/' || !in[1])) {
-                        in++;
-                        continue;
-                }
-                if (in[0] == '.' && in[1] == '.' && (in[2] == '/' || !in[2])) {
-                        in += 2;
-                        while (out > path && *--out != '/')
-                                ;
-                        continue;
-                }
-                *out++ = '/';
-                while (*in && *in != '/')
-                        *out++ = *in++;
-        }
-        if (out == path)
-                *out++ = '/';
-        *out = '\0';
-}
-
 /* The part of path below dir, or NULL when it is not below it. */
-static const char *below(const char *path, const char *dir)
+const char *trust_path_below(const char *path, const char *dir)
 {
         size_t n = strlen(dir);
 
         if (n > 1 && strncmp(path, dir, n) == 0 && path[n] == '/' && path[n + 1])
                 return path + n + 1;
         return NULL;
-}
-
-struct protect_ctx {
-        struct sandbox_spec *s;
-        const struct profile *p;
-        struct trust_watch *w;
-        const char *home, *config_dest;
-        char *profile_norm, *profile_real; /* the profile dir as named, normalised; resolved */
-        int root_fd;
-};
-
-/* One path a command names: watched, and read-only inside when it is a regular file now. */
-static int protect_path(struct protect_ctx *x, char *path, struct cs_error *err)
-{
-        const char *rel;
-        struct stat st;
-        bool in_profile;
-        int base, r;
-
-        path_normalise(path);
-        rel = x->profile_norm ? below(path, x->profile_norm) : NULL;
-        if (!rel && x->profile_real)
-                rel = below(path, x->profile_real);
-        in_profile = rel != NULL;
-        if (!rel)
-                rel = below(path, x->w->work_root);
-        if (!rel)
-                return 0;
-        base = in_profile ? x->p->dir_fd : x->root_fd;
-        r = in_profile ? list_add_unique(&x->w->profile_files, &x->w->n_profile_files, rel)
-                       : list_add_unique(&x->w->tree_files, &x->w->n_tree_files, rel);
-        if (r < 0)
-                return cs_error_set(err, ENOMEM, "watch %s", path);
-        {
-                _cleanup_free_ char *parent = strdup(rel);
-                _cleanup_close_ int pfd = -1;
-                char *slash = parent ? strrchr(parent, '/') : NULL;
-
-                if (!parent)
-                        return cs_error_set(err, ENOMEM, "watch %s", path);
-                if (slash)
-                        *slash = '\0';
-                pfd = base >= 0 ? cs_open_beneath(base, slash ? parent : "", O_PATH | O_DIRECTORY)
-                                : -1;
-                if (pfd < 0 ||
-                    fstatat(pfd, slash ? slash + 1 : rel, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-                    !S_ISREG(st.st_mode))
-                        return 0;
-        }
-        return protect_bind(x->s, base, in_profile ? x->p->dir : x->w->work_root, rel,
-                            in_profile ? x->config_dest : x->w->work_root, err);
-}
-
-/* Each word of a shell command that names a path: absolute, ~/, $HOME/, $CLAUDE_CONFIG_DIR/
- * (the profile on the host), $CLAUDE_PROJECT_DIR/ or relative (both: the work tree, where
- * claude runs its commands). Quotes are dropped, not split at: "$CLAUDE_PROJECT_DIR"/x. */
-static int protect_command(struct protect_ctx *x, const char *cmd, struct cs_error *err)
-{
-        static const struct {
-                const char *var;
-                int base; /* 0 home, 1 profile, 2 work root */
-        } vars[] = {
-            {"$HOME", 0},
-            {"${HOME}", 0},
-            {"~", 0},
-            {"$CLAUDE_CONFIG_DIR", 1},
-            {"${CLAUDE_CONFIG_DIR}", 1},
-            {"$CLAUDE_PROJECT_DIR", 2},
-            {"${CLAUDE_PROJECT_DIR}", 2},
-        };
-        size_t len = strlen(cmd);
-        _cleanup_free_ char *word = malloc(len + 1);
-        int r = 0;
-
-        if (!word)
-                return cs_error_set(err, ENOMEM, "read a command");
-        for (size_t i = 0; i <= len && r >= 0;) {
-                size_t n = 0;
-
-                for (; i < len; i++) {
-                        unsigned char ch = (unsigned char)cmd[i];
-
-                        if (ch == '"' || ch == '\'' || ch == '\\')
-                                continue;
-                        if (!isalnum(ch) && !strchr("_./~${}-+,:@%", ch))
-                                break;
-                        word[n++] = (char)ch;
-                }
-                word[n] = '\0';
-                i++;
-                if (n == 0 || !strchr(word, '/'))
-                        continue;
-                {
-                        const char *rest = word, *prefix = "";
-                        _cleanup_free_ char *path = NULL;
-
-                        for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
-                                size_t vl = strlen(vars[v].var);
-
-                                if (strncmp(word, vars[v].var, vl) == 0 && word[vl] == '/') {
-                                        rest = word + vl;
-                                        prefix = vars[v].base == 0   ? x->home
-                                                 : vars[v].base == 1 ? x->p->dir
-                                                                     : x->w->work_root;
-                                        break;
-                                }
-                        }
-                        if (rest == word && word[0] != '/') {
-                                if (strchr(word, '$') || word[0] == '~')
-                                        continue;
-                                prefix = x->w->work_root;
-                                if (asprintf(&path, "%s/%s", prefix, word) < 0)
-                                        path = NULL;
-                        } else if (asprintf(&path, "%s%s", prefix, rest) < 0) {
-                                path = NULL;
-                        }
-                        if (!path)
-                                return cs_error_set(err, ENOMEM, "read a command");
-                        r = protect_path(x, path, err);
-                }
-        }
-        return r;
-}
-
-static int protect_string(struct protect_ctx *x, const cJSON *v, struct cs_error *err)
-{
-        return cJSON_IsString(v) ? protect_command(x, v->valuestring, err) : 0;
-}
-
-/* The commands a settings file makes claude run on the host. */
-static int protect_settings(struct protect_ctx *x, int dirfd, const char *path,
-                            struct cs_error *err)
-{
-        static const char *const helpers[] = {"apiKeyHelper", "awsAuthRefresh",
-                                              "awsCredentialExport", "otelHeadersHelper"};
-        _cleanup_free_ char *raw = NULL;
-        struct cs_error ignored;
-        const cJSON *events, *ev, *group, *h;
-        size_t len;
-        cJSON *j;
-        int r = 0;
-
-        if (cs_read_file_at(dirfd, path, SETTINGS_FILE_MAX, true, &raw, &len, &ignored) < 0)
-                return 0;
-        j = cJSON_ParseWithLength(raw, len);
-        if (!cJSON_IsObject(j)) {
-                cJSON_Delete(j);
-                return 0;
-        }
-        events = cJSON_GetObjectItemCaseSensitive(j, "hooks");
-        /* Any container's members: a hook in an odd place is protected all the same. */
-        cJSON_ArrayForEach(ev, events)
-        {
-                cJSON_ArrayForEach(group, ev)
-                {
-                        const cJSON *hs = cJSON_GetObjectItemCaseSensitive(group, "hooks");
-
-                        cJSON_ArrayForEach(h, hs)
-                        {
-                                if (r >= 0)
-                                        r = protect_string(
-                                            x, cJSON_GetObjectItemCaseSensitive(h, "command"), err);
-                        }
-                }
-        }
-        if (r >= 0)
-                r = protect_string(
-                    x,
-                    cJSON_GetObjectItemCaseSensitive(
-                        cJSON_GetObjectItemCaseSensitive(j, "statusLine"), "command"),
-                    err);
-        for (size_t i = 0; r >= 0 && i < sizeof(helpers) / sizeof(helpers[0]); i++)
-                r = protect_string(x, cJSON_GetObjectItemCaseSensitive(j, helpers[i]), err);
-        cJSON_Delete(j);
-        return r;
-}
-
-/* A linked worktree's own git dir, <common>/worktrees/NAME, where its index is: NAME from
- * the work tree's .git file, accepted only when that dir's gitdir points back at it. */
-static char *linked_index_dir(const struct worktree *wt)
-{
-        _cleanup_free_ char *dotgit = NULL, *back = NULL, *want = NULL, *rel = NULL;
-        _cleanup_close_ int common = -1, wd = -1;
-        struct cs_error ignored;
-        size_t len;
-        char *name;
-
-        if (asprintf(&want, "%s/.git", wt->root) < 0 ||
-            cs_read_file_at(AT_FDCWD, want, 4096, true, &dotgit, &len, &ignored) < 0)
-                return NULL;
-        while (len > 0 && (dotgit[len - 1] == '\n' || dotgit[len - 1] == '/'))
-                dotgit[--len] = '\0';
-        name = strrchr(dotgit, '/');
-        if (!name || !name[1] || name[1] == '.' || asprintf(&rel, "worktrees/%s", name + 1) < 0)
-                return NULL;
-        common = open(wt->common_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        wd = common >= 0 ? cs_open_beneath(common, rel, O_PATH | O_DIRECTORY) : -1;
-        if (wd < 0 || cs_read_file_at(wd, "gitdir", 4096, true, &back, &len, &ignored) < 0)
-                return NULL;
-        while (len > 0 && back[len - 1] == '\n')
-                back[--len] = '\0';
-        return strcmp(back, want) == 0 ? cs_take_ptr(&rel) : NULL;
-}
-
-int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const struct profile *p,
-                  const char *config_dest, const struct worktree *wt, struct trust_watch *w,
-                  struct cs_error *err)
-{
-        /* What claude on the host runs from the profile by itself; commands and skills are
-         * watched so that a retargeted link shows (their real dirs are prompts, not code). */
-        static const char *const fixed[] = {"hooks", "statusline.sh", "plugins", "commands",
-                                            "skills"};
-        struct protect_ctx x = {.s = s, .p = p, .w = w, .home = c->home, .root_fd = -1};
-        _cleanup_free_ char *shared = NULL;
-        int r = 0;
-
-        w->work_root = strdup(wt->root);
-        if (!w->work_root)
-                return cs_error_set(err, ENOMEM, "watch %s", wt->root);
-        if (wt->common_dir && !wt->common_outside &&
-            asprintf(&w->git_dir, "%s/.git", wt->root) >= 0 &&
-            strcmp(w->git_dir, wt->common_dir) == 0) {
-                w->git_inside = true;
-                w->index_dir = strdup("");
-        } else if (wt->common_dir && wt->common_outside) {
-                free(w->git_dir);
-                w->git_dir = strdup(wt->common_dir);
-                w->index_dir = linked_index_dir(wt);
-        } else {
-                free(w->git_dir);
-                w->git_dir = NULL;
-        }
-        if (list_add_unique(&w->tree_files, &w->n_tree_files, ".claude/settings.json") < 0)
-                return cs_error_set(err, ENOMEM, "watch %s", wt->root);
-        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && r >= 0; i++) {
-                struct stat st;
-
-                if (list_add_unique(&w->profile_files, &w->n_profile_files, fixed[i]) < 0)
-                        return cs_error_set(err, ENOMEM, "watch %s", fixed[i]);
-                if (i < 3 && fstatat(p->dir_fd, fixed[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-                        r = protect_bind(s, p->dir_fd, p->dir, fixed[i], config_dest, err);
-        }
-        if (r < 0)
-                return r;
-        x.config_dest = config_dest;
-        x.profile_real = realpath(p->dir, NULL);
-        x.profile_norm = strdup(p->dir);
-        if (x.profile_norm)
-                path_normalise(x.profile_norm);
-        x.root_fd = open(w->work_root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (asprintf(&shared, "%s/shared-settings.json", c->profiles_base) < 0)
-                r = cs_error_set(err, ENOMEM, "shared settings");
-        if (r >= 0)
-                r = protect_settings(&x, p->dir_fd, "settings.json", err);
-        if (r >= 0)
-                r = protect_settings(&x, AT_FDCWD, shared, err);
-        free(x.profile_real);
-        free(x.profile_norm);
-        if (x.root_fd >= 0)
-                close(x.root_fd);
-        return r;
-}
-
-void trust_watch_free(struct trust_watch *w)
-{
-        for (size_t i = 0; i < w->n_profile_files; i++)
-                free(w->profile_files[i]);
-        for (size_t i = 0; i < w->n_tree_files; i++)
-                free(w->tree_files[i]);
-        free(w->profile_files);
-        free(w->tree_files);
-        free(w->work_root);
-        free(w->git_dir);
-        free(w->index_dir);
-        memset(w, 0, sizeof(*w));
 }
 
 /* ---- the git index ---- */
@@ -649,7 +307,7 @@ static struct dirent *walk_next(struct walk *w, DIR *d, int depth)
         return NULL;
 }
 
-static DIR *walk_open(int dirfd, const char *name)
+DIR *trust_dir_open(int dirfd, const char *name)
 {
         int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -712,7 +370,7 @@ static void walk_nested(struct walk *w, DIR *d, const char *path, int depth)
                         }
                         trust_add_text(w->t, "nested git repository", child, v);
                 } else {
-                        _cleanup_closedir_ DIR *sub = walk_open(dirfd(d), de->d_name);
+                        _cleanup_closedir_ DIR *sub = trust_dir_open(dirfd(d), de->d_name);
 
                         if (sub)
                                 walk_nested(w, sub, child, depth + 1);
@@ -732,7 +390,7 @@ static DIR *git_subdir(struct plan_trust *t, int dirfd, const char *name, const 
                 trust_add_text(t, "link that git follows in a git dir", path, v);
                 return NULL;
         }
-        return walk_open(dirfd, name);
+        return trust_dir_open(dirfd, name);
 }
 
 /* Every git dir below <git dir>/modules (HEAD in it), and those below its own modules/. */
@@ -827,15 +485,15 @@ void trust_snapshot_watch(struct plan_trust *t, const struct profile *p,
                         trust_add_text(t, "git .gitmodules", path, v);
         }
         {
-                _cleanup_closedir_ DIR *d = walk_open(root, ".");
+                _cleanup_closedir_ DIR *d = trust_dir_open(root, ".");
 
                 if (d)
                         walk_nested(&walk, d, w->work_root, 0);
         }
         if (w->git_dir) {
                 /* Each git dir is bound on itself during a session: the same dir after it. */
-                _cleanup_closedir_ DIR *gd =
-                    w->git_inside ? walk_open(root, ".git") : walk_open(AT_FDCWD, w->git_dir);
+                _cleanup_closedir_ DIR *gd = w->git_inside ? trust_dir_open(root, ".git")
+                                                           : trust_dir_open(AT_FDCWD, w->git_dir);
                 _cleanup_free_ char *mpath = NULL, *wtpath = NULL;
                 _cleanup_closedir_ DIR *mods = NULL, *wts = NULL;
                 _cleanup_close_ int index_dir =
@@ -873,177 +531,4 @@ void trust_snapshot_watch(struct plan_trust *t, const struct profile *p,
         if (walk.truncated)
                 trust_add_text(t, "work tree too large to check whole for repositories",
                                w->work_root, NULL);
-}
-
-/* ---- the review a later launch waits for ---- */
-
-static int pending_dir(const struct profile *p, struct cs_error *err)
-{
-        int dfd;
-
-        if (p->state_fd < 0)
-                return cs_error_setx(err, EBADF, "no state dir for profile %s", p->name);
-        if (mkdirat(p->state_fd, PENDING_DIR, 0700) < 0 && errno != EEXIST)
-                return cs_error_set(err, errno, "create %s/%s", p->state_dir, PENDING_DIR);
-        dfd = openat(p->state_fd, PENDING_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return cs_error_set(err, errno, "open %s/%s", p->state_dir, PENDING_DIR);
-        return dfd;
-}
-
-static void now_text(char when[32], struct timespec *ret_now)
-{
-        struct tm tm;
-
-        clock_gettime(CLOCK_REALTIME, ret_now);
-        gmtime_r(&ret_now->tv_sec, &tm);
-        strftime(when, 32, "%Y-%m-%d %H:%M:%S UTC", &tm);
-}
-
-int trust_pending_add(const struct profile *p, const char *work_root, const char *report,
-                      struct cs_error *err)
-{
-        _cleanup_close_ int dfd = pending_dir(p, err);
-        _cleanup_free_ char *text = NULL;
-        struct timespec now;
-        char name[64], when[32];
-
-        if (dfd < 0)
-                return dfd;
-        now_text(when, &now);
-        snprintf(name, sizeof(name), "%lld.%09ld-%d", (long long)now.tv_sec, now.tv_nsec,
-                 (int)getpid());
-        if (asprintf(&text, "After the session in %s that ended %s:\n%s\n", work_root, when,
-                     report) < 0)
-                return cs_error_set(err, ENOMEM, "record the trust report");
-        return cs_write_file_once(dfd, name, text, strlen(text), 0600, err);
-}
-
-/* This boot's id and a process's start time (field 22 of /proc/PID/stat): together with the
- * pid they name one process, whatever reuses the pid later. */
-static bool process_identity(pid_t pid, char boot[40], unsigned long long *ret_start)
-{
-        _cleanup_free_ char *b = NULL, *stat = NULL;
-        struct cs_error ignored;
-        char path[64];
-        const char *f;
-        size_t len;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        if (cs_read_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, true, &b, &len,
-                            &ignored) < 0 ||
-            len < 36 || cs_read_file_at(AT_FDCWD, path, 4096, true, &stat, NULL, &ignored) < 0)
-                return false;
-        memcpy(boot, b, 36);
-        boot[36] = '\0';
-        f = strrchr(stat, ')');
-        for (int field = 2; f && field < 22; field++)
-                f = strchr(f + 1, ' ');
-        return f && sscanf(f, " %llu", ret_start) == 1;
-}
-
-int trust_session_begin(const struct profile *p, const char *work_root, char **ret_name,
-                        struct cs_error *err)
-{
-        _cleanup_close_ int dfd = pending_dir(p, err);
-        _cleanup_free_ char *text = NULL;
-        unsigned long long start;
-        struct timespec now;
-        char boot[40], when[32];
-
-        *ret_name = NULL;
-        if (dfd < 0)
-                return dfd;
-        if (!process_identity(getpid(), boot, &start))
-                return cs_error_setx(err, ENOENT, "cannot read this process's start time");
-        now_text(when, &now);
-        if (asprintf(ret_name, "running-%d-%llu-%s", (int)getpid(), start, boot) < 0 ||
-            asprintf(&text,
-                     "A session in %s that started %s ended before csandbox could check what "
-                     "it left (csandbox was killed, or the machine stopped). Check yourself, "
-                     "before running git or claude there: any .git below %s, new dirs in its "
-                     ".git/modules, gitlinks in its index (git ls-files -s | grep ^160000), "
-                     ".gitmodules, and the profile's hooks, scripts and .claude.json.\n",
-                     work_root, when, work_root) < 0) {
-                free(*ret_name);
-                *ret_name = NULL;
-                return cs_error_set(err, ENOMEM, "record the session");
-        }
-        return cs_write_file_once(dfd, *ret_name, text, strlen(text), 0600, err);
-}
-
-void trust_session_end(const struct profile *p, const char *name)
-{
-        _cleanup_close_ int dfd = -1;
-
-        if (!name || p->state_fd < 0)
-                return;
-        dfd = openat(p->state_fd, PENDING_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd >= 0)
-                (void)unlinkat(dfd, name, 0);
-}
-
-/* A running-PID-START-BOOT record whose process is still there: its session goes on. */
-static bool session_alive(const char *name)
-{
-        unsigned long long start, now_start;
-        char boot[40], now_boot[40];
-        int pid;
-
-        if (sscanf(name, "running-%d-%llu-%39s", &pid, &start, boot) != 3)
-                return false;
-        return process_identity(pid, now_boot, &now_start) && start == now_start &&
-               strcmp(boot, now_boot) == 0;
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-        return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int trust_pending_take(const struct profile *p, bool accept, char **ret, struct cs_error *err)
-{
-        _cleanup_closedir_ DIR *d = NULL;
-        char *names[PENDING_MAX], *out = NULL;
-        size_t n = 0, len = 0;
-        struct dirent *de;
-        FILE *f;
-        int r = 0;
-
-        *ret = NULL;
-        d = p->state_fd >= 0 ? walk_open(p->state_fd, PENDING_DIR) : NULL;
-        if (!d)
-                return 0;
-        while ((de = readdir(d)) && n < PENDING_MAX)
-                if (de->d_name[0] != '.' && !session_alive(de->d_name) &&
-                    (names[n] = strdup(de->d_name)))
-                        n++;
-        if (n == 0)
-                return 0;
-        qsort(names, n, sizeof(names[0]), name_cmp);
-        f = open_memstream(&out, &len);
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *text = NULL;
-                struct cs_error ignored;
-
-                if (f && cs_read_file_at(dirfd(d), names[i], PENDING_FILE_MAX, true, &text, NULL,
-                                         &ignored) == 0)
-                        fputs(text, f);
-                /* Only what was listed goes: a report that lands meanwhile stays. */
-                if (accept && unlinkat(dirfd(d), names[i], 0) < 0 && errno != ENOENT && r == 0)
-                        r = cs_error_set(err, errno, "remove %s/%s/%s", p->state_dir, PENDING_DIR,
-                                         names[i]);
-                free(names[i]);
-        }
-        if (!f)
-                return cs_error_set(err, ENOMEM, "read the trust reports");
-        fclose(f);
-        if (r < 0 || len == 0) {
-                free(out);
-                return r;
-        }
-        while (len > 0 && out[len - 1] == '\n')
-                out[--len] = '\0';
-        *ret = out;
-        return 0;
 }

@@ -63,7 +63,7 @@ static void child_main(const struct sandbox_spec *s, const struct net_helper *ne
                         "engine's seccomp profile does without CAP_SYS_ADMIN; the sandbox keeps "
                         "the outer hostname\n",
                         strerror(errno));
-        if (mounts_prepare(s, &err) < 0 || mounts_setup(s, &err) < 0) {
+        if (mounts_setup(s, &err) < 0) {
                 if (err.err == EPERM)
                         diagnose_setup(&err);
                 runner_child_fail(errfd, &err);

@@ -63,8 +63,7 @@ int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err)
 int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err);
 
 /* Child side, before anything is mounted: clone every host path the spec binds (so a
- * later tmpfs cannot hide it). Then assemble the new root and pivot into it. */
-int mounts_prepare(const struct sandbox_spec *s, struct cs_error *err);
+ * later tmpfs cannot hide it), then assemble the new root and pivot into it. */
 int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
 
 enum net_helper_kind { NET_HELPER_PASTA, NET_HELPER_SLIRP4NETNS };

@@ -1,0 +1,24 @@
+/* How policy hands the runner a host object: opened once, by fd, below a verified anchor,
+ * its type and owner checked on the fd, which the spec then owns. */
+#pragma once
+#include "../spec/spec.h"
+
+struct cs_error;
+
+/* path's part below anchor ("" for anchor itself), or NULL when it is not below it. */
+const char *plan_path_below(const char *anchor, const char *path);
+/* *fd (taken: closed on every path) checked (a directory or a regular file, the caller's or
+ * root's) and added to the spec as a bind of src at dst. */
+int plan_bind_fd(struct sandbox_spec *s, int *fd, const char *src, const char *dst, unsigned flags,
+                 struct cs_error *err);
+/* The one way policy binds a host object: src, below anchor (verified fd anchor_fd), opened
+ * once with no symlink, magic link or ".." on the way, its type and owner checked on the fd,
+ * which the spec then owns. A missing SPEC_MOUNT_OPTIONAL source is skipped. */
+int plan_bind_at(struct sandbox_spec *s, int anchor_fd, const char *anchor, const char *src,
+                 const char *dst, unsigned flags, struct cs_error *err);
+/* A host path no session can write: its links resolved once, the result opened from /. */
+int plan_bind_host(struct sandbox_spec *s, const char *src, const char *dst, unsigned flags,
+                   struct cs_error *err);
+/* mkdirat name below dirfd when missing, then checked on what is there: 1 when it is a real
+ * directory of the caller's now, 0 otherwise. */
+int plan_ensure_host_dir(int dirfd, const char *name);

@@ -1,0 +1,21 @@
+/* The briefing claude gets as its system prompt addition (reference §2): what the sandbox
+ * is, what persists and what does not, and what to do when it blocks something. */
+#include "briefing.h"
+
+const char plan_briefing[] =
+    "You are running inside csandbox, an ephemeral sandbox built from Linux namespaces "
+    "(not a VM and not a container engine): your own user, mount, pid, ipc, uts and "
+    "network namespaces, no capabilities, a seccomp filter, and no sudo. The host "
+    "filesystem is visible only where it is mounted: the working directory's git work "
+    "tree (and its git dir), the profile's Claude config at ~/.claude, and a few "
+    "read-only files; everything else is the host's root read-only or an image, and "
+    "changes outside those mounts vanish when the session ends, while changes under "
+    "them persists on the host. The files the host runs commands from are protected: "
+    ".git/config is read-only, so git push -u, git branch -u, git remote add and git "
+    "config cannot save; prefer git push origin HEAD. .git/hooks, the profile's "
+    "settings.json and .claude/settings.local.json are copies that are discarded at "
+    "the end. There is no root inside, so install tools into your home (for example "
+    "with pip install --user, npm install --prefix ~/.local, or uv tool install) "
+    "rather than with a package manager; containers you start that write into the "
+    "repository should run with --user \"$(id -u):$(id -g)\". When the sandbox blocks "
+    "something you need, ask the user instead of working around it.";

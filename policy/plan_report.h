@@ -1,0 +1,10 @@
+/* The after-session trust report (reference §6.4): what in the profile and the work tree
+ * makes the host run something, recorded before the launch and compared after it. Internal
+ * to the plan (plan_trust_report in plan.h is the public end). */
+#pragma once
+#include "plan.h"
+
+/* Record what the trust report watches now into *t (zeroed first). */
+void plan_trust_snapshot(struct plan *p, struct plan_trust *t);
+/* Watch git_dir's commondir in the report. */
+int plan_track_git_dir(struct plan *p, const char *git_dir);

@@ -1,0 +1,150 @@
+/* §2.10: the git identity (user.name, user.email) the host's git gives for cwd, written as
+ * a gitconfig the sandbox includes. */
+#include "stage.h"
+#include "stage_util.h"
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "common/sha256.h"
+#include "policy/profile.h"
+#include "policy/settings.h"
+#include "policy/worktree.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SANDBOX_GITCONFIG "/home/appuser/.gitconfig"
+
+/* user.name and user.email for cwd as `git config --get` gives them (the last value of
+ * each), from one `git config -z --get-regexp`: records "key\nvalue\0". */
+static int git_identity_get(const char *cwd, char **ret_name, char **ret_email,
+                            struct cs_error *err)
+{
+        char *args[] = {"config", "-z", "--get-regexp", "^user\\.(name|email)$", NULL};
+        _cleanup_free_ char *out = NULL;
+        size_t len = 0;
+        int r;
+
+        *ret_name = *ret_email = NULL;
+        r = worktree_git(cwd, args, true, &out, &len, err);
+        if (r < 0 || !out)
+                return r;
+        for (char *rec = out; rec < out + len;) {
+                char *end = memchr(rec, '\0', (size_t)(out + len - rec));
+                char *nl = memchr(rec, '\n', end ? (size_t)(end - rec) : 0);
+                char **slot = NULL;
+
+                if (!end || !nl)
+                        break;
+                *nl = '\0';
+                if (strcmp(rec, "user.name") == 0)
+                        slot = ret_name;
+                else if (strcmp(rec, "user.email") == 0)
+                        slot = ret_email;
+                if (slot) {
+                        free(*slot);
+                        *slot = strdup(nl + 1);
+                        if (!*slot)
+                                return cs_error_set(err, ENOMEM, "git identity");
+                }
+                rec = end + 1;
+        }
+        return 0;
+}
+
+static int append_identity(char **content, const char *section, const char *name, const char *value)
+{
+        size_t n = strlen(value), o = 0;
+        _cleanup_free_ char *quoted = malloc(2 * n + 1);
+        char *next = NULL;
+
+        if (!quoted)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                /* A value from a config the work tree could have written: a newline in it
+                 * must not start a line of its own in the file we write. */
+                if (value[i] == '\n') {
+                        quoted[o++] = '\\';
+                        quoted[o++] = 'n';
+                        continue;
+                }
+                if (value[i] == '\\' || value[i] == '"')
+                        quoted[o++] = '\\';
+                quoted[o++] = value[i];
+        }
+        quoted[o] = '\0';
+        if (asprintf(&next, "%s[%s]\n\t%s = \"%s\"\n", *content, section, name, quoted) < 0)
+                return -ENOMEM;
+        free(*content);
+        *content = next;
+        return 0;
+}
+
+int stage_git_identity(const struct profile_config *c, const char *cwd, char **ret_path,
+                       struct cs_error *err)
+{
+        static const char *const keys[][2] = {{"user", "name"}, {"user", "email"}};
+        _cleanup_free_ char *content = strdup("[include]\n\tpath = " SANDBOX_GITCONFIG "\n");
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int dfd = -1;
+        char hex[17], name[32];
+        _cleanup_free_ char *name_value = NULL, *email_value = NULL;
+        bool any = false;
+        struct stat st;
+        int r;
+
+        if (!content)
+                return cs_error_set(err, ENOMEM, "git identity");
+        r = git_identity_get(cwd, &name_value, &email_value, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < 2; i++) {
+                const char *values[2] = {name_value, email_value};
+
+                if (!values[i])
+                        continue;
+                if (append_identity(&content, keys[i][0], keys[i][1], values[i]) < 0)
+                        return cs_error_set(err, ENOMEM, "git identity");
+                any = true;
+        }
+        if (!any) {
+                *ret_path = NULL;
+                return 0;
+        }
+        if (stage_sha256_hex16(content, strlen(content), hex) < 0)
+                return cs_error_setx(err, EIO, "sha256 of the git identity failed");
+        snprintf(name, sizeof(name), "identity-%s", hex);
+        if (asprintf(&dir, "%s/claude-profile/git", c->data_home) < 0)
+                return cs_error_set(err, ENOMEM, "git identity");
+        path = stage_path_join(dir, name);
+        if (!path)
+                return cs_error_set(err, ENOMEM, "git identity");
+        r = stage_open_dir_parents(dir, &dfd, err);
+        if (r < 0)
+                return r;
+        /* Content-addressed: an existing file already holds exactly this. */
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                r = cs_write_file_once(dfd, name, content, strlen(content), 0644, err);
+                if (r < 0)
+                        return r;
+        }
+        *ret_path = cs_take_ptr(&path);
+        return 0;
+}

@@ -1,0 +1,368 @@
+/* The first defence (trust_protect): the profile's scripts and what its settings make the
+ * host run are bound read-only inside, so a session cannot rewrite them. */
+#include "trust.h"
+#include "trust_util.h"
+
+#include "plan.h"
+#include "profile.h"
+#include "worktree.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+#include "../common/resolve.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SETTINGS_FILE_MAX (4u << 20)
+
+static int list_add_unique(char ***list, size_t *n, const char *s)
+{
+        char **nl;
+
+        for (size_t i = 0; i < *n; i++)
+                if (strcmp((*list)[i], s) == 0)
+                        return 0;
+        nl = realloc(*list, (*n + 1) * sizeof(*nl));
+        if (!nl)
+                return -ENOMEM;
+        *list = nl;
+        if (!(nl[*n] = strdup(s)))
+                return -ENOMEM;
+        (*n)++;
+        return 1;
+}
+
+/* A read-only bind of base/rel over itself (base_fd: base, verified), unless something is
+ * mounted at dest already. The source is opened once beneath base_fd, like every bind. */
+static int protect_bind(struct sandbox_spec *s, int base_fd, const char *base, const char *rel,
+                        const char *dest_base, struct cs_error *err)
+{
+        _cleanup_free_ char *src = NULL, *dst = NULL;
+
+        if (asprintf(&src, "%s/%s", base, rel) < 0 || asprintf(&dst, "%s/%s", dest_base, rel) < 0)
+                return cs_error_set(err, ENOMEM, "protect %s", rel);
+        for (size_t i = 0; i < s->n_mounts; i++)
+                if (strcmp(s->mounts[i].dest, dst) == 0)
+                        return 0;
+        return plan_bind_at(s, base_fd, base, src, dst, SPEC_MOUNT_RO, err);
+}
+
+/* Collapse "//", "." and ".." in an absolute path, in place. */
+static void path_normalise(char *path)
+{
+        char *out = path, *in = path;
+
+        while (*in) {
+                while (*in == '/')
+                        in++;
+                if (!*in)
+                        break;
+                if (in[0] == '.' && (in[1] == '/' || !in[1])) {
+                        in++;
+                        continue;
+                }
+                if (in[0] == '.' && in[1] == '.' && (in[2] == '/' || !in[2])) {
+                        in += 2;
+                        while (out > path && *--out != '/')
+                                ;
+                        continue;
+                }
+                *out++ = '/';
+                while (*in && *in != '/')
+                        *out++ = *in++;
+        }
+        if (out == path)
+                *out++ = '/';
+        *out = '\0';
+}
+
+struct protect_ctx {
+        struct sandbox_spec *s;
+        const struct profile *p;
+        struct trust_watch *w;
+        const char *home, *config_dest;
+        char *profile_norm, *profile_real; /* the profile dir as named, normalised; resolved */
+        int root_fd;
+};
+
+/* One path a command names: watched, and read-only inside when it is a regular file now. */
+static int protect_path(struct protect_ctx *x, char *path, struct cs_error *err)
+{
+        const char *rel;
+        struct stat st;
+        bool in_profile;
+        int base, r;
+
+        path_normalise(path);
+        rel = x->profile_norm ? trust_path_below(path, x->profile_norm) : NULL;
+        if (!rel && x->profile_real)
+                rel = trust_path_below(path, x->profile_real);
+        in_profile = rel != NULL;
+        if (!rel)
+                rel = trust_path_below(path, x->w->work_root);
+        if (!rel)
+                return 0;
+        base = in_profile ? x->p->dir_fd : x->root_fd;
+        r = in_profile ? list_add_unique(&x->w->profile_files, &x->w->n_profile_files, rel)
+                       : list_add_unique(&x->w->tree_files, &x->w->n_tree_files, rel);
+        if (r < 0)
+                return cs_error_set(err, ENOMEM, "watch %s", path);
+        {
+                _cleanup_free_ char *parent = strdup(rel);
+                _cleanup_close_ int pfd = -1;
+                char *slash = parent ? strrchr(parent, '/') : NULL;
+
+                if (!parent)
+                        return cs_error_set(err, ENOMEM, "watch %s", path);
+                if (slash)
+                        *slash = '\0';
+                pfd = base >= 0 ? cs_open_beneath(base, slash ? parent : "", O_PATH | O_DIRECTORY)
+                                : -1;
+                if (pfd < 0 ||
+                    fstatat(pfd, slash ? slash + 1 : rel, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        return 0;
+        }
+        return protect_bind(x->s, base, in_profile ? x->p->dir : x->w->work_root, rel,
+                            in_profile ? x->config_dest : x->w->work_root, err);
+}
+
+/* Each word of a shell command that names a path: absolute, ~/, $HOME/, $CLAUDE_CONFIG_DIR/
+ * (the profile on the host), $CLAUDE_PROJECT_DIR/ or relative (both: the work tree, where
+ * claude runs its commands). Quotes are dropped, not split at: "$CLAUDE_PROJECT_DIR"/x. */
+static int protect_command(struct protect_ctx *x, const char *cmd, struct cs_error *err)
+{
+        static const struct {
+                const char *var;
+                int base; /* 0 home, 1 profile, 2 work root */
+        } vars[] = {
+            {"$HOME", 0},
+            {"${HOME}", 0},
+            {"~", 0},
+            {"$CLAUDE_CONFIG_DIR", 1},
+            {"${CLAUDE_CONFIG_DIR}", 1},
+            {"$CLAUDE_PROJECT_DIR", 2},
+            {"${CLAUDE_PROJECT_DIR}", 2},
+        };
+        size_t len = strlen(cmd);
+        _cleanup_free_ char *word = malloc(len + 1);
+        int r = 0;
+
+        if (!word)
+                return cs_error_set(err, ENOMEM, "read a command");
+        for (size_t i = 0; i <= len && r >= 0;) {
+                size_t n = 0;
+
+                for (; i < len; i++) {
+                        unsigned char ch = (unsigned char)cmd[i];
+
+                        if (ch == '"' || ch == '\'' || ch == '\\')
+                                continue;
+                        if (!isalnum(ch) && !strchr("_./~${}-+,:@%", ch))
+                                break;
+                        word[n++] = (char)ch;
+                }
+                word[n] = '\0';
+                i++;
+                if (n == 0 || !strchr(word, '/'))
+                        continue;
+                {
+                        const char *rest = word, *prefix = "";
+                        _cleanup_free_ char *path = NULL;
+
+                        for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
+                                size_t vl = strlen(vars[v].var);
+
+                                if (strncmp(word, vars[v].var, vl) == 0 && word[vl] == '/') {
+                                        rest = word + vl;
+                                        prefix = vars[v].base == 0   ? x->home
+                                                 : vars[v].base == 1 ? x->p->dir
+                                                                     : x->w->work_root;
+                                        break;
+                                }
+                        }
+                        if (rest == word && word[0] != '/') {
+                                if (strchr(word, '$') || word[0] == '~')
+                                        continue;
+                                prefix = x->w->work_root;
+                                if (asprintf(&path, "%s/%s", prefix, word) < 0)
+                                        path = NULL;
+                        } else if (asprintf(&path, "%s%s", prefix, rest) < 0) {
+                                path = NULL;
+                        }
+                        if (!path)
+                                return cs_error_set(err, ENOMEM, "read a command");
+                        r = protect_path(x, path, err);
+                }
+        }
+        return r;
+}
+
+static int protect_string(struct protect_ctx *x, const cJSON *v, struct cs_error *err)
+{
+        return cJSON_IsString(v) ? protect_command(x, v->valuestring, err) : 0;
+}
+
+/* The commands a settings file makes claude run on the host. */
+static int protect_settings(struct protect_ctx *x, int dirfd, const char *path,
+                            struct cs_error *err)
+{
+        static const char *const helpers[] = {"apiKeyHelper", "awsAuthRefresh",
+                                              "awsCredentialExport", "otelHeadersHelper"};
+        _cleanup_free_ char *raw = NULL;
+        struct cs_error ignored;
+        const cJSON *events, *ev, *group, *h;
+        size_t len;
+        cJSON *j;
+        int r = 0;
+
+        if (cs_read_file_at(dirfd, path, SETTINGS_FILE_MAX, true, &raw, &len, &ignored) < 0)
+                return 0;
+        j = cJSON_ParseWithLength(raw, len);
+        if (!cJSON_IsObject(j)) {
+                cJSON_Delete(j);
+                return 0;
+        }
+        events = cJSON_GetObjectItemCaseSensitive(j, "hooks");
+        /* Any container's members: a hook in an odd place is protected all the same. */
+        cJSON_ArrayForEach(ev, events)
+        {
+                cJSON_ArrayForEach(group, ev)
+                {
+                        const cJSON *hs = cJSON_GetObjectItemCaseSensitive(group, "hooks");
+
+                        cJSON_ArrayForEach(h, hs)
+                        {
+                                if (r >= 0)
+                                        r = protect_string(
+                                            x, cJSON_GetObjectItemCaseSensitive(h, "command"), err);
+                        }
+                }
+        }
+        if (r >= 0)
+                r = protect_string(
+                    x,
+                    cJSON_GetObjectItemCaseSensitive(
+                        cJSON_GetObjectItemCaseSensitive(j, "statusLine"), "command"),
+                    err);
+        for (size_t i = 0; r >= 0 && i < sizeof(helpers) / sizeof(helpers[0]); i++)
+                r = protect_string(x, cJSON_GetObjectItemCaseSensitive(j, helpers[i]), err);
+        cJSON_Delete(j);
+        return r;
+}
+
+/* A linked worktree's own git dir, <common>/worktrees/NAME, where its index is: NAME from
+ * the work tree's .git file, accepted only when that dir's gitdir points back at it. */
+static char *linked_index_dir(const struct worktree *wt)
+{
+        _cleanup_free_ char *dotgit = NULL, *back = NULL, *want = NULL, *rel = NULL;
+        _cleanup_close_ int common = -1, wd = -1;
+        struct cs_error ignored;
+        size_t len;
+        char *name;
+
+        if (asprintf(&want, "%s/.git", wt->root) < 0 ||
+            cs_read_file_at(AT_FDCWD, want, 4096, true, &dotgit, &len, &ignored) < 0)
+                return NULL;
+        while (len > 0 && (dotgit[len - 1] == '\n' || dotgit[len - 1] == '/'))
+                dotgit[--len] = '\0';
+        name = strrchr(dotgit, '/');
+        if (!name || !name[1] || name[1] == '.' || asprintf(&rel, "worktrees/%s", name + 1) < 0)
+                return NULL;
+        common = open(wt->common_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        wd = common >= 0 ? cs_open_beneath(common, rel, O_PATH | O_DIRECTORY) : -1;
+        if (wd < 0 || cs_read_file_at(wd, "gitdir", 4096, true, &back, &len, &ignored) < 0)
+                return NULL;
+        while (len > 0 && back[len - 1] == '\n')
+                back[--len] = '\0';
+        return strcmp(back, want) == 0 ? cs_take_ptr(&rel) : NULL;
+}
+
+int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const struct profile *p,
+                  const char *config_dest, const struct worktree *wt, struct trust_watch *w,
+                  struct cs_error *err)
+{
+        /* What claude on the host runs from the profile by itself; commands and skills are
+         * watched so that a retargeted link shows (their real dirs are prompts, not code). */
+        static const char *const fixed[] = {"hooks", "statusline.sh", "plugins", "commands",
+                                            "skills"};
+        struct protect_ctx x = {.s = s, .p = p, .w = w, .home = c->home, .root_fd = -1};
+        _cleanup_free_ char *shared = NULL;
+        int r = 0;
+
+        w->work_root = strdup(wt->root);
+        if (!w->work_root)
+                return cs_error_set(err, ENOMEM, "watch %s", wt->root);
+        if (wt->common_dir && !wt->common_outside &&
+            asprintf(&w->git_dir, "%s/.git", wt->root) >= 0 &&
+            strcmp(w->git_dir, wt->common_dir) == 0) {
+                w->git_inside = true;
+                w->index_dir = strdup("");
+        } else if (wt->common_dir && wt->common_outside) {
+                free(w->git_dir);
+                w->git_dir = strdup(wt->common_dir);
+                w->index_dir = linked_index_dir(wt);
+        } else {
+                free(w->git_dir);
+                w->git_dir = NULL;
+        }
+        if (list_add_unique(&w->tree_files, &w->n_tree_files, ".claude/settings.json") < 0)
+                return cs_error_set(err, ENOMEM, "watch %s", wt->root);
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && r >= 0; i++) {
+                struct stat st;
+
+                if (list_add_unique(&w->profile_files, &w->n_profile_files, fixed[i]) < 0)
+                        return cs_error_set(err, ENOMEM, "watch %s", fixed[i]);
+                if (i < 3 && fstatat(p->dir_fd, fixed[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                        r = protect_bind(s, p->dir_fd, p->dir, fixed[i], config_dest, err);
+        }
+        if (r < 0)
+                return r;
+        x.config_dest = config_dest;
+        x.profile_real = realpath(p->dir, NULL);
+        x.profile_norm = strdup(p->dir);
+        if (x.profile_norm)
+                path_normalise(x.profile_norm);
+        x.root_fd = open(w->work_root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (asprintf(&shared, "%s/shared-settings.json", c->profiles_base) < 0)
+                r = cs_error_set(err, ENOMEM, "shared settings");
+        if (r >= 0)
+                r = protect_settings(&x, p->dir_fd, "settings.json", err);
+        if (r >= 0)
+                r = protect_settings(&x, AT_FDCWD, shared, err);
+        free(x.profile_real);
+        free(x.profile_norm);
+        if (x.root_fd >= 0)
+                close(x.root_fd);
+        return r;
+}
+
+void trust_watch_free(struct trust_watch *w)
+{
+        for (size_t i = 0; i < w->n_profile_files; i++)
+                free(w->profile_files[i]);
+        for (size_t i = 0; i < w->n_tree_files; i++)
+                free(w->tree_files[i]);
+        free(w->profile_files);
+        free(w->tree_files);
+        free(w->work_root);
+        free(w->git_dir);
+        free(w->index_dir);
+        memset(w, 0, sizeof(*w));
+}

@@ -1,0 +1,265 @@
+/* Each mount kind: detached clones of host trees, new filesystems (tmpfs, proc, sysfs,
+ * devices) and files and symlinks of the spec, attached through fds (open_tree, fsmount,
+ * move_mount), mount_setattr making read-only/nosuid/nodev cover whole subtrees. */
+#include "mounts_internal.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+#include "../common/resolve.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+const char *const mnt_dev_nodes[N_DEV_NODES] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+int mnt_set_tree_attrs(int tree, uint64_t attrs, bool recursive)
+{
+        struct mount_attr a = {.attr_set = attrs};
+
+        return mount_setattr(tree, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a,
+                             sizeof(a));
+}
+
+/* A detached recursive clone of a host path, with binds' attributes applied. */
+int mnt_clone_tree(int dirfd, const char *path, unsigned flags, bool recursive, uint64_t attrs)
+{
+        int tree =
+            open_tree(dirfd, path,
+                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags | (recursive ? AT_RECURSIVE : 0));
+
+        if (tree < 0)
+                return -errno;
+        if (mnt_set_tree_attrs(tree, attrs, recursive) < 0) {
+                int e = errno;
+
+                close(tree);
+                return -e;
+        }
+        return tree;
+}
+
+int mnt_mkdir_stage(const char *path, mode_t mode, struct cs_error *err)
+{
+        if (mkdir(path, mode) < 0)
+                return cs_error_set(err, errno, "create %s", path);
+        return 0;
+}
+
+int mnt_attach(int tree, int dst, const char *what, const char *dest, struct cs_error *err)
+{
+        if (move_mount(tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return cs_error_set(err, errno, "mount %s on %s", what, dest);
+        return 0;
+}
+
+/* A new filesystem instance as a detached mount. */
+int mnt_new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd)
+{
+        _cleanup_close_ int fs = fsopen(type, FSOPEN_CLOEXEC);
+        int m;
+
+        if (fs < 0)
+                return -errno;
+        for (; opts && opts[0]; opts += 2)
+                if (fsconfig(fs, opts[1] ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG, opts[0],
+                             opts[1], 0) < 0)
+                        return -errno;
+        if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        m = fsmount(fs, FSMOUNT_CLOEXEC, (unsigned)attrs);
+        if (m < 0)
+                return -errno;
+        *ret_fd = m;
+        return 0;
+}
+
+int mnt_tmpfs_at(struct mnt_state *st, int dst, mode_t mode, const char *dest, struct cs_error *err)
+{
+        char modestr[16];
+        const char *opts[] = {"mode", modestr, NULL, NULL};
+        _cleanup_close_ int m = -1;
+        int r;
+
+        snprintf(modestr, sizeof(modestr), "%04o", (unsigned)mode);
+        r = mnt_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &m);
+        if (r < 0)
+                return cs_error_set(err, -r, "create a tmpfs for %s", dest);
+        mnt_scratch_add(st, m);
+        return mnt_attach(m, dst, "a tmpfs", dest, err);
+}
+
+int mnt_proc_at(int dst, const char *dest, struct cs_error *err)
+{
+        static bool warned;
+        _cleanup_close_ int m = -1;
+        int r;
+
+        r = mnt_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &m);
+        if (r == -EPERM) {
+                /* The kernel refuses a fresh proc when the visible one has locked
+                 * overmounts (container engines mask /proc this way). */
+                m = mnt_clone_tree(AT_FDCWD, "/proc", 0, true,
+                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                       MOUNT_ATTR_NOEXEC);
+                if (m < 0)
+                        return cs_error_set(err, -m, "bind the existing /proc on %s", dest);
+                if (!warned)
+                        fprintf(stderr,
+                                "csandbox: the kernel refused a fresh /proc (the outer /proc has "
+                                "overmounts, as container engines make); binding the existing "
+                                "/proc read-only instead, so it shows the outer pid "
+                                "namespace\n");
+                warned = true;
+        } else if (r < 0) {
+                return cs_error_set(err, -r, "mount proc on %s", dest);
+        }
+        return mnt_attach(m, dst, "proc", dest, err);
+}
+
+/* The host's /sys lists its interfaces and their MAC addresses (from which its IPv6
+ * link-local addresses follow): a sysfs of the sandbox's own network namespace instead. The
+ * kernel allows that only when the netns belongs to our user namespace and no outer mount
+ * hides part of /sys (container engines mask some); where it is refused, for whatever
+ * reason, the network directories are covered. */
+int mnt_sysfs(struct mnt_state *st, struct cs_error *err)
+{
+        static const char *const net_dirs[] = {"/sys/class/net", "/sys/devices/virtual/net"};
+        _cleanup_close_ int dst = -1, m = -1;
+        int r;
+
+        r = mnt_dest_open(st, "/sys", WANT_DIR, true, &dst, err);
+        if (r < 0 || dst < 0)
+                return r;
+        r = mnt_new_fs("sysfs", NULL,
+                       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                       &m);
+        if (r == 0)
+                return mnt_attach(m, dst, "sysfs", "/sys", err);
+        for (size_t i = 0; i < sizeof(net_dirs) / sizeof(net_dirs[0]); i++) {
+                _cleanup_close_ int d = -1;
+
+                r = mnt_dest_open(st, net_dirs[i], WANT_DIR, true, &d, err);
+                if (r >= 0 && d >= 0)
+                        r = mnt_tmpfs_at(st, d, 0755, net_dirs[i], err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int mnt_dev_at(struct mnt_state *st, int dst, const char *dest, struct cs_error *err)
+{
+        static const char *const links[][2] = {{"fd", "/proc/self/fd"},
+                                               {"stdin", "/proc/self/fd/0"},
+                                               {"stdout", "/proc/self/fd/1"},
+                                               {"stderr", "/proc/self/fd/2"},
+                                               {"ptmx", "pts/ptmx"}};
+        static const char *const pts_opts[] = {"newinstance", NULL,   "ptmxmode", "0666",
+                                               "mode",        "0620", NULL,       NULL};
+        _cleanup_close_ int dev = -1;
+        _cleanup_close_ int pts = -1;
+        _cleanup_close_ int m = -1;
+        int r;
+
+        r = mnt_tmpfs_at(st, dst, 0755, dest, err);
+        if (r < 0)
+                return r;
+        /* dst still names the covered directory; reopen through the path to get the tmpfs. */
+        dev = mnt_openat2(st->root, dest, O_PATH | O_DIRECTORY | O_CLOEXEC,
+                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+        if (dev < 0)
+                return cs_error_set(err, errno, "open %s", dest);
+        for (size_t i = 0; i < N_DEV_NODES; i++) {
+                int f, node;
+
+                if (st->dev_trees[i] < 0)
+                        continue;
+                f = openat(dev, mnt_dev_nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+                if (f < 0)
+                        return cs_error_set(err, errno, "create %s/%s", dest, mnt_dev_nodes[i]);
+                close(f);
+                node = openat(dev, mnt_dev_nodes[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+                if (node < 0)
+                        return cs_error_set(err, errno, "open %s/%s", dest, mnt_dev_nodes[i]);
+                r = mnt_attach(st->dev_trees[i], node, mnt_dev_nodes[i], dest, err);
+                close(node);
+                if (r < 0)
+                        return r;
+                close(st->dev_trees[i]);
+                st->dev_trees[i] = -1;
+        }
+        for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+                if (symlinkat(links[i][1], dev, links[i][0]) < 0)
+                        return cs_error_set(err, errno, "create %s/%s", dest, links[i][0]);
+        if (mkdirat(dev, "pts", 0755) < 0 || mkdirat(dev, "shm", 01777) < 0)
+                return cs_error_set(err, errno, "create %s/pts and shm", dest);
+        pts = openat(dev, "pts", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (pts < 0)
+                return cs_error_set(err, errno, "open %s/pts", dest);
+        r = mnt_new_fs("devpts", pts_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, &m);
+        if (r < 0)
+                return cs_error_set(err, -r, "mount devpts on %s/pts", dest);
+        r = mnt_attach(m, pts, "devpts", dest, err);
+        if (r < 0)
+                return r;
+        close(pts);
+        pts = openat(dev, "shm", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (pts < 0)
+                return cs_error_set(err, errno, "open %s/shm", dest);
+        return mnt_tmpfs_at(st, pts, 01777, dest, err);
+}
+
+/* A file with content from memory: written to the staging tmpfs, bound read-only. */
+int mnt_file_at(const struct spec_mount *m, int dst, struct cs_error *err)
+{
+        _cleanup_close_ int files = open(STAGE_FILES, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int f = -1;
+        _cleanup_close_ int tree = -1;
+        char name[32];
+
+        snprintf(name, sizeof(name), "%zu", m->seq);
+        if (files < 0)
+                return cs_error_set(err, errno, "open " STAGE_FILES);
+        f = openat(files, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, m->mode ? m->mode : 0444);
+        if (f < 0 || cs_write_all(f, m->data, m->data_len) < 0)
+                return cs_error_set(err, errno, "write the copy for %s", m->dest);
+        tree = mnt_clone_tree(files, name, 0, false,
+                              MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (tree < 0)
+                return cs_error_set(err, -tree, "clone the copy for %s", m->dest);
+        return mnt_attach(tree, dst, "a file", m->dest, err);
+}
+
+int mnt_make_symlink(struct mnt_state *st, const struct spec_mount *m, struct cs_error *err)
+{
+        char path[SPEC_PATH_MAX];
+        _cleanup_close_ int parent = -1;
+        const char *name;
+        char cur[SPEC_PATH_MAX];
+        ssize_t n;
+        int r;
+
+        r = mnt_dest_parent(st, m->dest, true, path, &parent, &name, err);
+        if (r < 0)
+                return r;
+        n = readlinkat(parent, name, cur, sizeof(cur) - 1);
+        if (n >= 0) {
+                cur[n] = '\0';
+                if (strcmp(cur, m->source) == 0)
+                        return 0;
+                return cs_error_setx(err, EEXIST, "--symlink %s: a different symlink is there",
+                                     m->dest);
+        }
+        return mnt_create_entry(st, &parent, name, MAKE_SYMLINK, m->source, true, m->dest, err);
+}

@@ -1,0 +1,89 @@
+/* Internal to the mount files (mounts.c, mount_dest.c, mount_cover.c, mount_kinds.c). */
+#pragma once
+#include "runner.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cs_error;
+
+/* Where the root is put together before pivot_root, in our own mount namespace. */
+#define STAGE       "/tmp"
+#define STAGE_ROOT  STAGE "/root"
+#define STAGE_FILES STAGE "/files"
+
+enum want { WANT_DIR, WANT_FILE, WANT_PARENT };
+enum make { MAKE_DIR, MAKE_FILE, MAKE_SYMLINK };
+
+#define N_DEV_NODES 6
+extern const char *const mnt_dev_nodes[N_DEV_NODES];
+
+/* State of the one child that assembles the root; it lives until pivot_root. */
+struct mnt_state {
+        int *bind_trees; /* per spec mount: a detached clone of the source, or -1 */
+        bool *bind_is_dir;
+        int *bind_parents; /* a file source's directory, to clone it again if replaced */
+        int host_view;     /* "/" of our copy of the caller's mount table, before staging */
+        int host_root;     /* SPEC_ROOT_HOST: detached read-only clone of / */
+        int root_dir;      /* SPEC_ROOT_DIR: O_PATH fd of the tree */
+        int dev_trees[N_DEV_NODES];
+        int root;             /* the assembled root, once attached */
+        uint64_t scratch[64]; /* mount ids of layers that may hold new entries */
+        size_t n_scratch;
+        bool cover_ro[32]; /* per cover of one directory (cover_dir): read-only */
+        size_t n_covers;
+        bool root_ro; /* a rootfs that ends read-only */
+        mode_t umask;
+};
+
+/* The two resolutions common/resolve.c offers (each with its walking fallback): inside a
+ * root (RESOLVE_IN_ROOT, magic links refused), or beneath a dir with no link at all
+ * (RESOLVE_BENEATH, which there always means RESOLVE_NO_SYMLINKS too). */
+int mnt_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve);
+void mnt_scratch_add(struct mnt_state *st, int fd);
+int mnt_set_tree_attrs(int tree, uint64_t attrs, bool recursive);
+/* A detached recursive clone of a host path, with binds' attributes applied. */
+int mnt_clone_tree(int dirfd, const char *path, unsigned flags, bool recursive, uint64_t attrs);
+int mnt_mkdir_stage(const char *path, mode_t mode, struct cs_error *err);
+int mnt_make_entry(int parent, const char *name, enum make what, const char *target);
+/* Cover the directory dir so that a mountpoint can be created in it without writing the
+ * host: an overlay whose lower layer is dir itself and whose upper layer lives on the
+ * staging tmpfs (every entry of dir stays visible and live; mounts beneath are attached
+ * again), or where the kernel refuses that, a tmpfs mirroring dir (mirror_dir). The cover's
+ * root takes its owner from us and its mode from dir, so entries can be created even where
+ * dir belongs to an id the sandbox does not map. It is as read-only as the mount of dir
+ * (and as the root of a rootfs), except for a moment while create_entry adds to it.
+ * *ret_fd: the cover's root, a scratch layer. */
+int mnt_cover_dir(struct mnt_state *st, int dir, const char *dest, int *ret_fd,
+                  struct cs_error *err);
+/* Create name (a missing part of dest) in the directory *parent, never on a host
+ * filesystem: directly in a scratch layer (a tmpfs, a rootfs's overlay, a cover); in a
+ * read-only host directory, or a rootfs directory the sandbox's ids cannot write, inside a
+ * cover of that one directory (cover_dir), which *parent names afterwards. A writable host
+ * directory (a read-write bind) is an error: there the reference creates nothing either; so
+ * is any directory that would need a cover when !may_cover (EROFS). */
+int mnt_create_entry(struct mnt_state *st, int *parent, const char *name, enum make what,
+                     const char *target, bool may_cover, const char *dest, struct cs_error *err);
+/* dest_parent_once, following symlinks to missing paths (at most 8) inside the root. path
+ * (SPEC_PATH_MAX bytes) holds the path that was finally resolved; *ret_name points into it. */
+int mnt_dest_parent(struct mnt_state *st, const char *dest, bool may_cover, char *path, int *ret_fd,
+                    const char **ret_name, struct cs_error *err);
+int mnt_dest_open(struct mnt_state *st, const char *dest, enum want want, bool optional,
+                  int *ret_fd, struct cs_error *err);
+int mnt_attach(int tree, int dst, const char *what, const char *dest, struct cs_error *err);
+/* A new filesystem instance as a detached mount. */
+int mnt_new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd);
+int mnt_tmpfs_at(struct mnt_state *st, int dst, mode_t mode, const char *dest,
+                 struct cs_error *err);
+int mnt_proc_at(int dst, const char *dest, struct cs_error *err);
+/* The host's /sys lists its interfaces and their MAC addresses (from which its IPv6
+ * link-local addresses follow): a sysfs of the sandbox's own network namespace instead. The
+ * kernel allows that only when the netns belongs to our user namespace and no outer mount
+ * hides part of /sys (container engines mask some); where it is refused, for whatever
+ * reason, the network directories are covered. */
+int mnt_sysfs(struct mnt_state *st, struct cs_error *err);
+int mnt_dev_at(struct mnt_state *st, int dst, const char *dest, struct cs_error *err);
+/* A file with content from memory: written to the staging tmpfs, bound read-only. */
+int mnt_file_at(const struct spec_mount *m, int dst, struct cs_error *err);
+int mnt_make_symlink(struct mnt_state *st, const struct spec_mount *m, struct cs_error *err);
