@@ -57,9 +57,9 @@ def test_symlinked_destination_missing_in_rootfs_never_touches_host(csb, make_ro
     host_before = rootfs_builder.snapshot(outside)
     root_before = rootfs_builder.snapshot(root)
     p = csb.run(csb.probe_argv(_escape_opts(tmp_path), ("ls", "/etc/"), root))
-    assert p.returncode in (0, 125), p.stderr
-    if p.returncode == 0:
-        assert "host-file" not in p.stdout, p.stdout
+    # The destination is created in the root's tmpfs-backed layer, never on the host.
+    assert p.returncode == 0, p.stderr
+    assert "host-file" not in p.stdout, p.stdout
     assert rootfs_builder.snapshot(outside) == host_before
     assert rootfs_builder.snapshot(root) == root_before
 
@@ -78,10 +78,9 @@ def test_rootfs_tmp_symlink_cannot_redirect_tmp_mount_outside(csb, make_rootfs, 
     root = make_rootfs("tmp-link", outside)
     host_before = rootfs_builder.snapshot(outside)
     p = csb.run(["--rootfs", root, "--", "/probe", "write", "/tmp/escaped", "x"])
-    # Refusing such a rootfs is acceptable; landing on the host is not.
-    assert p.returncode in (0, 125), p.stderr
-    if p.returncode == 0:
-        assert '"ok"' in p.stdout, p.stdout
+    # /tmp is mounted where the link points inside the root; the write lands there.
+    assert p.returncode == 0, p.stderr
+    assert '"ok"' in p.stdout, p.stdout
     assert rootfs_builder.snapshot(outside) == host_before
     assert not os.path.exists(os.path.join(outside, "escaped"))
 
@@ -95,6 +94,7 @@ def test_symlink_inside_host_bind_cannot_create_on_host(csb, tmp_path, outside):
     host_before = rootfs_builder.snapshot(outside)
     p = csb.run(["--ro-bind", str(d), "/run/a", "--dir", "/run/a/l/made", "--ro-bind",
                  csb.probe_path, HOST_PROBE, "--", HOST_PROBE, "stat", "/run/a/l/made"])
-    assert p.returncode in (0, 125), p.stderr
+    assert p.returncode == 0, p.stderr
+    assert '"type":"dir"' in p.stdout, p.stdout
     assert rootfs_builder.snapshot(outside) == host_before
     assert sorted(os.listdir(d)) == ["l"]
