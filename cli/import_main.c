@@ -40,15 +40,30 @@ static int parse_count(const char *flag, const char *v, bool suffixes, uint64_t 
         return 0;
 }
 
+/* On a terminal (opaque NULL) one line redrawn in place: the layer, its bytes, the rate;
+ * otherwise (opaque non-NULL) a log: one line per finished layer, nothing in between. */
 void image_import_progress(void *opaque, const struct import_progress *p)
 {
-        char done[32], total[32];
+        char done[32], total[32], rate[32];
 
-        (void)opaque;
         cs_human_size(p->done, done, sizeof(done));
         cs_human_size(p->total, total, sizeof(total));
-        fprintf(stderr, "\r\033[Kimporting layer %zu/%zu: %s%s%s", p->layer, p->n_layers, done,
-                p->total ? " of " : "", p->total ? total : "");
+        cs_human_size(p->seconds > 0.05 ? (uint64_t)((double)p->done / p->seconds) : 0, rate,
+                      sizeof(rate));
+        if (opaque) {
+                if (!p->finished)
+                        return;
+                if (p->seconds < 0.05)
+                        fprintf(stderr, "layer %zu/%zu %.19s  %s done\n", p->layer, p->n_layers,
+                                p->what, total);
+                else
+                        fprintf(stderr, "layer %zu/%zu %.19s  %s in %.1f s (%s/s)\n", p->layer,
+                                p->n_layers, p->what, total, p->seconds, rate);
+                return;
+        }
+        fprintf(stderr, "\r\033[Kimporting layer %zu/%zu %.19s: %s%s%s  %s/s", p->layer,
+                p->n_layers, p->what, done, p->total ? " of " : "", p->total ? total : "", rate);
+        fflush(stderr);
 }
 
 int cmd_image_import(int argc, char **argv)
@@ -118,13 +133,16 @@ int cmd_image_import(int argc, char **argv)
         }
         if (!o.source)
                 return cli_usage_error("image", "import needs a SRC");
-        if (!quiet && isatty(STDERR_FILENO))
+        static bool log_form = true;
+        if (!quiet) {
                 o.progress = image_import_progress;
+                o.progress_opaque = isatty(STDERR_FILENO) ? NULL : &log_form;
+        }
         r = store_open(NULL, &s, &err);
         if (r < 0)
                 return cli_fail(&err);
         r = store_import(&s, &o, &res, &err);
-        if (o.progress)
+        if (o.progress && !o.progress_opaque)
                 fprintf(stderr, "\r\033[K");
         store_close(&s);
         if (r < 0)

@@ -363,7 +363,16 @@ struct blob_reader {
         const struct import_options *o;
         struct import_progress prog;
         uint64_t next_report;
+        struct timespec start;
 };
+
+static double seconds_since(const struct timespec *t0)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
 
 static ssize_t blob_read(void *opaque, void *buf, size_t len, struct cs_error *err)
 {
@@ -395,6 +404,7 @@ static ssize_t blob_read(void *opaque, void *buf, size_t len, struct cs_error *e
                 EVP_DigestUpdate(b->md, buf, (size_t)n);
         if (b->o->progress && b->n >= b->next_report) {
                 b->prog.done = b->n;
+                b->prog.seconds = seconds_since(&b->start);
                 b->o->progress(b->o->progress_opaque, &b->prog);
                 b->next_report = b->n + (4u << 20);
         }
@@ -419,7 +429,9 @@ static int import_layers(struct image_source *src, const struct import_options *
                          l->digest[0] ? l->digest : l->member);
                 b.prog = (struct import_progress){.layer = i + 1,
                                                   .n_layers = p->n_layers,
-                                                  .total = l->size > 0 ? (uint64_t)l->size : 0};
+                                                  .total = l->size > 0 ? (uint64_t)l->size : 0,
+                                                  .what = l->digest[0] ? l->digest : l->member};
+                clock_gettime(CLOCK_MONOTONIC, &b.start);
                 if (p->format == IMAGE_FORMAT_ROOTFS_TAR) {
                         fd = open(l->member, O_RDONLY | O_CLOEXEC);
                         if (fd < 0)
@@ -507,6 +519,8 @@ static int import_layers(struct image_source *src, const struct import_options *
                 if (o->progress) {
                         b.prog.done = b.n;
                         b.prog.total = b.n;
+                        b.prog.seconds = seconds_since(&b.start);
+                        b.prog.finished = true;
                         o->progress(o->progress_opaque, &b.prog);
                 }
         }

@@ -37,7 +37,10 @@ int store_default_root(char **ret, struct cs_error *err);
 
 struct import_progress {
         size_t layer, n_layers; /* 1-based */
-        uint64_t done, total;   /* blob bytes of this layer */
+        uint64_t done, total;   /* blob bytes of this layer (total 0: unknown) */
+        const char *what;       /* the layer's blob digest, or its member name */
+        double seconds;         /* since this layer's import started */
+        bool finished;          /* the layer is verified and unpacked (reported once) */
 };
 
 struct import_options {

@@ -238,7 +238,9 @@ def test_hostile_image_is_refused_with_the_store_unchanged(store, images, tmp_pa
     p = store.run("import", layout, "--name", "evil", "--max-size", "100M")
     assert p.returncode == 125, p.stdout + p.stderr
     assert EXPECT[kind] in p.stderr, p.stderr
-    assert p.stderr.startswith("csandbox: ") and len(p.stderr.splitlines()) == 1
+    lines = p.stderr.splitlines()
+    # layers verified before the bad one are logged, then one error line
+    assert lines[-1].startswith("csandbox: ") and all(l.startswith("layer ") for l in lines[:-1]), p.stderr
     assert store.state() == before
     assert os.listdir(outside) == [], "an entry landed outside the rootfs"
     assert [i["name"] for i in store.ls()] == ["keep:latest"]
@@ -347,6 +349,53 @@ def test_prune_removes_unnamed_images_and_stale_temporaries(store, images, tmp_p
     st = store.state()
     assert old[7:] not in st["sha256"] and len(st["sha256"]) == 1 and st["tmp"] == []
     assert [i["name"] for i in store.ls()] == ["x:latest"]
+
+
+def test_import_progress_without_a_terminal_is_one_line_per_layer(store, images):
+    p = store.ok("import", images["oci"], "--name", "bb")
+    lines = p.stderr.splitlines()
+    assert len(lines) == 3, p.stderr  # the busybox image has three layers
+    for i, line in enumerate(lines, 1):
+        assert line.startswith(f"layer {i}/3 sha256:"), line
+        assert " done" in line or ("/s)" in line and " in " in line), line
+    assert [line.split()[2] for line in lines] == [d[:19] for d in images["info"]["layers"]]
+    assert "\x1b" not in p.stderr and "\r" not in p.stderr
+    assert p.stdout.startswith("imported bb:latest")
+
+
+def test_import_quiet_prints_no_progress(store, images):
+    p = store.ok("import", "--quiet", images["oci"], "--name", "bb")
+    assert p.stderr == "" and p.stdout.startswith("imported bb:latest")
+
+
+def test_import_progress_on_a_terminal_draws_one_line_in_place(store, big_image):
+    import pty
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([CSANDBOX, "image", "import", big_image, "--name", "big"],
+                           env=store.env(), stdout=subprocess.PIPE, stderr=slave,
+                           stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+        os.close(slave)
+        slave = -1
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert p.returncode == 0, out
+    text = out.decode(errors="replace")
+    assert "\r\x1b[Kimporting layer 1/3 sha256:" in text and "importing layer 3/3" in text, text
+    assert "/s" in text and " of " in text, text
+    assert text.endswith("\r\x1b[K"), "the progress line is cleared at the end"
+    assert "\n" not in text, "a terminal gets one line redrawn, never a log"
 
 
 def test_bad_flags_and_sources_exit_125(store, tmp_path):
