@@ -121,8 +121,8 @@ static void check_network(void)
             "--",
             "/bin/sh",
             "-c",
-            "grep -qE '^[^[:space:]]+[[:space:]]+00000000[[:space:]]' /proc/net/route || "
-            "grep -E '^0{32} 00 ' /proc/net/ipv6_route | grep -qvE ' lo$'"};
+            ("grep -qE '^[^[:space:]]+[[:space:]]+00000000[[:space:]]' /proc/net/route || "
+             "grep -E '^0{32} 00 ' /proc/net/ipv6_route | grep -qvE ' lo$'")};
 
         if (netns_helper_find(&s, &h, &err) < 0) {
                 report(false, "network (pasta)", err.msg);
