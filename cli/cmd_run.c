@@ -172,10 +172,10 @@ int cmd_run(int argc, char **argv, bool plan_only)
                 fprintf(stderr, "%s\n", plan.warnings.msgs[i]);
         if (r >= 0)
                 r = seccomp_builtin(plan.spec.seccomp, &filter, &err);
-        if (r < 0) {
-                status = cli_fail(&err);
-        } else if (plan_only) {
-                status = print_plan_json(&plan);
+        if (r < 0 || plan_only) {
+                status = r < 0 ? cli_fail(&err) : print_plan_json(&plan);
+                /* No session uses the hooks copies the plan made: none outlives this. */
+                stage_release(&plan.profile);
         } else {
                 char *report, *session = NULL;
                 struct cs_error serr = {0};

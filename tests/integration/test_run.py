@@ -317,6 +317,17 @@ def test_git_config_is_read_only_and_hooks_are_a_throwaway_copy(profiles, repo):
     assert hook.read_text() == "#!/bin/sh\nexit 0\n"
 
 
+def test_no_hooks_copy_outlives_plan_or_run(profiles, repo):
+    """The hooks copies are per launch: neither `plan` (no session) nor `run` leaves one."""
+    profiles.add()
+    plan = profiles.plan()
+    assert any(dst == str(repo / ".git" / "hooks") for _, dst, _ in binds(plan)), plan
+    copies = profiles.state() / "git-hooks"
+    assert not copies.exists() or list(copies.iterdir()) == []
+    profiles.report()
+    assert not copies.exists() or list(copies.iterdir()) == []
+
+
 def test_local_settings_are_copies(profiles, repo):
     profiles.add()
     (repo / ".claude").mkdir()
