@@ -43,11 +43,19 @@ static void trust_add_text(struct plan_trust *t, const char *kind, const char *n
                            const char *value)
 {
         char **n = realloc(t->items, (t->n + 1) * sizeof(*n));
+        size_t fields;
 
         if (n) {
                 t->items = n;
-                if (asprintf(&t->items[t->n], "%s\t%s\t%s", kind, name, value ? value : "") >= 0)
+                if (asprintf(&t->items[t->n], "%s\t%s\t%s", kind, name, value ? value : "") >= 0) {
+                        /* Kind and name come from the session's files: a tab in them would
+                         * shift the fields the report splits to show them. */
+                        fields = strlen(kind) + 1 + strlen(name);
+                        for (char *c = t->items[t->n]; c < t->items[t->n] + fields; c++)
+                                if (*c == '\t' && c != t->items[t->n] + strlen(kind))
+                                        *c = '?';
                         t->n++;
+                }
         }
 }
 

@@ -504,10 +504,15 @@ int spec_env_parse(struct sandbox_spec *s, const char *buf, size_t len, const ch
                 size_t n;
                 int r;
 
+                const char *text = p;
+
                 line++;
                 if (eol > p && eol[-1] == '\r')
                         eol--;
-                if (eol == p || p[0] == '#' || strspn(p, " \t") >= (size_t)(eol - p)) {
+                /* Bounded by the line: buf need not be NUL-terminated. */
+                while (text < eol && (*text == ' ' || *text == '\t'))
+                        text++;
+                if (text == eol || p[0] == '#') {
                         p = nl ? nl + 1 : end;
                         continue;
                 }

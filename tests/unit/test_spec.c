@@ -143,6 +143,26 @@ static void test_env_file_bad_line_names_origin_and_line(void)
         PASS();
 }
 
+/* Found by tests/fuzz/fuzz_env: a blank last line was scanned past the buffer's end (the
+ * buffer need not be NUL-terminated; ASan sees the read past this exact-size copy). */
+static void test_env_file_blank_last_line_read_within_bounds(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+        const char text[] = "A=1\n \t";
+        char *buf = malloc(sizeof(text) - 1);
+
+        CHECK(buf);
+        memcpy(buf, text, sizeof(text) - 1);
+        spec_init(&s);
+        CHECK(spec_env_parse(&s, buf, sizeof(text) - 1, "f", true, &err) == 0);
+        CHECK(s.n_env == 1 && strcmp(spec_env_get(&s, "A"), "1") == 0);
+        CHECK(spec_env_parse(&s, buf + 4, 1, "f", true, &err) == 0 && s.n_env == 1);
+        spec_free(&s);
+        free(buf);
+        PASS();
+}
+
 static void test_plan_json_redacts_secrets(void)
 {
         struct sandbox_spec s;
@@ -194,6 +214,7 @@ int main(void)
         test_root_dir_enters_as_an_fd_and_a_file_is_refused();
         test_env_file_lines_parsed_and_comments_skipped();
         test_env_file_bad_line_names_origin_and_line();
+        test_env_file_blank_last_line_read_within_bounds();
         test_plan_json_redacts_secrets();
         test_host_hides_cover_homes_and_runtime_dirs();
         return failures ? 1 : 0;

@@ -2,6 +2,7 @@
  * writes, and a hostile index (truncated anywhere, lying lengths) read without a fault.
  * And the git csandbox runs: nothing that a repository's config names is executed. */
 #include "common/error.h"
+#include "policy/plan_report.h"
 #include "policy/trust.h"
 #include "policy/worktree.h"
 
@@ -212,10 +213,28 @@ static void test_worktree_git_runs_nothing_the_repository_config_names(void)
         PASS();
 }
 
+/* Found by tests/fuzz/fuzz_claude_json: a tab in a server or project name (from the
+ * session-writable .claude.json) shifted the "kind\tname\tvalue" fields the report shows. */
+static void test_trust_items_keep_their_fields_whatever_the_names(void)
+{
+        const char json[] = "{\"mcpServers\": {\"a\\tb\": {\"command\": \"x\"}}, "
+                            "\"projects\": {\"/p\\t/q\": {\"mcpServers\": {\"s\": {}}}}}";
+        struct plan_trust t = {0};
+
+        plan_trust_claude_json(&t, json, sizeof(json) - 1);
+        CHECK(t.n == 2);
+        CHECKF(strcmp(t.items[0], "MCP server (user)\ta?b\t{\"command\":\"x\"}") == 0, "%s",
+               t.items[0]);
+        CHECKF(strcmp(t.items[1], "MCP server (/p?/q)\ts\t{}") == 0, "%s", t.items[1]);
+        trust_free(&t);
+        PASS();
+}
+
 int main(void)
 {
         test_index_gitlinks_in_every_version_and_hash();
         test_index_truncated_or_lying_is_refused_without_a_fault();
         test_worktree_git_runs_nothing_the_repository_config_names();
+        test_trust_items_keep_their_fields_whatever_the_names();
         return failures ? 1 : 0;
 }
