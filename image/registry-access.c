@@ -182,24 +182,14 @@ static int auth_decode(const char *b64, const char *file, struct registry_creds 
         return 1;
 }
 
-/* 1 and ret filled when file has credentials for host/repo (the longest matching key:
- * podman allows keys per namespace), 0 when it has none or does not exist. */
-static int creds_from_file(const char *file, const char *host, const char *repo,
-                           struct registry_creds *ret, struct cs_error *err)
+int registry_creds_parse(const char *buf, size_t len, const char *file, const char *host,
+                         const char *repo, struct registry_creds *ret, struct cs_error *err)
 {
-        _cleanup_free_ char *buf = NULL;
-        _cleanup_json_ cJSON *j = NULL;
+        _cleanup_json_ cJSON *j = cJSON_ParseWithLength(buf, len);
         const cJSON *auths, *e, *best = NULL;
         char want[600];
-        size_t len, best_len = 0;
-        int r = cs_read_file_at(AT_FDCWD, file, AUTH_FILE_MAX, false, &buf, &len, err);
+        size_t best_len = 0;
 
-        if (r == -ENOENT || r == -ENOTDIR)
-                return 0;
-        if (r < 0)
-                return cs_error_wrap(err, "registry credentials");
-        j = cJSON_ParseWithLength(buf, len);
-        explicit_bzero(buf, len);
         if (!j || !cJSON_IsObject(j))
                 return cs_error_setx(err, EINVAL,
                                      "registry credentials `%s` are not a JSON object; fix or "
@@ -231,6 +221,23 @@ static int creds_from_file(const char *file, const char *host, const char *repo,
         if (!cJSON_IsString(e) || !e->valuestring[0])
                 return 0; /* a credential helper's entry: not read here */
         return auth_decode(e->valuestring, file, ret, err);
+}
+
+/* registry_creds_parse of a file; 0 when it does not exist. */
+static int creds_from_file(const char *file, const char *host, const char *repo,
+                           struct registry_creds *ret, struct cs_error *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r = cs_read_file_at(AT_FDCWD, file, AUTH_FILE_MAX, false, &buf, &len, err);
+
+        if (r == -ENOENT || r == -ENOTDIR)
+                return 0;
+        if (r < 0)
+                return cs_error_wrap(err, "registry credentials");
+        r = registry_creds_parse(buf, len, file, host, repo, ret, err);
+        explicit_bzero(buf, len);
+        return r;
 }
 
 int registry_creds_find(const char *host, const char *repo, struct registry_creds *ret,

@@ -86,17 +86,10 @@ static void trust_servers(struct plan_trust *t, const char *scope, const cJSON *
         }
 }
 
-/* §6.4: what in the profile and the work tree makes the host run something. */
-void plan_trust_snapshot(struct plan *p, struct plan_trust *t)
+void plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len)
 {
-        _cleanup_free_ char *raw = NULL;
-        struct cs_error ignored;
-        cJSON *j = NULL, *e, *projects;
+        cJSON *j = cJSON_ParseWithLength(raw, len), *e, *projects;
 
-        memset(t, 0, sizeof(*t));
-        if (cs_read_file_at(p->profile.dir_fd, ".claude.json", CLAUDE_JSON_MAX, true, &raw, NULL,
-                            &ignored) == 0)
-                j = cJSON_Parse(raw);
         if (cJSON_IsObject(j)) {
                 trust_servers(t, "user", cJSON_GetObjectItemCaseSensitive(j, "mcpServers"));
                 projects = cJSON_GetObjectItemCaseSensitive(j, "projects");
@@ -130,6 +123,19 @@ void plan_trust_snapshot(struct plan *p, struct plan_trust *t)
                         trust_add(t, "all .mcp.json servers approved", "", NULL);
         }
         cJSON_Delete(j);
+}
+
+/* §6.4: what in the profile and the work tree makes the host run something. */
+void plan_trust_snapshot(struct plan *p, struct plan_trust *t)
+{
+        _cleanup_free_ char *raw = NULL;
+        struct cs_error ignored;
+        size_t len;
+
+        memset(t, 0, sizeof(*t));
+        if (cs_read_file_at(p->profile.dir_fd, ".claude.json", CLAUDE_JSON_MAX, true, &raw, &len,
+                            &ignored) == 0)
+                plan_trust_claude_json(t, raw, len);
         for (size_t i = 0; i < p->n_local_settings; i++)
                 if (p->local_settings[i])
                         trust_add_file(t, "settings.local.json", p->local_settings[i], NULL);

@@ -4,6 +4,8 @@
 #pragma once
 #include "plan.h"
 
+/* Add what a .claude.json's len bytes make the host run (MCP servers, approvals) to *t. */
+void plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len);
 /* Record what the trust report watches now into *t (zeroed first). */
 void plan_trust_snapshot(struct plan *p, struct plan_trust *t);
 /* Watch git_dir's commondir in the report. */

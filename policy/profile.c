@@ -75,7 +75,7 @@ static int path_absolute(const char *path, char **ret)
         return 0;
 }
 
-static int forward_env_split(const char *list, char ***ret, size_t *ret_n)
+int profile_forward_env_split(const char *list, char ***ret, size_t *ret_n)
 {
         const char *p = list;
         char **v = NULL;
@@ -197,7 +197,7 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
                 }
         }
         v = setting_get("CLAUDE_PROFILE_SANDBOX_FORWARD_ENV");
-        if (v && forward_env_split(v, &c.forward_env, &c.n_forward_env) < 0)
+        if (v && profile_forward_env_split(v, &c.forward_env, &c.n_forward_env) < 0)
                 goto oom;
 
         *ret = c;
@@ -499,7 +499,7 @@ static int env_dedupe(struct env_pair *pairs, size_t n, struct profile_env *ret)
 
 /* §1.3: strip each line; skip blank lines, '#' comments and lines without '='; split at the
  * first '='; strip name and value; drop one pair of matching surrounding quotes. */
-static int env_parse(const char *buf, size_t len, struct profile_env *ret)
+int profile_env_parse(const char *buf, size_t len, struct profile_env *ret)
 {
         struct env_pair *pairs = NULL;
         size_t n = 0, cap = 0;
@@ -629,7 +629,7 @@ int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs
                                      "%s contains a NUL byte, which no environment variable "
                                      "can carry",
                                      path);
-        r = env_parse(buf, len, ret);
+        r = profile_env_parse(buf, len, ret);
         if (r < 0)
                 return cs_error_set(err, -r, "parse %s", path);
         return 0;

@@ -53,6 +53,12 @@ struct profile_env {
  * bounded through the profile dir fd with O_NOFOLLOW; parse. */
 int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs_error *err);
 void profile_env_free(struct profile_env *e);
+/* The parser profile_env_load uses, over len bytes of buf, which hold no NUL byte (the
+ * loader refuses a .env with one). */
+int profile_env_parse(const char *buf, size_t len, struct profile_env *ret);
+/* CLAUDE_PROFILE_SANDBOX_FORWARD_ENV's value split at ',', each name trimmed of blanks,
+ * empty ones dropped; *ret is NULL when none is left. */
+int profile_forward_env_split(const char *list, char ***ret, size_t *ret_n);
 
 /* The marker: lexists(<profile>/.sandbox); a dangling link counts. */
 bool profile_marked(const struct profile *p);

@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""Write the seed corpus of every fuzz target into tests/fuzz/corpus/<target>/, from the
+suite's own fixtures (tests/fixtures/oci.py's layers and hostile images) and the reference's
+examples. Deterministic: re-running it rewrites the same files. Crash inputs found by the
+fuzzers live beside the seeds as crash-*, and are replayed by every run."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "fixtures"))
+import oci  # noqa: E402
+
+corpus = os.path.join(here, "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(corpus, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+
+
+def j(v, **kw):
+    return json.dumps(v, **kw)
+
+
+def settings():
+    put("settings", "deny", j({"permissions": {"allow": ["Bash(ls:*)"], "deny": [
+        "Bash(curl:*)", "WebFetch", "Read(~/.ssh/**)", "Bash(rm -rf:*)"]}}, indent=2))
+    put("settings", "hooks-loopback", j({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "http", "url": "http://127.0.0.1:8080/{profile}/hook"},
+        {"type": "http", "url": "http://localhost:9/x"},
+        {"type": "command", "command": "~/.claude-profiles/{profile}/hooks/pre.sh"}]}]},
+        "statusLine": {"type": "command", "command": "statusline.sh"}}))
+    put("settings", "unicode", '{"a": "\\ud800\\udc00 \u00e9", "b": [1.5e300, -0, NaN, '
+        'Infinity], "a": {"permissions": null}, "permissions": {"deny": ["WebSearch", 1]}}')
+    put("settings", "nested", "[" * 50 + "]" * 50)
+    put("settings", "not-object", '"text"')
+
+
+def env():
+    put("env", "dotenv", "# comment\nANTHROPIC_API_KEY=sk-x\nexport A = 'quoted'\n"
+        'B="double"\r\nC=x=y\n\n=novalue\nD\nA=again\n\x1cE=sep\n')
+    put("env", "forward", " A, ,B ,,\tC_D ")
+    put("env", "envfile", "A=1\nB=x=y\r\n# c\n  \t\n1X=2\n")
+
+
+def claude_json():
+    put("claude_json", "servers", j({
+        "mcpServers": {"fs": {"command": "npx", "args": ["-y", "server-fs"]}},
+        "enabledMcpjsonServers": ["a", "b"], "enableAllProjectMcpServers": True,
+        "projects": {"/home/u/src": {"mcpServers": {"db": {"type": "http",
+                                                           "url": "http://x"}},
+                                      "enabledMcpjsonServers": ["c"],
+                                      "enableAllProjectMcpServers": True}}}))
+    put("claude_json", "crash-tab-in-names", j({"mcpServers": {"a\tb": {"command": "x"}},
+                                        "projects": {"/p\t/q": {"mcpServers": {"s": {}}}}}))
+
+
+def oci_docs(tmp):
+    layers = [oci.Layer([oci.file("etc/motd", "x\n")], "gzip"),
+              oci.Layer([oci.file("etc/x", "y\n")], "zstd")]
+    lay = os.path.join(tmp, "layout")
+    info = oci.write_layout(lay, layers)
+    blobs = os.path.join(lay, "blobs", "sha256")
+    with open(os.path.join(lay, "index.json"), "rb") as f:
+        put("oci", "index", f.read())
+    for name, d in (("manifest", info["manifest"]), ("config", info["config"])):
+        with open(os.path.join(blobs, d[7:]), "rb") as f:
+            put("oci", name, f.read())
+    put("oci", "docker-manifest", j([{"Config": "cfg.json", "RepoTags": ["busybox:fixture"],
+                                       "Layers": ["l1/layer.tar", "l2/layer.tar"]}]))
+    h = "sha256:" + hashlib.sha256(b"x").hexdigest()
+    put("oci", "manifest-list", j({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.list.v2+json",
+        "manifests": [{"mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                       "digest": h, "size": 10, "platform": {
+                           "architecture": a, "os": "linux", "variant": v}}
+                      for a, v in (("arm", "v7"), ("arm64", "v8"), ("amd64", ""))]}))
+    put("oci", "platform", "linux/arm64/v8")
+    put("oci", "media-type", "application/vnd.oci.image.layer.v1.tar+zstd")
+    return lay
+
+
+def seccomp():
+    with open("/usr/share/containers/seccomp.json", "rb") as f:
+        put("seccomp", "containers-default", f.read())
+    put("seccomp", "small", j({"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
+                                "architectures": ["SCMP_ARCH_X86_64"], "syscalls": [
+                                    {"names": ["read", "write", "exit_group"],
+                                     "action": "SCMP_ACT_ALLOW"},
+                                    {"names": ["personality"], "action": "SCMP_ACT_ALLOW",
+                                     "args": [{"index": 0, "value": 8, "op": "SCMP_CMP_EQ"}]},
+                                    {"names": ["clone"], "action": "SCMP_ACT_ALLOW",
+                                     "args": [{"index": 0, "value": 2114060288,
+                                               "valueTwo": 0, "op": "SCMP_CMP_MASKED_EQ"}],
+                                     "excludes": {"caps": ["CAP_SYS_ADMIN"]}}]}))
+
+
+def registry():
+    for i, r in enumerate(["debian:12", "docker.io/library/debian:12",
+                           "localhost:5000/a/b@sha256:" + "a" * 64,
+                           "registry.test:5000/o/r:v1@sha256:" + "0" * 64, "registry.test:443/x"]):
+        put("registry", "ref-%d" % i, r)
+    put("registry", "challenge", 'Bearer realm="https://auth.test/token",service="registry.test",'
+        'scope="repository:library/debian:pull",error="in\\"valid"')
+    put("registry", "auth", j({"auths": {
+        "registry.test": {"auth": "dXNlcjpwYXNz"},
+        "https://registry.test/v1/": {"auth": "dTpw"},
+        "registry.test/library": {"auth": "YTpiOmM="}}, "credHelpers": {"x": "y"}}))
+
+
+def git_index(tmp):
+    repo = os.path.join(tmp, "repo")
+    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1",
+               GIT_AUTHOR_DATE="2023-11-14T22:13:20Z", GIT_COMMITTER_DATE="2023-11-14T22:13:20Z")
+
+    def git(*a):
+        subprocess.run(["git", "-C", repo, *a], check=True, env=env, capture_output=True)
+    os.makedirs(os.path.join(repo, "dir"))
+    git("init", "-q")
+    for n in ("a", "dir/b"):
+        with open(os.path.join(repo, n), "w") as f:
+            f.write(n)
+    git("add", "a", "dir/b")
+    git("update-index", "--add", "--cacheinfo", "160000," + "1" * 40 + ",sub/mod")
+    for v in ("2", "3", "4"):
+        git("update-index", "--index-version", v)
+        with open(os.path.join(repo, ".git", "index"), "rb") as f:
+            put("git_index", "v" + v, f.read())
+
+
+def layer_seeds():
+    L = oci.Layer
+    seeds = {
+        "plain": L([oci.directory("etc"), oci.file("etc/motd", "motd\n"),
+                    oci.symlink("etc/l", "motd"), oci.hardlink("etc/h", "etc/motd"),
+                    oci.fifo("etc/fifo"), oci.chardev("dev-null")], "none"),
+        "gzip": L([oci.directory("opt/a"), oci.opaque("opt/a"), oci.file("opt/a/new", "n"),
+                   oci.whiteout("var/cache"), oci.file("srv/tool", "#!", 0o4755)], "gzip"),
+        "zstd": L([oci.directory("srv/ro", 0o555), oci.file("srv/data", "s", 0o600, 33, 33),
+                   oci.hardlink("srv/hl", "srv/data")], "zstd"),
+        "long-name": L([oci.file("d/" + "n" * 200 + "/" + "m" * 120, "x")], "none"),
+        "symlink-escape": L([oci.symlink("link", "/tmp"), oci.file("link/pwned", "x")], "none"),
+        "dotdot": L([oci.file("../../pwned", "x"), oci.hardlink("hl", "../../etc/passwd"),
+                     oci.file("etc/../../.wh.x", "")], "none"),
+    }
+    for name, layer in seeds.items():
+        put("layer", name, layer.blob())
+    put("layer", "name-escapes", "etc/./a//b/../c\x01\x7f\xff")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        settings()
+        env()
+        claude_json()
+        oci_docs(tmp)
+        seccomp()
+        registry()
+        git_index(tmp)
+        layer_seeds()
+
+
+if __name__ == "__main__":
+    main()
