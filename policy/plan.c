@@ -525,7 +525,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         bool loopback = false, claude_missing = false, ca = false;
         const char *term = getenv("TERM"), *colorterm = getenv("COLORTERM");
         _cleanup_close_ int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_close_ int work_fd = -1;
+        _cleanup_close_ int work_fd = -1, claude_fd = -1;
         int r;
 
         memset(p, 0, sizeof(*p));
@@ -627,7 +627,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 r = add_bind_state(p, user_kh, PLAN_HOME "/.ssh/known_hosts", 0, err);
         /* #11 the host's claude, first on PATH. */
         if (r >= 0)
-                r = stage_claude(c, &claude, &claude_missing, &p->warnings, err);
+                r = stage_claude(c, &claude_fd, &claude, &claude_missing, err);
         if (r >= 0 && claude_missing) {
                 r = cs_error_setx(err, ENOENT,
                                   "run %s: claude is not installed on this machine (no `%s` on "
@@ -637,7 +637,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                                   req->name, c->claude_bin);
         }
         if (r >= 0 && claude) {
-                r = plan_bind_host(s, claude, PLAN_CLAUDE, SPEC_MOUNT_RO, err);
+                r = plan_bind_fd(s, &claude_fd, claude, PLAN_CLAUDE, SPEC_MOUNT_RO, err);
                 if (r >= 0)
                         r = spec_env_set(s, "DISABLE_AUTOUPDATER", "1", false, err);
         }

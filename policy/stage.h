@@ -45,12 +45,12 @@ void stage_release(const struct profile *p);
  * opened and checked (-1: there is none); local_path names the file in messages and keys. */
 int stage_local_settings(const struct profile *p, int dir_fd, const char *local_path,
                          char **ret_copy, struct stage_warnings *warn, struct cs_error *err);
-/* The host claude binary (issue: FICLONE, plain copy fallback, .partial + rename, pruning):
- * resolves c->claude_bin on PATH, keys it by version or (dev, ino, size, mtime), stages it
- * under <data_home>/csandbox/claude/<key>. *ret_path NULL with *ret_missing = true when no
- * claude is installed. */
-int stage_claude(const struct profile_config *c, char **ret_path, bool *ret_missing,
-                 struct stage_warnings *warn, struct cs_error *err);
+/* The host claude binary: c->claude_bin found on PATH as shutil.which does, resolved and
+ * opened once (O_PATH) into *ret_fd, its path in *ret_path; refused when it is not a regular
+ * file or every user can write it. *ret_missing (and *ret_fd -1) when no claude is
+ * installed. Removes the copies earlier csandbox versions staged under <data>/csandbox/claude. */
+int stage_claude(const struct profile_config *c, int *ret_fd, char **ret_path, bool *ret_missing,
+                 struct cs_error *err);
 /* §2.10: the git identity file for cwd under <data_home>/claude-profile/git/; NULL when
  * git knows no user.name/user.email. */
 int stage_git_identity(const struct profile_config *c, const char *cwd, char **ret_path,

@@ -40,11 +40,12 @@ def test_real_claude_lists_the_profiles_mcp_servers(profiles):
     assert "csbt-demo: /bin/true" in r.stdout
 
 
-def test_real_claude_is_the_staged_copy_first_on_path(profiles):
+def test_real_claude_is_the_host_file_first_on_path(profiles):
     profiles.add()
     plan = json.loads(profiles.run(cmd="plan").stdout)
     env = {e["name"]: e["value"] for e in plan["env"]}
     assert env["PATH"].startswith("/home/appuser/.local/bin:")
     assert env["DISABLE_AUTOUPDATER"] == "1"
     claude = [m for m in plan["mounts"] if m["dest"] == "/home/appuser/.local/bin/claude"]
-    assert claude and claude[0]["readonly"] and VERSION in claude[0]["source"]
+    assert claude and claude[0]["readonly"]
+    assert claude[0]["source"] == os.path.realpath(CLAUDE), "the host's file, not a copy"

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from conftest import CSANDBOX, PROBE, TIMEOUT, base_env, mountinfo_entries
+from conftest import CSANDBOX, PROBE, TIMEOUT, base_env, mountinfo_entries, wait_until
 
 HOME_IN = "/home/appuser"
 KNOWN_HOSTS = "git.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
@@ -114,7 +114,7 @@ def test_claude_runs_as_appuser_in_the_cwd_with_the_profile_config(profiles):
     assert r["env"]["CLAUDE_CONFIG_DIR"] == CFG_IN
     assert r["cwd"] == str(sub)
     assert r["caps"]["CapEff"] == "0000000000000000" and r["seccomp"] == 2
-    assert r["argv"][0] == CLAUDE_IN, "the staged copy by its path, never found on PATH"
+    assert r["argv"][0] == CLAUDE_IN, "the host's claude by its path, never found on PATH"
 
 
 def test_session_flags_come_first_then_the_users_args(profiles):
@@ -171,6 +171,53 @@ def test_no_claude_installed_is_one_clear_error(profiles):
     assert r.returncode == 125
     assert r.stderr.count("csandbox:") == 1
     assert "claude is not installed" in r.stderr and "npm install -g" in r.stderr
+
+
+def test_claude_is_the_host_file_and_an_update_by_rename_reaches_the_next_launch(profiles):
+    """No copy: the session runs the host's file, read-only; an update renamed over it (as
+    npm and the native installer do) leaves the running session's file as it was, and the
+    next launch runs the new one. Copies an older csandbox staged are removed."""
+    profiles.add()
+    old_cache = profiles.data / "csandbox" / "claude"
+    old_cache.mkdir(parents=True)
+    (old_cache / "2.1.1").write_text("a copy")
+    p = profiles.project
+    shell_claude(profiles, f"""# version one
+touch started
+while [ ! -e go ]; do sleep 0.05; done
+cat {CLAUDE_IN} > seen
+(echo x >> {CLAUDE_IN}) 2>/dev/null && touch wrote
+true
+""")
+    host = profiles.claude.read_text()
+    proc = subprocess.Popen([CSANDBOX, "run", "work"], cwd=str(p), env=profiles.env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(lambda: (p / "started").exists(), 60), proc.stderr.read()
+        new = profiles.bin / "claude.new"
+        new.write_text("#!/bin/sh\n# version two\necho two > seen2\n")
+        new.chmod(0o755)
+        os.rename(new, profiles.claude)
+        (p / "go").touch()
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert (p / "seen").read_text() == host, "the session's claude changed under it"
+    assert not (p / "wrote").exists(), "claude was writable inside"
+    assert not old_cache.exists(), "the old copies were kept"
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert (p / "seen2").read_text() == "two\n"
+
+
+def test_claude_writable_by_every_user_is_refused(profiles):
+    profiles.add()
+    profiles.claude.chmod(0o757)
+    r = profiles.run()
+    assert r.returncode == 125
+    assert str(profiles.claude) in r.stderr and "chmod o-w" in r.stderr
 
 
 @pytest.mark.parametrize("where", ["home", "above-home", "profiles", "inside-profiles"])
@@ -558,26 +605,21 @@ def _run_with_noexec_data_home(profiles, env):
                           stdin=subprocess.DEVNULL)
 
 
-def test_noexec_data_home_stages_claude_in_the_runtime_dir(profiles, tmp_path):
-    """Staged under a noexec XDG_DATA_HOME the copy could not execute (and a PATH search
-    would start another claude): it is staged under XDG_RUNTIME_DIR instead."""
+@pytest.mark.parametrize("runtime", [True, False])
+def test_noexec_data_home_changes_nothing_for_claude(profiles, tmp_path, runtime):
+    """claude is the host's file bound where it lies (no copy under the data dir), so a
+    noexec XDG_DATA_HOME, with or without XDG_RUNTIME_DIR, does not matter."""
     profiles.add()
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700)
-    p = _run_with_noexec_data_home(profiles, profiles.env(XDG_RUNTIME_DIR=str(runtime)))
+    rt = tmp_path / "runtime"
+    rt.mkdir(mode=0o700)
+    p = _run_with_noexec_data_home(profiles,
+                                   profiles.env(XDG_RUNTIME_DIR=str(rt) if runtime else None))
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     assert r["argv"][0] == CLAUDE_IN
     m = [e for e in mountinfo_entries(r["mountinfo"]) if e["mountpoint"] == CLAUDE_IN]
-    assert m and m[-1]["root"].startswith(str(runtime / "csandbox" / "claude") + "/"), m
-
-
-def test_noexec_data_home_without_a_runtime_dir_fails_with_the_fix(profiles):
-    profiles.add()
-    p = _run_with_noexec_data_home(profiles, profiles.env(XDG_RUNTIME_DIR=None))
-    assert p.returncode == 125, p.stderr
-    assert "noexec" in p.stderr and "XDG_DATA_HOME" in p.stderr, p.stderr
-    assert p.stdout == "", "claude must not have started"
+    assert m and m[-1]["root"].endswith(str(profiles.claude)), m
+    assert "ro" in m[-1]["opts"], m
 
 
 def test_known_hosts_on_an_image_without_etc_ssh(profiles, tmp_path):

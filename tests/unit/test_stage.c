@@ -339,34 +339,17 @@ static void test_local_settings_copy_and_link(void)
         PASS();
 }
 
-static int count_entries(const char *d)
-{
-        DIR *dd = opendir(d);
-        struct dirent *de;
-        int n = 0;
-
-        if (!dd)
-                return -1;
-        while ((de = readdir(dd)))
-                if (de->d_name[0] != '.' || strstr(de->d_name, ".partial"))
-                        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-                                n++;
-        closedir(dd);
-        return n;
-}
-
-static void test_claude_versions_layout_and_pruning(void)
+/* The file itself, by fd: the path resolved through the link, the inode the same, and the
+ * copies an earlier csandbox staged under <data>/csandbox/claude removed. */
+static void test_claude_opened_in_place_and_old_copies_removed(void)
 {
         struct profile_config c = {0};
-        struct stage_warnings w = {0};
         struct cs_error err = {0};
-        char data[PATH_MAX], bin[PATH_MAX], cache[PATH_MAX + 20], live[PATH_MAX + 80];
-        char dead[PATH_MAX + 80], old[PATH_MAX + 40];
+        char data[PATH_MAX], bin[PATH_MAX];
         char *out = NULL;
         bool missing = true;
-        struct stat st;
-        pid_t child;
-        int r;
+        struct stat st, fst;
+        int fd = -1, r;
 
         snprintf(data, sizeof(data), "%s/data", base);
         mkdir(data, 0700);
@@ -377,58 +360,42 @@ static void test_claude_versions_layout_and_pruning(void)
         put(bin, "#!/bin/sh\necho fake\n");
         chmod(bin, 0755);
         symlink(bin, at("inst/claude-link"));
-        snprintf(cache, sizeof(cache), "%s/csandbox/claude", data);
+        mkdir(at("data/csandbox"), 0700);
+        mkdir(at("data/csandbox/claude"), 0700);
+        put(at("data/csandbox/claude/2.1.1"), "old copy");
+        put(at("data/csandbox/claude/.2.1.2.1234.partial"), "half");
+        chmod(at("data/csandbox/claude"), 0500);
         c.data_home = data;
         c.claude_bin = at("inst/claude-link");
-        /* A parallel launch mid-copy (alive) and a crashed one (dead pid), and an old key. */
-        mkdir(at("data/csandbox"), 0700);
-        mkdir(cache, 0700);
-        child = fork();
-        if (child == 0) {
-                pause();
-                _exit(0);
-        }
-        snprintf(live, sizeof(live), "%s/.2.1.999.%d.partial", cache, (int)child);
-        put(live, "half");
-        snprintf(dead, sizeof(dead), "%s/.2.1.1.%d.partial", cache, 999999999);
-        put(dead, "half");
-        snprintf(old, sizeof(old), "%s/2.1.1", cache);
-        put(old, "old");
-        r = stage_claude(&c, &out, &missing, &w, &err);
-        kill(child, 9);
-        waitpid(child, NULL, 0);
-        CHECKF(r == 0 && !missing && out, "%s", err.msg);
-        CHECKF(strcmp(strrchr(out, '/') + 1, "2.1.999") == 0, "key %s", out);
-        CHECKF(stat(out, &st) == 0 && (st.st_mode & 0777) == 0755, "mode lost");
-        CHECKF(strcmp(slurp(out), "#!/bin/sh\necho fake\n") == 0, "content");
-        CHECKF(access(live, F_OK) == 0, "live partial pruned");
-        CHECKF(access(dead, F_OK) < 0 && access(old, F_OK) < 0, "stale entries kept");
-        CHECKF(count_entries(cache) == 2, "entries %d", count_entries(cache));
+        r = stage_claude(&c, &fd, &out, &missing, &err);
+        CHECKF(r == 0 && !missing && out && fd >= 0, "%s", err.msg);
+        CHECKF(strcmp(out, bin) == 0, "path %s", out);
+        CHECK(stat(bin, &st) == 0 && fstat(fd, &fst) == 0);
+        CHECK(st.st_ino == fst.st_ino && st.st_dev == fst.st_dev);
+        CHECKF(access(at("data/csandbox/claude"), F_OK) < 0, "old copies kept");
+        CHECK(access(at("data/csandbox"), F_OK) == 0);
+        close(fd);
         free(out);
         PASS();
 }
 
-static void test_claude_npm_layout_and_fallback_key(void)
+static void test_claude_on_path_missing_and_writable_by_all(void)
 {
         struct profile_config c = {0};
-        struct stage_warnings w = {0};
         struct cs_error err = {0};
-        char data[PATH_MAX], pkg[PATH_MAX], other[PATH_MAX];
+        char data[PATH_MAX], other[PATH_MAX];
         char *out = NULL, *oldpath;
         bool missing = true;
-        int r;
+        int fd = -1, r;
 
         snprintf(data, sizeof(data), "%s/data2", base);
         mkdir(data, 0700);
-        snprintf(pkg, sizeof(pkg), "%s/npm/lib/node_modules/@anthropic-ai/claude-code", base);
         mkdir(at("npm"), 0700);
         mkdir(at("npm/lib"), 0700);
         mkdir(at("npm/lib/node_modules"), 0700);
         mkdir(at("npm/lib/node_modules/@anthropic-ai"), 0700);
-        mkdir(pkg, 0700);
+        mkdir(at("npm/lib/node_modules/@anthropic-ai/claude-code"), 0700);
         mkdir(at("npm/lib/node_modules/@anthropic-ai/claude-code/bin"), 0700);
-        put(at("npm/lib/node_modules/@anthropic-ai/claude-code/package.json"),
-            "{\"name\": \"@anthropic-ai/claude-code\", \"version\": \"2.1.332\"}");
         put(at("npm/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe"), "ELF");
         chmod(at("npm/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe"), 0755);
         mkdir(at("npm/bin"), 0700);
@@ -439,27 +406,27 @@ static void test_claude_npm_layout_and_fallback_key(void)
         setenv("PATH", at("npm/bin"), 1);
         c.data_home = data;
         c.claude_bin = "claude";
-        r = stage_claude(&c, &out, &missing, &w, &err);
-        CHECKF(r == 0 && out && strcmp(strrchr(out, '/') + 1, "2.1.332") == 0, "npm key %s (%s)",
-               out, err.msg);
+        r = stage_claude(&c, &fd, &out, &missing, &err);
+        CHECKF(r == 0 && fd >= 0 && out && strstr(out, "/claude-code/bin/claude.exe"),
+               "npm %s (%s)", out, err.msg);
+        close(fd);
         free(out);
 
         c.claude_bin = "no-such-claude";
-        r = stage_claude(&c, &out, &missing, &w, &err);
-        CHECKF(r == 0 && missing && !out, "missing not reported");
+        r = stage_claude(&c, &fd, &out, &missing, &err);
+        CHECKF(r == 0 && missing && !out && fd < 0, "missing not reported");
         if (oldpath)
                 setenv("PATH", oldpath, 1);
         free(oldpath);
 
         snprintf(other, sizeof(other), "%s/plain-claude", base);
         put(other, "bin");
-        chmod(other, 0755);
+        chmod(other, 0757);
         c.claude_bin = other;
-        r = stage_claude(&c, &out, &missing, &w, &err);
-        CHECKF(r == 0 && out && strchr(strrchr(out, '/'), '-'), "fallback key %s (%s)", out,
-               err.msg);
-        CHECKF(access(at("data2/csandbox/claude/2.1.332"), F_OK) < 0, "previous key not pruned");
-        free(out);
+        r = stage_claude(&c, &fd, &out, &missing, &err);
+        CHECKF(r < 0 && fd < 0 && strstr(err.msg, "writable by every user") &&
+                   strstr(err.msg, "chmod o-w"),
+               "world-writable claude: %d %s", r, err.msg);
         PASS();
 }
 
@@ -511,8 +478,8 @@ int main(void)
         test_linked_hooks_and_config_give_no_copy();
         test_missing_hooks_gives_empty_copy();
         test_local_settings_copy_and_link();
-        test_claude_versions_layout_and_pruning();
-        test_claude_npm_layout_and_fallback_key();
+        test_claude_opened_in_place_and_old_copies_removed();
+        test_claude_on_path_missing_and_writable_by_all();
         test_git_identity_file();
         snprintf(cmd, sizeof(cmd), "chmod -R u+rwx %s; rm -rf %s", base, base);
         if (system(cmd) != 0)
