@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 static const char usage_run[] =
-    "Usage: csandbox run [--image NAME] [--accept-changes] [--tty=auto|pty|inherit] PROFILE\n"
-    "                    [--] [CLAUDE_ARGS...]\n"
-    "       csandbox plan [--image NAME] [--tty=auto|pty|inherit] PROFILE [--] [CLAUDE_ARGS...]\n"
+    "Usage: csandbox run [--image NAME] [--accept-changes] [--tty=auto|pty|inherit]\n"
+    "                    [--proc=auto|fresh|bind|none] PROFILE [--] [CLAUDE_ARGS...]\n"
+    "       csandbox plan [--image NAME] [--tty=...] [--proc=...] PROFILE [--] [CLAUDE_ARGS...]\n"
     "\n"
     "run launches Claude Code for the claude-profile profile PROFILE in a sandbox: the\n"
     "host's root read-only with every home hidden (or an imported image under an\n"
@@ -35,7 +35,7 @@ static const char usage_run[] =
     "values redacted, argv, ids, namespaces, network, seccomp) without starting\n"
     "anything. It writes what a launch writes before it starts: the per-profile copies\n"
     "in ${XDG_DATA_HOME:-~/.local/share}/claude-profile/profiles/PROFILE/ (settings,\n"
-    "hooks, known_hosts, gitconfig), the cached claude binary and git identity file,\n"
+    "hooks, known_hosts, gitconfig), the git identity file,\n"
     "and in the profile an empty .env, a {} settings.json and a chrome/ directory when\n"
     "they are missing, as claude-profile does.\n"
     "\n"
@@ -56,42 +56,77 @@ static const char usage_run[] =
     "\n"
     "--tty: auto (the default) gives claude a pty of the sandbox's own, relayed to your\n"
     "terminal, when stdin, stdout or stderr is a terminal; pty always does; inherit\n"
-    "passes your terminal itself (claude can then change its modes; see README).\n";
+    "passes your terminal itself (claude can then change its modes; see README).\n"
+    "\n"
+    "--proc: auto (the default) mounts a fresh /proc of the sandbox's pid namespace, and\n"
+    "where the kernel refuses one (inside most containers) binds the outer /proc\n"
+    "read-only, saying so; fresh refuses to launch instead; bind always binds the\n"
+    "outer one (its processes and their command lines show); none gives an empty /proc.\n";
 
-static int parse(int argc, char **argv, const char **ret_image, enum spec_tty *ret_tty,
-                 const char **ret_name, int *ret_first_arg, bool *ret_help, bool *ret_accept,
-                 struct cs_error *err)
+struct run_opts {
+        const char *image;
+        enum spec_tty tty;
+        enum spec_proc proc;
+        bool help, accept;
+};
+
+/* `--NAME VALUE` or `--NAME=VALUE` at argv[*i]: 1 with *ret set (and *i on the value), 0
+ * when argv[*i] is another argument, < 0 when the value is missing. */
+static int value_flag(int argc, char **argv, int *i, const char *name, const char **ret,
+                      struct cs_error *err)
 {
-        int i;
+        size_t n = strlen(name);
 
-        *ret_image = NULL;
-        *ret_tty = SPEC_TTY_AUTO;
-        *ret_help = false;
-        *ret_accept = false;
+        if (strncmp(argv[*i], name, n) != 0 || (argv[*i][n] != '=' && argv[*i][n]))
+                return 0;
+        if (argv[*i][n] == '=') {
+                *ret = argv[*i] + n + 1;
+                return 1;
+        }
+        if (*i + 1 >= argc)
+                return cs_error_setx(err, EINVAL, "%s needs a value", name);
+        *ret = argv[++*i];
+        return 1;
+}
+
+static int parse(int argc, char **argv, struct run_opts *o, const char **ret_name,
+                 int *ret_first_arg, struct cs_error *err)
+{
+        const char *v;
+        int i, r;
+
+        *o = (struct run_opts){.tty = SPEC_TTY_AUTO, .proc = SPEC_PROC_AUTO};
         for (i = 0; i < argc; i++) {
-                if (strncmp(argv[i], "--tty", 5) == 0 && (argv[i][5] == '=' || !argv[i][5])) {
-                        const char *v = argv[i][5] == '=' ? argv[i] + 6 : NULL;
-
-                        if (!v && i + 1 < argc)
-                                v = argv[++i];
-                        if (!v || !spec_tty_parse(v, ret_tty))
-                                return cs_error_setx(err, EINVAL,
-                                                     "--tty `%s`: expected auto, pty or inherit",
-                                                     v ? v : "");
+                r = value_flag(argc, argv, &i, "--tty", &v, err);
+                if (r > 0 && !spec_tty_parse(v, &o->tty))
+                        r = cs_error_setx(err, EINVAL, "--tty `%s`: expected auto, pty or inherit",
+                                          v);
+                if (r != 0) {
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                r = value_flag(argc, argv, &i, "--proc", &v, err);
+                if (r > 0 && !spec_proc_parse(v, &o->proc))
+                        r = cs_error_setx(err, EINVAL,
+                                          "--proc `%s`: expected auto, fresh, bind or none", v);
+                if (r != 0) {
+                        if (r < 0)
+                                return r;
                         continue;
                 }
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        *ret_help = true;
+                        o->help = true;
                         return 0;
                 }
                 if (strcmp(argv[i], "--image") == 0) {
                         if (i + 1 >= argc)
                                 return cs_error_setx(err, EINVAL, "--image needs a NAME");
-                        *ret_image = argv[++i];
+                        o->image = argv[++i];
                         continue;
                 }
                 if (strcmp(argv[i], "--accept-changes") == 0) {
-                        *ret_accept = true;
+                        o->accept = true;
                         continue;
                 }
                 if (argv[i][0] == '-')
@@ -133,19 +168,18 @@ int cmd_run(int argc, char **argv, bool plan_only)
         struct plan_request req = {0};
         struct sock_fprog filter = {0};
         char cwd[PATH_MAX];
-        const char *image = NULL, *name = NULL;
-        enum spec_tty tty;
-        bool help, accept;
+        const char *name = NULL;
+        struct run_opts o;
         int first = 0, status = CS_EXIT_SETUP, r;
 
-        r = parse(argc, argv, &image, &tty, &name, &first, &help, &accept, &err);
-        if (r >= 0 && accept && plan_only)
+        r = parse(argc, argv, &o, &name, &first, &err);
+        if (r >= 0 && o.accept && plan_only)
                 r = cs_error_setx(&err, EINVAL,
                                   "--accept-changes belongs to run: plan shows a waiting trust "
                                   "report but accepts nothing");
         if (r < 0)
                 return cli_fail(&err);
-        if (help) {
+        if (o.help) {
                 fputs(usage_run, stdout);
                 return 0;
         }
@@ -161,13 +195,14 @@ int cmd_run(int argc, char **argv, bool plan_only)
         req.cwd = cwd;
         req.args = argv + first;
         req.n_args = (size_t)(argc - first);
-        req.image = image;
-        req.pending = plan_only ? PLAN_PENDING_SHOW
-                      : accept  ? PLAN_PENDING_ACCEPT
-                                : PLAN_PENDING_REFUSE;
+        req.image = o.image;
+        req.pending = plan_only  ? PLAN_PENDING_SHOW
+                      : o.accept ? PLAN_PENDING_ACCEPT
+                                 : PLAN_PENDING_REFUSE;
         raise_nofile_limit();
         r = plan_build(&req, &plan, &err);
-        plan.spec.tty = tty;
+        plan.spec.tty = o.tty;
+        plan.spec.proc = o.proc;
         for (size_t i = 0; i < plan.warnings.n; i++)
                 fprintf(stderr, "%s\n", plan.warnings.msgs[i]);
         if (r >= 0)

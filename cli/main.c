@@ -72,6 +72,11 @@ static const char usage_exec[] =
     "                          are terminals become a pty of the sandbox's own, relayed\n"
     "                          to yours; pty: all three, always; inherit: your terminal\n"
     "                          itself (the sandbox can change its modes)\n"
+    "  --proc=auto|fresh|bind|none\n"
+    "                          /proc: auto (default) a fresh one, or where the kernel\n"
+    "                          refuses it (most containers) the outer one read-only;\n"
+    "                          fresh: refuse to launch instead; bind: the outer one\n"
+    "                          read-only (its processes show); none: an empty one\n"
     "  --plan                  print the sandbox spec as JSON and exit\n"
     "\n"
     "Exit status: COMMAND's own; 128+N when it died of signal N; 125 when csandbox\n"
@@ -115,15 +120,17 @@ static const struct exec_flag exec_flags[] = {
     {"--env-fd", 1},    {"--seccomp", 1},
     {"--image", 1},     {"--plan", 0},
     {"--help", 0},      {"--tty", 1},
+    {"--proc", 1},
 };
 /* clang-format on */
 
 static const struct exec_flag *exec_flag_find(const char *arg)
 {
-        static const struct exec_flag tty_value = {"--tty=", 0};
+        static const struct exec_flag inline_values[] = {{"--tty=", 0}, {"--proc=", 0}};
 
-        if (strncmp(arg, tty_value.name, strlen(tty_value.name)) == 0)
-                return &tty_value;
+        for (size_t i = 0; i < sizeof(inline_values) / sizeof(inline_values[0]); i++)
+                if (strncmp(arg, inline_values[i].name, strlen(inline_values[i].name)) == 0)
+                        return &inline_values[i];
         for (size_t i = 0; i < sizeof(exec_flags) / sizeof(exec_flags[0]); i++)
                 if (strcmp(exec_flags[i].name, arg) == 0)
                         return &exec_flags[i];
@@ -477,6 +484,13 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                         if (!spec_tty_parse(v, &s->tty))
                                 return cs_error_setx(
                                     err, EINVAL, "--tty `%s`: expected auto, pty or inherit", v);
+                } else if (strncmp(a, "--proc", 6) == 0) {
+                        const char *v = a[6] == '=' ? a + 7 : v1;
+
+                        if (!spec_proc_parse(v, &s->proc))
+                                return cs_error_setx(
+                                    err, EINVAL, "--proc `%s`: expected auto, fresh, bind or none",
+                                    v);
                 }
                 if (r < 0)
                         return r;

@@ -99,27 +99,67 @@ int mnt_tmpfs_at(struct mnt_state *st, int dst, mode_t mode, const char *dest, s
         return mnt_attach(m, dst, "a tmpfs", dest, err);
 }
 
-int mnt_proc_at(int dst, const char *dest, struct cs_error *err)
+static int proc_bind(int *ret)
 {
+        int m = mnt_clone_tree(AT_FDCWD, "/proc", 0, true,
+                               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                   MOUNT_ATTR_NOEXEC);
+
+        if (m < 0)
+                return m;
+        *ret = m;
+        return 0;
+}
+
+/* --proc: auto tries a fresh proc and falls back to a read-only bind of the visible one
+ * (saying so once); fresh fails instead, naming the cause; bind never tries; none is an
+ * empty read-only tmpfs. */
+int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error *err)
+{
+        static const char *const empty[] = {"mode", "0555", "size", "4k", NULL, NULL};
         static bool warned;
         _cleanup_close_ int m = -1;
         int r;
 
+        if (mode == SPEC_PROC_NONE) {
+                r = mnt_new_fs("tmpfs", empty,
+                               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                   MOUNT_ATTR_NOEXEC,
+                               &m);
+                if (r < 0)
+                        return cs_error_set(err, -r, "create an empty %s (--proc=none)", dest);
+                return mnt_attach(m, dst, "an empty proc", dest, err);
+        }
+        if (mode == SPEC_PROC_BIND) {
+                r = proc_bind(&m);
+                if (r < 0)
+                        return cs_error_set(err, -r, "bind the existing /proc on %s (--proc=bind)",
+                                            dest);
+                return mnt_attach(m, dst, "proc", dest, err);
+        }
         r = mnt_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &m);
+        if (r == -EPERM && mode == SPEC_PROC_FRESH)
+                return cs_error_setx(
+                    err, EPERM,
+                    "the kernel refused a fresh proc for %s (--proc=fresh): the visible /proc "
+                    "has overmounts, as container engines mask /proc (podman: --security-opt "
+                    "unmask=ALL; Docker: --security-opt systempaths=unconfined), or this is a "
+                    "nested sandbox whose /proc is itself a bind; --proc=bind (the outer "
+                    "/proc, read-only) or --proc=none (an empty one) launch without it",
+                    dest);
         if (r == -EPERM) {
                 /* The kernel refuses a fresh proc when the visible one has locked
                  * overmounts (container engines mask /proc this way). */
-                m = mnt_clone_tree(AT_FDCWD, "/proc", 0, true,
-                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                       MOUNT_ATTR_NOEXEC);
-                if (m < 0)
-                        return cs_error_set(err, -m, "bind the existing /proc on %s", dest);
+                r = proc_bind(&m);
+                if (r < 0)
+                        return cs_error_set(err, -r, "bind the existing /proc on %s", dest);
                 if (!warned)
                         fprintf(stderr,
                                 "csandbox: the kernel refused a fresh /proc (the outer /proc has "
                                 "overmounts, as container engines make); binding the existing "
-                                "/proc read-only instead, so it shows the outer pid "
-                                "namespace\n");
+                                "/proc read-only instead, so it shows the outer pid namespace "
+                                "(--proc=fresh refuses to launch instead, --proc=none gives an "
+                                "empty /proc)\n");
                 warned = true;
         } else if (r < 0) {
                 return cs_error_set(err, -r, "mount proc on %s", dest);

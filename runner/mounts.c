@@ -410,7 +410,7 @@ static int mount_one(struct mnt_state *st, const struct sandbox_spec *s, size_t 
         case SPEC_MOUNT_TMPFS:
                 return mnt_tmpfs_at(st, dst, m->mode ? m->mode : 0755, m->dest, err);
         case SPEC_MOUNT_PROC:
-                return mnt_proc_at(dst, m->dest, err);
+                return mnt_proc_at(dst, s->proc, m->dest, err);
         case SPEC_MOUNT_DEV:
                 return mnt_dev_at(st, dst, m->dest, err);
         default:

@@ -76,7 +76,7 @@ int mnt_attach(int tree, int dst, const char *what, const char *dest, struct cs_
 int mnt_new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd);
 int mnt_tmpfs_at(struct mnt_state *st, int dst, mode_t mode, const char *dest,
                  struct cs_error *err);
-int mnt_proc_at(int dst, const char *dest, struct cs_error *err);
+int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error *err);
 /* The host's /sys lists its interfaces and their MAC addresses (from which its IPv6
  * link-local addresses follow): a sysfs of the sandbox's own network namespace instead. The
  * kernel allows that only when the netns belongs to our user namespace and no outer mount

@@ -651,6 +651,26 @@ bool spec_tty_parse(const char *v, enum spec_tty *ret)
         return false;
 }
 
+static const char *const proc_names[] = {[SPEC_PROC_AUTO] = "auto",
+                                         [SPEC_PROC_FRESH] = "fresh",
+                                         [SPEC_PROC_BIND] = "bind",
+                                         [SPEC_PROC_NONE] = "none"};
+
+const char *spec_proc_name(enum spec_proc p)
+{
+        return (size_t)p < sizeof(proc_names) / sizeof(proc_names[0]) ? proc_names[p] : "?";
+}
+
+bool spec_proc_parse(const char *v, enum spec_proc *ret)
+{
+        for (size_t i = 0; i < sizeof(proc_names) / sizeof(proc_names[0]); i++)
+                if (strcmp(v, proc_names[i]) == 0) {
+                        *ret = (enum spec_proc)i;
+                        return true;
+                }
+        return false;
+}
+
 bool spec_tty_wants_pty(const struct sandbox_spec *s)
 {
         if (s->tty == SPEC_TTY_AUTO)
@@ -710,5 +730,6 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
         tty = cJSON_AddObjectToObject(o, "tty");
         cJSON_AddStringToObject(tty, "mode", spec_tty_name(s->tty));
         cJSON_AddBoolToObject(tty, "pty", spec_tty_wants_pty(s));
+        cJSON_AddStringToObject(o, "proc", spec_proc_name(s->proc));
         return o;
 }

@@ -60,6 +60,13 @@ enum spec_seccomp {
         SPEC_SECCOMP_FILE, /* an OCI/Docker JSON profile at seccomp_path */
 };
 
+enum spec_proc {
+        SPEC_PROC_AUTO,  /* a fresh proc; where the kernel refuses one, a read-only bind of /proc */
+        SPEC_PROC_FRESH, /* a fresh proc, or the launch fails saying why */
+        SPEC_PROC_BIND,  /* a read-only bind of the visible /proc (its pid namespace shows) */
+        SPEC_PROC_NONE,  /* an empty read-only /proc */
+};
+
 enum spec_tty {
         SPEC_TTY_AUTO,    /* a pty relay when stdin, stdout or stderr is a terminal */
         SPEC_TTY_PTY,     /* always a pty relay, stdin, stdout and stderr through it */
@@ -114,6 +121,7 @@ struct sandbox_spec {
         size_t n_keep_fds;
 
         enum spec_tty tty;
+        enum spec_proc proc; /* what the SPEC_MOUNT_PROC mount is */
 };
 
 #define SPEC_DEFAULT_PATH     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -178,6 +186,9 @@ const char *spec_mount_kind_name(enum spec_mount_kind k);
 const char *spec_net_name(enum spec_net n);
 const char *spec_seccomp_name(enum spec_seccomp k);
 const char *spec_tty_name(enum spec_tty t);
+const char *spec_proc_name(enum spec_proc p);
+/* "auto", "fresh", "bind" or "none" from --proc; false for anything else. */
+bool spec_proc_parse(const char *v, enum spec_proc *ret);
 /* "auto", "pty" or "inherit" from --tty; false for anything else. */
 bool spec_tty_parse(const char *v, enum spec_tty *ret);
 /* Whether this launch gives the sandbox a pty: the mode, and for auto whether one of our

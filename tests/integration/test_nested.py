@@ -75,3 +75,37 @@ def test_nested_exit_status_and_missing_command(csb, rootfs, tier):
     assert p.returncode == 5, p.stderr
     p = csb.run(["--rootfs", rootfs, "--", "/no/such"], tier=tier)
     assert p.returncode == 127, p.stderr
+
+
+def test_proc_fresh_refuses_where_the_kernel_does_and_names_the_fix(csb):
+    """--proc=fresh: no silent fallback to the outer /proc; the error says why and what to
+    pass instead."""
+    p = csb.run(csb.probe_argv(["--proc=fresh"]), tier="userns")
+    assert p.returncode == 125, p.stdout
+    assert "--proc=fresh" in p.stderr and "overmounts" in p.stderr, p.stderr
+    assert "unmask=ALL" in p.stderr and "--proc=bind" in p.stderr, p.stderr
+    assert p.stdout == "", "the payload must not have started"
+
+
+@pytest.mark.parametrize("tier_", ["direct", "userns"])
+def test_proc_bind_shows_the_outer_pid_namespace_read_only(csb, tier_):
+    p, r = _probe(csb, tier_, ["--proc", "bind"])
+    assert p.returncode == 0, p.stderr
+    assert "refused" not in p.stderr, "bind was asked for: no fallback message"
+    assert len(r["procs"]) > 2 and r["procs"] != [1, 2], r["procs"]
+    proc = [l for l in r["mountinfo"] if l.split()[4] == "/proc"]
+    assert proc and "ro" in proc[-1].split()[5].split(","), proc
+
+
+def test_proc_none_is_an_empty_read_only_proc(csb):
+    p, r = _probe(csb, "direct", ["--proc=none"], ("ls", "/proc"))
+    assert p.returncode == 0, p.stderr
+    assert r == {"errno": "ok", "entries": []}
+    _, r = _probe(csb, "direct", ["--proc=none"], ("write", "/proc/x"))
+    assert r["errno"] == "EROFS"
+
+
+def test_proc_flag_value_is_checked(csb):
+    p = csb.run(["--proc=maybe", "--", "/bin/true"])
+    assert p.returncode == 125
+    assert "--proc `maybe`: expected auto, fresh, bind or none" in p.stderr

@@ -857,3 +857,16 @@ def test_secrets_never_reach_an_argv_or_the_environment_of_a_host_side_process(p
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_run_and_plan_take_the_proc_mode(profiles):
+    profiles.add()
+    for flag in (["--proc=none"], ["--proc", "none"]):
+        r = subprocess.run([CSANDBOX, "plan", *flag, "work"], cwd=str(profiles.project),
+                           env=profiles.env(), capture_output=True, text=True, timeout=TIMEOUT)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["proc"] == "none"
+    assert profiles.plan()["proc"] == "auto"
+    r = subprocess.run([CSANDBOX, "run", "--proc=sometimes", "work"], cwd=str(profiles.project),
+                       env=profiles.env(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 125 and "--proc `sometimes`" in r.stderr, r.stderr
