@@ -14,11 +14,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define RANGE_IDS      65536u
-#define SUBID_FILE_MAX (1u << 20)
+#define RANGE_IDS         65536u
+#define SUBID_FILE_MAX    (1u << 20)
+#define CAP_SETGID_BIT    6
+#define CAP_SETUID_BIT    7
+#define CAP_SYS_ADMIN_BIT 21
 
 struct subid_range {
         unsigned long start, count;
@@ -81,6 +87,105 @@ static const char *helper_path(const char *name)
         return NULL;
 }
 
+/* Whether ids [start, start + count) all exist in this user namespace: the first column
+ * of map (/proc/self/uid_map or gid_map, at most 340 lines). *ret_total gets how many ids
+ * it maps. */
+static bool ids_mapped(const char *map, unsigned long start, unsigned long count,
+                       unsigned long *ret_total)
+{
+        _cleanup_free_ char *buf = NULL;
+        struct cs_error ignored;
+        unsigned long in[340], len[340], want = start;
+        size_t n = 0;
+        char *line, *save = NULL;
+        bool progress = true;
+
+        *ret_total = 0;
+        if (cs_read_file_at(AT_FDCWD, map, 65536, false, &buf, NULL, &ignored) < 0)
+                return true; /* nothing to say: the helper will */
+        for (line = strtok_r(buf, "\n", &save); line && n < 340;
+             line = strtok_r(NULL, "\n", &save)) {
+                unsigned long out;
+
+                if (sscanf(line, "%lu %lu %lu", &in[n], &out, &len[n]) == 3)
+                        *ret_total += len[n++];
+        }
+        /* The ranges come in any order: extend the covered prefix until it stops growing. */
+        while (progress && want < start + count) {
+                progress = false;
+                for (size_t i = 0; i < n; i++)
+                        if (in[i] <= want && want < in[i] + len[i]) {
+                                want = in[i] + len[i];
+                                progress = true;
+                        }
+        }
+        return want >= start + count;
+}
+
+/* A capability in this process's bounding set (what a setuid helper can get at most). */
+static bool cap_in_bounding_set(int cap)
+{
+        _cleanup_free_ char *buf = NULL;
+        struct cs_error ignored;
+        unsigned long long bnd;
+        const char *p;
+
+        if (cs_read_file_at(AT_FDCWD, "/proc/self/status", 65536, false, &buf, NULL, &ignored) <
+                0 ||
+            !(p = strstr(buf, "\nCapBnd:")) || sscanf(p + 8, "%llx", &bnd) != 1)
+                return true;
+        return bnd & (1ull << cap);
+}
+
+/* The three ways --map-range fails where /etc/subuid and /etc/subgid are right, named with
+ * their fix: the helpers cannot gain their privilege here (no_new_privs, nosuid), the ids
+ * do not exist in this user namespace (a container, another sandbox), or the capability
+ * bounding set lacks what the kernel asks of a map writer. sub NULL: before /etc/subuid was
+ * read. Returns < 0 with err set when one applies. */
+static int range_blocked(const struct subid_range *sub, const char *map, struct cs_error *err)
+{
+        const char *helper = helper_path("newuidmap");
+        unsigned long total;
+        struct statvfs sv;
+
+        if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
+                return cs_error_setx(
+                    err, EACCES,
+                    "--map-range: newuidmap and newgidmap get their privilege from the setuid "
+                    "bit (or file capabilities), and this process runs with no_new_privs set "
+                    "(inside csandbox or bubblewrap, or a container started with "
+                    "no-new-privileges), so the kernel runs them without it. --map-range cannot "
+                    "work here: drop it");
+        if (helper && statvfs(helper, &sv) == 0 && (sv.f_flag & ST_NOSUID))
+                return cs_error_setx(err, EACCES,
+                                     "--map-range: %s is on a filesystem mounted nosuid, so it "
+                                     "runs without its privilege (inside a sandbox or a "
+                                     "container that binds it so). --map-range cannot work here: "
+                                     "drop it",
+                                     helper);
+        if (!ids_mapped(map, sub ? sub->start : 0, sub ? RANGE_IDS : RANGE_IDS + 1, &total))
+                return cs_error_setx(
+                    err, EACCES,
+                    "--map-range: this runs in a user namespace (a container or another sandbox) "
+                    "whose %s maps %lu ids, %s, so no helper can map a range "
+                    "of %u here. Give the container more ids (rootless podman maps the range "
+                    "/etc/subuid gives the user who starts it), or drop --map-range",
+                    map, total,
+                    sub ? "not the subordinate range /etc/subuid gives you"
+                        : "too few for another 65536",
+                    RANGE_IDS);
+        if (sub && (!cap_in_bounding_set(CAP_SYS_ADMIN_BIT) ||
+                    !cap_in_bounding_set(CAP_SETUID_BIT) || !cap_in_bounding_set(CAP_SETGID_BIT)))
+                return cs_error_setx(
+                    err, EACCES,
+                    "--map-range: newuidmap and newgidmap need CAP_SETUID, CAP_SETGID and "
+                    "CAP_SYS_ADMIN to write a map of more than one id, and this process's "
+                    "capability bounding set (CapBnd in /proc/self/status) lacks one of them, as "
+                    "a container engine's default set does. Start the container with --cap-add "
+                    "SYS_ADMIN (and SETUID, SETGID), or drop --map-range");
+        return 0;
+}
+
 int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err)
 {
         struct subid_range r;
@@ -92,10 +197,16 @@ int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err)
                 return cs_error_setx(err, ENOENT,
                                      "--map-range needs newuidmap and newgidmap, which are not "
                                      "installed: install the uidmap package, or drop --map-range");
-        ret = subid_find("/etc/subuid", s->host_uid, &r, err);
-        if (ret < 0)
-                return ret;
-        return subid_find("/etc/subgid", s->host_uid, &r, err);
+        ret = range_blocked(NULL, "/proc/self/uid_map", err);
+        if (ret >= 0)
+                ret = subid_find("/etc/subuid", s->host_uid, &r, err);
+        if (ret >= 0)
+                ret = range_blocked(&r, "/proc/self/uid_map", err);
+        if (ret >= 0)
+                ret = subid_find("/etc/subgid", s->host_uid, &r, err);
+        if (ret >= 0)
+                ret = range_blocked(&r, "/proc/self/gid_map", err);
+        return ret;
 }
 
 /* Inside ids 0..65535 with `inside` landing on the caller's own host id and the others on
@@ -153,9 +264,10 @@ static int run_map_helper(const char *name, pid_t child, const unsigned long *v,
                 if (errno != EINTR)
                         return cs_error_set(err, errno, "wait for %s", name);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                return cs_error_setx(err, EPERM,
-                                     "%s failed (status %d) mapping the id range: check the "
-                                     "ranges in /etc/subuid and /etc/subgid",
+                return cs_error_setx(err, EACCES,
+                                     "%s failed (status %d) mapping the id range (its own words "
+                                     "are above): check your ranges in /etc/subuid and "
+                                     "/etc/subgid",
                                      path, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         return 0;
 }

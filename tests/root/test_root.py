@@ -52,3 +52,37 @@ def test_run_as_root_has_a_network(tmp_path):
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[0] == "reached", r.stdout
+
+
+USER = os.environ.get("CSANDBOX_TEST_USER", "csbtest")
+
+
+def as_user(cmd, **kw):
+    return subprocess.run(["runuser", "-u", USER, "--", *cmd], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL, **kw)
+
+
+def test_map_range_without_a_subuid_range_is_a_clear_error(tmp_path):
+    """A user without an /etc/subuid range (here: empty files bound over both in a private
+    mount namespace) gets an error naming the file, the user and the fix."""
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    script = (f"mount --bind {empty} /etc/subuid && mount --bind {empty} /etc/subgid && "
+              f"exec runuser -u {USER} -- {CSANDBOX} exec --map-range -- /bin/true")
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 125, r.stderr
+    assert "--map-range: /etc/subuid has no range of at least 65536 ids" in r.stderr
+    assert "usermod --add-subuids" in r.stderr and "drop --map-range" in r.stderr
+
+
+def test_map_range_without_cap_sys_admin_in_the_bounding_set_names_it():
+    """A container's default capability set (no CAP_SYS_ADMIN): newuidmap cannot write a
+    range there; the error names the capability and the engine flag."""
+    r = subprocess.run(["setpriv", "--bounding-set", "-sys_admin", "runuser", "-u", USER, "--",
+                        CSANDBOX, "exec", "--map-range", "--", "/bin/true"],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 125, r.stderr
+    assert "CAP_SYS_ADMIN" in r.stderr and "--cap-add SYS_ADMIN" in r.stderr, r.stderr
+    ok = as_user([CSANDBOX, "exec", "--map-range", "--", "/bin/true"])
+    assert ok.returncode == 0, ok.stderr
