@@ -1,5 +1,5 @@
-/* SHA-256 for the launch path (the reference's per-path keys), from the machine's libcrypto,
- * which is opened on first use only: a launch that computes no key never loads it. */
+/* SHA-256 for the launch path (the reference's per-path keys): the kernel's (AF_ALG), or where
+ * that is refused the machine's libcrypto, opened on first use only. */
 #pragma once
 #include <stddef.h>
 

@@ -2,6 +2,7 @@
  * sandboxed session. */
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/sha256.h"
 #include "policy/profile.h"
 #include "policy/stage.h"
 
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -462,9 +464,39 @@ static void test_git_identity_file(void)
         PASS();
 }
 
+/* The launch path's SHA-256 (the kernel's, else libcrypto's) against known answers and,
+ * across several sends, against libcrypto itself. */
+static void test_sha256_known_answers_and_large_input(void)
+{
+        static const unsigned char abc[32] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea,
+                                              0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22, 0x23,
+                                              0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17, 0x7a, 0x9c,
+                                              0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad};
+        static const unsigned char empty[32] = {0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14,
+                                                0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f, 0xb9, 0x24,
+                                                0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c,
+                                                0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55};
+        unsigned char md[32], want[32];
+        unsigned int n = 0;
+        size_t big = 300000;
+        unsigned char *buf = malloc(big);
+
+        CHECK(buf);
+        CHECK(cs_sha256("abc", 3, md) == 0 && memcmp(md, abc, 32) == 0);
+        CHECK(cs_sha256("", 0, md) == 0 && memcmp(md, empty, 32) == 0);
+        for (size_t i = 0; i < big; i++)
+                buf[i] = (unsigned char)(i * 7 + (i >> 9));
+        CHECK(EVP_Digest(buf, big, want, &n, EVP_sha256(), NULL) == 1 && n == 32);
+        CHECK(cs_sha256(buf, big, md) == 0 && memcmp(md, want, 32) == 0);
+        free(buf);
+        PASS();
+}
+
 int main(void)
 {
         char cmd[PATH_MAX + 16];
+
+        test_sha256_known_answers_and_large_input();
 
         snprintf(base, sizeof(base), "/tmp/test-stage-XXXXXX");
         if (!mkdtemp(base))
