@@ -28,14 +28,14 @@ static const char usage_run[] =
     "host's root read-only with every home hidden (or an imported image under an\n"
     "ephemeral overlay), the profile at /home/appuser/.claude, the current git work\n"
     "tree read-write at its real path, .git/config read-only, throwaway copies of\n"
-    ".git/hooks and the settings files, its own network through pasta, no\n"
+    ".git/hooks (in memory) and the settings files, its own network through pasta, no\n"
     "capabilities and a seccomp filter. The exit status is claude's.\n"
     "\n"
     "plan prints that sandbox as JSON (mounts in order, environment names with secret\n"
     "values redacted, argv, ids, namespaces, network, seccomp) without starting\n"
     "anything. It writes what a launch writes before it starts: the per-profile copies\n"
     "in ${XDG_DATA_HOME:-~/.local/share}/claude-profile/profiles/PROFILE/ (settings,\n"
-    "hooks, known_hosts, gitconfig), the git identity file,\n"
+    "known_hosts, gitconfig), the git identity file,\n"
     "and in the profile an empty .env, a {} settings.json and a chrome/ directory when\n"
     "they are missing, as claude-profile does.\n"
     "\n"
@@ -209,8 +209,6 @@ int cmd_run(int argc, char **argv, bool plan_only)
                 r = seccomp_builtin(plan.spec.seccomp, &filter, &err);
         if (r < 0 || plan_only) {
                 status = r < 0 ? cli_fail(&err) : print_plan_json(&plan);
-                /* No session uses the hooks copies the plan made: none outlives this. */
-                stage_release(&plan.profile);
         } else {
                 char *report, *session = NULL;
                 struct cs_error serr = {0};
@@ -221,7 +219,6 @@ int cmd_run(int argc, char **argv, bool plan_only)
                 r = launch_run(&plan.spec, &filter, &status, &err);
                 if (r < 0)
                         status = cli_fail(&err);
-                stage_release(&plan.profile);
                 report = plan_trust_report(&plan);
                 if (report) {
                         fprintf(stderr, "%s\n", report);

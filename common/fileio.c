@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,4 +247,121 @@ int cs_remove_at(int dfd, const char *name, struct cs_error *err)
 int cs_empty_dir(int dfd, struct cs_error *err)
 {
         return empty_at_depth(dfd, 0, err);
+}
+
+/* Copy an open fd's bytes: copy_file_range, else read/write (the fds start at offset 0). */
+int cs_copy_fd_bytes(int in, int out)
+{
+        char buf[65536];
+        bool plain = false;
+
+        for (;;) {
+                ssize_t n = plain ? read(in, buf, sizeof(buf))
+                                  : copy_file_range(in, NULL, out, NULL, (size_t)1 << 30, 0);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                /* No copy_file_range between these two files, and nothing written yet. */
+                if (n < 0 && !plain &&
+                    (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+                     errno == EPERM) &&
+                    lseek(out, 0, SEEK_CUR) == 0) {
+                        plain = true;
+                        continue;
+                }
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+                if (plain && cs_write_all(out, buf, (size_t)n) < 0)
+                        return -errno;
+        }
+}
+
+static int copy_tree(int src, int dst, int depth, struct cs_copy_budget *bud)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int fd2, r;
+
+        if (depth > bud->max_depth)
+                return -ELOOP;
+        fd2 = dup(src);
+        if (fd2 < 0)
+                return -errno;
+        d = fdopendir(fd2);
+        if (!d) {
+                close(fd2);
+                return -errno;
+        }
+        rewinddir(d); /* the dup shares src's offset: a second copy of src starts over */
+        while ((errno = 0, de = readdir(d))) {
+                struct stat st;
+
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (++bud->entries > bud->max_entries)
+                        return -EFBIG;
+                if (fstatat(src, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return -errno;
+                if (S_ISLNK(st.st_mode)) {
+                        char target[PATH_MAX];
+                        ssize_t n = readlinkat(src, de->d_name, target, sizeof(target) - 1);
+
+                        if (n < 0)
+                                return -errno;
+                        target[n] = '\0';
+                        if (symlinkat(target, dst, de->d_name) < 0)
+                                return -errno;
+                } else if (S_ISREG(st.st_mode)) {
+                        _cleanup_close_ int in =
+                            openat(src, de->d_name,
+                                   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+                        _cleanup_close_ int out = -1;
+                        struct stat st2;
+
+                        if (in < 0 || fstat(in, &st2) < 0)
+                                return -errno;
+                        if (!S_ISREG(st2.st_mode))
+                                return -EINVAL;
+                        bud->bytes += (size_t)st2.st_size;
+                        if (bud->bytes > bud->max_bytes)
+                                return -EFBIG;
+                        out = openat(dst, de->d_name,
+                                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                        if (out < 0)
+                                return -errno;
+                        r = cs_copy_fd_bytes(in, out);
+                        if (r < 0)
+                                return r;
+                        if (fchmod(out, st2.st_mode & 0777) < 0)
+                                return -errno;
+                } else if (S_ISDIR(st.st_mode)) {
+                        _cleanup_close_ int in = -1, out = -1;
+
+                        in = openat(src, de->d_name,
+                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (in < 0)
+                                return -errno;
+                        if (mkdirat(dst, de->d_name, 0700) < 0)
+                                return -errno;
+                        out = openat(dst, de->d_name,
+                                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (out < 0)
+                                return -errno;
+                        r = copy_tree(in, out, depth + 1, bud);
+                        if (r < 0)
+                                return r;
+                        if (fchmod(out, st.st_mode & 0777) < 0)
+                                return -errno;
+                } else if (!bud->skipped) {
+                        bud->skipped = "a fifo, socket or device";
+                }
+        }
+        return errno ? -errno : 0;
+}
+
+int cs_copy_tree(int src, int dst, struct cs_copy_budget *b)
+{
+        return copy_tree(src, dst, 0, b);
 }

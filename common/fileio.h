@@ -35,5 +35,19 @@ int cs_write_file_once(int dirfd, const char *name, const void *data, size_t len
 int cs_remove_at(int dirfd, const char *name, struct cs_error *err);
 /* Remove everything under the directory dirfd, the same way. */
 int cs_empty_dir(int dirfd, struct cs_error *err);
+/* Copy an open fd's bytes: copy_file_range, else read/write (the fds start at offset 0). */
+int cs_copy_fd_bytes(int in, int out);
+
+/* Limits of cs_copy_tree, and what it met (bytes, entries, the first entry skipped). */
+struct cs_copy_budget {
+        size_t max_bytes, max_entries;
+        int max_depth;
+        size_t bytes, entries;
+        const char *skipped; /* "a fifo, socket or device" when one was left out */
+};
+/* Copy the tree under the directory fd src into the directory fd dst: links as links (never
+ * followed), regular files with their permission bits, directories recursively; other types
+ * are skipped (b->skipped). -EFBIG past a limit, -ELOOP too deep. */
+int cs_copy_tree(int src, int dst, struct cs_copy_budget *b);
 /* n bytes for people: "512 B", "3.4 MB" (powers of 1000). */
 void cs_human_size(uint64_t n, char *buf, size_t len);

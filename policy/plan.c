@@ -336,8 +336,12 @@ static int add_bind_state(struct plan *p, const char *copy, const char *dst, uns
 
 static int add_git_state(struct plan *p, const struct worktree *w, struct cs_error *err)
 {
+        if (w->n_git_dirs > 0)
+                stage_hooks_cleanup(p->profile.state_fd);
         for (size_t i = 0; i < w->n_git_dirs; i++) {
-                _cleanup_free_ char *config = NULL, *hooks_copy = NULL, *hooks = NULL;
+                _cleanup_free_ char *config = NULL, *hooks = NULL;
+                _cleanup_close_ int hooks_fd = -1;
+                bool hooks_missing;
                 /* The fd the walk found the git dir through: never its path again. */
                 const int gd = w->git_dir_fds[i];
                 int r;
@@ -358,7 +362,7 @@ static int add_git_state(struct plan *p, const struct worktree *w, struct cs_err
                 /* The copy goes over <gitdir>/hooks; a missing one is made on the host so
                  * that the sandbox cannot create hooks the host would run. */
                 plan_ensure_host_dir(gd, "hooks");
-                r = stage_git_dir(&p->profile, gd, w->git_dirs[i], &config, &hooks_copy,
+                r = stage_git_dir(gd, w->git_dirs[i], &config, &hooks_fd, &hooks_missing,
                                   &p->warnings, err);
                 if (r < 0)
                         return r;
@@ -368,10 +372,15 @@ static int add_git_state(struct plan *p, const struct worktree *w, struct cs_err
                         if (r < 0)
                                 return r;
                 }
-                if (hooks_copy) {
+                /* The hooks inside are a copy the runner makes in a tmpfs of the sandbox:
+                 * what the session writes there is gone with it, and the host's disk sees
+                 * nothing (an empty tmpfs where the git dir has no hooks). */
+                if (hooks_fd >= 0 || hooks_missing) {
                         if (cs_path_join(&hooks, w->git_dirs[i], "hooks") < 0)
                                 return cs_error_set(err, ENOMEM, "hooks");
-                        r = add_bind_state(p, hooks_copy, hooks, 0, err);
+                        r = hooks_fd >= 0
+                                ? spec_add_copy(&p->spec, &hooks_fd, hooks, hooks, err)
+                                : spec_add_mount(&p->spec, SPEC_MOUNT_TMPFS, 0, NULL, hooks, err);
                         if (r < 0)
                                 return r;
                 }

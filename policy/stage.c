@@ -311,44 +311,6 @@ int stage_user_known_hosts(const struct profile *p, char **ret_path, struct cs_e
         return 0;
 }
 
-/* Copy an open fd's bytes: copy_file_range, else read/write (the fds start at offset 0). */
-int stage_copy_fd_bytes(int in, int out)
-{
-        char buf[65536];
-        bool plain = false;
-
-        for (;;) {
-                ssize_t n;
-
-                if (!plain) {
-                        n = copy_file_range(in, NULL, out, NULL, (size_t)1 << 30, 0);
-                        if (n < 0 &&
-                            (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-                             errno == EOPNOTSUPP || errno == EPERM) &&
-                            lseek(out, 0, SEEK_CUR) == 0) {
-                                plain = true;
-                                continue;
-                        }
-                        if (n < 0 && errno == EINTR)
-                                continue;
-                        if (n < 0)
-                                return -errno;
-                        if (n == 0)
-                                return 0;
-                        continue;
-                }
-                n = read(in, buf, sizeof(buf));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        return 0;
-                if (cs_write_all(out, buf, (size_t)n) < 0)
-                        return -errno;
-        }
-}
-
 int stage_local_settings(const struct profile *p, int dir_fd, const char *local_path,
                          char **ret_copy, struct stage_warnings *warn, struct cs_error *err)
 {

@@ -31,15 +31,16 @@ int stage_host_known_hosts(const struct profile *p, const char *home, char **ret
                            struct cs_error *err);
 int stage_user_known_hosts(const struct profile *p, char **ret_path, struct cs_error *err);
 /* §2.6: for one git dir (git_fd: the dir, already opened and checked; git_dir: its path, for
- * messages and the copy's key): *ret_config = <gitdir>/config when it is a regular file (not a
- * link), else NULL (a link gives a warning); *ret_hooks_copy = a fresh copy of the hooks,
- * <state>/git-hooks/<sha256(hooks path)[:16]>-<pid> (symlinks copied as symlinks), one per
- * launch so concurrent sessions never empty each other's; copies of launches that are gone
- * are pruned. NULL when hooks is a symlink (warning). */
-int stage_git_dir(const struct profile *p, int git_fd, const char *git_dir, char **ret_config,
-                  char **ret_hooks_copy, struct stage_warnings *warn, struct cs_error *err);
-/* After the session: remove this launch's hooks copies (they are throwaway). */
-void stage_release(const struct profile *p);
+ * messages): *ret_config = <gitdir>/config when it is a regular file (not a link), else NULL
+ * (a link gives a warning); *ret_hooks_fd = <gitdir>/hooks opened O_RDONLY|O_DIRECTORY
+ * without following a link, for the copy the runner makes in a tmpfs of the sandbox
+ * (SPEC_MOUNT_COPY); -1 with *ret_hooks_missing when there is none, -1 with a warning when
+ * it is a link or not a directory. */
+/* The per-launch hooks copies earlier versions kept in <state>/git-hooks: those of launches
+ * that are gone removed, and the dir with them once it is empty. */
+void stage_hooks_cleanup(int state_fd);
+int stage_git_dir(int git_fd, const char *git_dir, char **ret_config, int *ret_hooks_fd,
+                  bool *ret_hooks_missing, struct stage_warnings *warn, struct cs_error *err);
 /* §2.7: the copy for one .claude/settings.local.json that lexists and is not a dir (a link
  * gives {}\n and a warning); NULL when it does not exist. dir_fd: the .claude dir, already
  * opened and checked (-1: there is none); local_path names the file in messages and keys. */

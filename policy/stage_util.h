@@ -20,5 +20,3 @@ int stage_open_subdir(int dirfd, const char *name, const char *shown, mode_t mod
                       struct cs_error *err);
 /* mkdir -p path (0700) for the host user's own data dirs and open it. */
 int stage_open_dir_parents(const char *path, int *ret_fd, struct cs_error *err);
-/* Copy an open fd's bytes: copy_file_range, else read/write (the fds start at offset 0). */
-int stage_copy_fd_bytes(int in, int out);

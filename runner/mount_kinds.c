@@ -99,6 +99,39 @@ int mnt_tmpfs_at(struct mnt_state *st, int dst, mode_t mode, const char *dest, s
         return mnt_attach(m, dst, "a tmpfs", dest, err);
 }
 
+int mnt_copy_at(struct mnt_state *st, int dst, const struct spec_mount *m, struct cs_error *err)
+{
+        struct cs_copy_budget b = {.max_bytes = SPEC_COPY_MAX_BYTES,
+                                   .max_entries = SPEC_COPY_MAX_ENTRIES,
+                                   .max_depth = SPEC_COPY_MAX_DEPTH};
+        char modestr[16];
+        const char *opts[] = {"mode", modestr, NULL, NULL};
+        _cleanup_close_ int tree = -1, top = -1;
+        int r;
+
+        snprintf(modestr, sizeof(modestr), "%04o", (unsigned)(m->mode ? m->mode : 0755));
+        r = mnt_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &tree);
+        if (r < 0)
+                return cs_error_set(err, -r, "create a tmpfs for %s", m->dest);
+        top = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0)
+                return cs_error_set(err, errno, "open the tmpfs for %s", m->dest);
+        /* What the source holds is the session's to write: a partial copy is a warning (the
+         * sandbox then lacks what is missing), never a failed launch. */
+        r = cs_copy_tree(m->source_fd, top, &b);
+        if (r < 0)
+                fprintf(stderr,
+                        "csandbox: warning: could not copy everything in %s into the sandbox "
+                        "(%s); inside, %s lacks what is missing\n",
+                        m->source, strerror(-r), m->dest);
+        else if (b.skipped)
+                fprintf(stderr,
+                        "csandbox: warning: %s holds %s, which the sandbox's copy leaves out\n",
+                        m->source, b.skipped);
+        mnt_scratch_add(st, tree);
+        return mnt_attach(tree, dst, "a copy", m->dest, err);
+}
+
 static int proc_bind(int *ret)
 {
         int m = mnt_clone_tree(AT_FDCWD, "/proc", 0, true,

@@ -177,7 +177,7 @@ static bool under_earlier_tree(struct mnt_state *st, const struct sandbox_spec *
                 size_t l = strlen(m->dest);
 
                 if (m->kind != SPEC_MOUNT_TMPFS && m->kind != SPEC_MOUNT_PROC &&
-                    m->kind != SPEC_MOUNT_DEV &&
+                    m->kind != SPEC_MOUNT_DEV && m->kind != SPEC_MOUNT_COPY &&
                     !(m->kind == SPEC_MOUNT_BIND && st->bind_trees[j] >= 0 && st->bind_is_dir[j]))
                         continue;
                 if (strncmp(m->dest, s->mounts[i].dest, l) == 0 &&
@@ -411,6 +411,8 @@ static int mount_one(struct mnt_state *st, const struct sandbox_spec *s, size_t 
                 return mnt_tmpfs_at(st, dst, m->mode ? m->mode : 0755, m->dest, err);
         case SPEC_MOUNT_PROC:
                 return mnt_proc_at(dst, s->proc, m->dest, err);
+        case SPEC_MOUNT_COPY:
+                return mnt_copy_at(st, dst, m, err);
         case SPEC_MOUNT_DEV:
                 return mnt_dev_at(st, dst, m->dest, err);
         default:

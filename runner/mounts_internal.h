@@ -76,6 +76,8 @@ int mnt_attach(int tree, int dst, const char *what, const char *dest, struct cs_
 int mnt_new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd);
 int mnt_tmpfs_at(struct mnt_state *st, int dst, mode_t mode, const char *dest,
                  struct cs_error *err);
+/* SPEC_MOUNT_COPY: a tmpfs with the copy of m->source_fd, attached at dst. */
+int mnt_copy_at(struct mnt_state *st, int dst, const struct spec_mount *m, struct cs_error *err);
 int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error *err);
 /* The host's /sys lists its interfaces and their MAC addresses (from which its IPv6
  * link-local addresses follow): a sysfs of the sandbox's own network namespace instead. The

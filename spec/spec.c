@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,8 @@ static const char *spec_mount_what(enum spec_mount_kind kind)
                 return "proc destination";
         case SPEC_MOUNT_DEV:
                 return "dev destination";
+        case SPEC_MOUNT_COPY:
+                return "copy destination";
         }
         return "destination";
 }
@@ -158,7 +161,7 @@ int spec_add_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned f
         struct spec_mount *m;
         int r;
 
-        if (kind == SPEC_MOUNT_BIND)
+        if (kind == SPEC_MOUNT_BIND || kind == SPEC_MOUNT_COPY)
                 return cs_error_setx(err, EINVAL,
                                      "bind %s: a bind source enters the spec as an fd "
                                      "(spec_add_bind), never as a path",
@@ -238,42 +241,63 @@ int spec_set_root_dir(struct sandbox_spec *s, int *fd, const char *path, struct 
         return 0;
 }
 
-int spec_add_bind(struct sandbox_spec *s, unsigned flags, int *source_fd, const char *source,
-                  const char *dest, struct cs_error *err)
+/* A mount whose source enters as an fd (BIND, COPY): the fd taken, its kernel name kept. */
+static int add_fd_mount(struct sandbox_spec *s, enum spec_mount_kind kind, unsigned flags,
+                        int *source_fd, const char *source, const char *dest, struct cs_error *err)
 {
         _cleanup_close_ int fd = cs_take_fd(source_fd);
         _cleanup_free_ char *d = NULL, *src = NULL, *real = NULL;
+        const char *what = kind == SPEC_MOUNT_COPY ? "copy" : "bind";
         struct spec_mount *m;
         struct stat sb;
         int r;
 
-        r = spec_normalize_dest(dest, spec_mount_what(SPEC_MOUNT_BIND), &d, err);
+        r = spec_normalize_dest(dest, spec_mount_what(kind), &d, err);
         if (r < 0)
                 return r;
         if (fd < 0 || fstat(fd, &sb) < 0)
-                return cs_error_setx(err, EBADF, "bind %s: no open source", d);
+                return cs_error_setx(err, EBADF, "%s %s: no open source", what, d);
         if (S_ISLNK(sb.st_mode))
-                return cs_error_setx(err, ELOOP, "bind %s: the source %s is a symlink itself", d,
-                                     source);
+                return cs_error_setx(err, ELOOP, "%s %s: the source %s is a symlink itself", what,
+                                     d, source);
+        if (kind == SPEC_MOUNT_COPY && (!S_ISDIR(sb.st_mode) || (fcntl(fd, F_GETFL) & O_PATH)))
+                return cs_error_setx(err, EINVAL,
+                                     "copy %s: the source %s must be a directory opened for "
+                                     "reading",
+                                     d, source);
         if (strlen(source) >= SPEC_PATH_MAX)
                 return cs_error_setx(err, ENAMETOOLONG, "source of %s is too long", d);
         r = fd_kernel_name(fd, source, &real, err);
         if (r < 0)
-                return cs_error_wrap(err, "bind %s", d);
+                return cs_error_wrap(err, "%s %s", what, d);
         src = strdup(source);
         if (!src)
                 return cs_error_set(err, ENOMEM, "add mount");
         m = spec_mount_append(s, err);
         if (!m)
                 return -err->err;
-        m->kind = SPEC_MOUNT_BIND;
+        m->kind = kind;
         m->flags = flags;
         m->source = cs_take_ptr(&src);
         m->source_real = cs_take_ptr(&real);
         m->source_fd = cs_take_fd(&fd);
         m->dest = cs_take_ptr(&d);
+        if (kind == SPEC_MOUNT_COPY)
+                m->mode = sb.st_mode & 0777;
         s->n_mounts++;
         return 0;
+}
+
+int spec_add_bind(struct sandbox_spec *s, unsigned flags, int *source_fd, const char *source,
+                  const char *dest, struct cs_error *err)
+{
+        return add_fd_mount(s, SPEC_MOUNT_BIND, flags, source_fd, source, dest, err);
+}
+
+int spec_add_copy(struct sandbox_spec *s, int *dir_fd, const char *source, const char *dest,
+                  struct cs_error *err)
+{
+        return add_fd_mount(s, SPEC_MOUNT_COPY, 0, dir_fd, source, dest, err);
 }
 
 int spec_add_file(struct sandbox_spec *s, const char *dest, const char *origin, const void *data,
@@ -576,7 +600,7 @@ const char *spec_mount_kind_name(enum spec_mount_kind k)
             [SPEC_MOUNT_BIND] = "bind",       [SPEC_MOUNT_TMPFS] = "tmpfs",
             [SPEC_MOUNT_DIR] = "dir",         [SPEC_MOUNT_FILE] = "file",
             [SPEC_MOUNT_SYMLINK] = "symlink", [SPEC_MOUNT_PROC] = "proc",
-            [SPEC_MOUNT_DEV] = "dev",
+            [SPEC_MOUNT_COPY] = "copy",       [SPEC_MOUNT_DEV] = "dev",
         };
         return names[k];
 }

@@ -23,7 +23,13 @@ enum spec_mount_kind {
         SPEC_MOUNT_SYMLINK, /* source: the link target */
         SPEC_MOUNT_PROC,    /* a fresh proc, or a read-only bind of /proc where refused */
         SPEC_MOUNT_DEV,     /* a minimal /dev: tmpfs, device binds, devpts, shm */
+        SPEC_MOUNT_COPY,    /* a tmpfs at dest holding a copy of the directory source_fd */
 };
+
+/* What a SPEC_MOUNT_COPY copies at most (more is left out, with a warning). */
+#define SPEC_COPY_MAX_BYTES   ((size_t)64 << 20)
+#define SPEC_COPY_MAX_ENTRIES 4096
+#define SPEC_COPY_MAX_DEPTH   64
 
 enum {
         SPEC_MOUNT_RO = 1u << 0,       /* read-only, covering every submount */
@@ -38,7 +44,8 @@ struct spec_mount {
         unsigned flags;
         char *source;      /* BIND: the host path as given (--plan and messages only); SYMLINK:
                             * target; FILE: where data came from */
-        int source_fd;     /* BIND: O_PATH fd of the source, opened once by the producer */
+        int source_fd;     /* BIND: O_PATH fd of the source, opened once by the producer;
+                            * COPY: the directory, O_RDONLY */
         char *source_real; /* BIND: where source_fd is, as the kernel names it */
         char *dest;        /* absolute, normalised path inside the sandbox */
         char *data;        /* FILE only */
@@ -152,6 +159,11 @@ int spec_add_bind(struct sandbox_spec *s, unsigned flags, int *source_fd, const 
  * from here on, even on failure. path is what --plan and messages show. */
 int spec_set_root_dir(struct sandbox_spec *s, int *fd, const char *path, struct cs_error *err);
 /* A read-only file at dest holding a copy of data (len bytes). */
+/* A tmpfs at dest with a copy of the directory *dir_fd (O_RDONLY, taken), made by the runner
+ * inside the sandbox: links as links, files with their modes, bounded by SPEC_COPY_MAX_*.
+ * source names it in --plan and messages. */
+int spec_add_copy(struct sandbox_spec *s, int *dir_fd, const char *source, const char *dest,
+                  struct cs_error *err);
 int spec_add_file(struct sandbox_spec *s, const char *dest, const char *origin, const void *data,
                   size_t len, unsigned flags, struct cs_error *err);
 /* What every sandbox gets: proc at /proc, the minimal /dev, a tmpfs /tmp. */

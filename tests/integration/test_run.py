@@ -360,19 +360,33 @@ def test_git_config_is_read_only_and_hooks_are_a_throwaway_copy(profiles, repo):
     assert r["writable"][str(cfg)] == "EROFS"
     assert r["writable"][str(hook)] == "ok"
     hooks = [m for m in mountinfo_entries(r["mountinfo"]) if m["mountpoint"] == str(repo / ".git" / "hooks")]
-    assert hooks, "the hooks copy is mounted over .git/hooks"
+    assert hooks and hooks[-1]["fstype"] == "tmpfs", "the copy is a tmpfs over .git/hooks"
     assert hook.read_text() == "#!/bin/sh\nexit 0\n"
 
 
-def test_no_hooks_copy_outlives_plan_or_run(profiles, repo):
-    """The hooks copies are per launch: neither `plan` (no session) nor `run` leaves one."""
+def test_hooks_copy_is_made_inside_and_nothing_reaches_the_host(profiles, repo):
+    """The copy is made by the runner in a tmpfs of the sandbox from the hooks dir's fd: the
+    session sees the host's hooks, what it writes there is gone with it, and neither plan
+    nor run writes a copy on the host (older versions kept them in the state dir: those of
+    launches that are gone are removed)."""
     profiles.add()
+    old = profiles.state() / "git-hooks"
+    (old / "0123456789abcdef-999999999").mkdir(parents=True)
+    (old / "0123456789abcdef-999999999" / "pre-commit").write_text("old")
     plan = profiles.plan()
-    assert any(dst == str(repo / ".git" / "hooks") for _, dst, _ in binds(plan)), plan
-    copies = profiles.state() / "git-hooks"
-    assert not copies.exists() or list(copies.iterdir()) == []
-    profiles.report()
-    assert not copies.exists() or list(copies.iterdir()) == []
+    copies = [m for m in plan["mounts"] if m["kind"] == "copy"]
+    assert [(m["source"], m["dest"]) for m in copies] == [(str(repo / ".git" / "hooks"),) * 2]
+    assert not old.exists(), "the old copies of gone launches stay"
+    shell_claude(profiles, """cat .git/hooks/pre-commit > seen
+echo evil > .git/hooks/pre-commit && touch .git/hooks/new && echo wrote > wrote
+""")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert (repo / "seen").read_text() == "#!/bin/sh\nexit 0\n"
+    assert (repo / "wrote").exists(), "the copy is writable inside"
+    assert (repo / ".git" / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+    assert not (repo / ".git" / "hooks" / "new").exists()
+    assert not old.exists()
 
 
 def test_local_settings_are_copies(profiles, repo):

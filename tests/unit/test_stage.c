@@ -2,6 +2,7 @@
  * sandboxed session. */
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/fileio.h"
 #include "common/sha256.h"
 #include "policy/profile.h"
 #include "policy/stage.h"
@@ -203,108 +204,100 @@ static void test_gitconfig_copied_and_missing_is_null(void)
         PASS();
 }
 
-static void test_hooks_copy_keeps_links_and_clears_planted_ones(void)
+static void test_git_dir_hooks_opened_by_fd_for_the_copy(void)
 {
-        _cleanup_close_ int gfd = -1;
-        char dir[PATH_MAX], state[PATH_MAX], git[PATH_MAX], *config = NULL, *copy = NULL;
-        char path[PATH_MAX * 2], target[PATH_MAX];
+        _cleanup_close_ int gfd = -1, hfd = -1;
+        char git[PATH_MAX], *config = NULL;
         struct stage_warnings w = {0};
         struct cs_error err = {0};
-        struct profile p;
-        struct stat st;
-        ssize_t n;
+        struct stat a, b;
+        bool missing = true;
         int r;
 
-        new_profile("hooks", &p, dir, state);
         snprintf(git, sizeof(git), "%s/repo.git", base);
         mkdir(git, 0700);
         put(at("repo.git/config"), "[core]\n");
         mkdir(at("repo.git/hooks"), 0755);
-        put(at("repo.git/hooks/pre-commit"), "#!/bin/sh\n");
-        chmod(at("repo.git/hooks/pre-commit"), 0751);
-        symlink("/etc/shadow", at("repo.git/hooks/evil"));
-        mkdir(at("repo.git/hooks/sub"), 0755);
-        put(at("repo.git/hooks/sub/x"), "x");
-        r = stage_git_dir(&p, gfd = reopen(gfd, git), git, &config, &copy, &w, &err);
-        CHECKF(r == 0 && config && copy, "%s", err.msg);
-        CHECKF(strstr(copy, "/git-hooks/") && strlen(strrchr(copy, '/') + 1) > 17 &&
-                   strrchr(copy, '/')[17] == '-',
-               "key %s", copy);
-        snprintf(path, sizeof(path), "%s/pre-commit", copy);
-        CHECKF(stat(path, &st) == 0 && (st.st_mode & 0777) == 0751, "mode not kept");
-        snprintf(path, sizeof(path), "%s/evil", copy);
-        n = readlink(path, target, sizeof(target) - 1);
-        CHECKF(n > 0 && (target[n] = '\0', strcmp(target, "/etc/shadow") == 0), "link not kept");
-        snprintf(path, sizeof(path), "%s/sub/x", copy);
-        CHECKF(strcmp(slurp(path), "x") == 0, "subdir not copied");
+        r = stage_git_dir(gfd = reopen(gfd, git), git, &config, &hfd, &missing, &w, &err);
+        CHECKF(r == 0 && config && hfd >= 0 && !missing, "%s", err.msg);
+        CHECK(strcmp(config, at("repo.git/config")) == 0);
+        CHECK(fstat(hfd, &a) == 0 && stat(at("repo.git/hooks"), &b) == 0);
+        CHECK(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+        CHECK((fcntl(hfd, F_GETFL) & O_PATH) == 0);
+        free(config);
+        PASS();
+}
 
-        /* The sandbox plants a link to a host dir inside the copy; clearing must not follow. */
-        mkdir(at("outside"), 0700);
-        put(at("outside/keep"), "k");
-        snprintf(path, sizeof(path), "%s/planted", copy);
-        symlink(at("outside"), path);
-        snprintf(path, sizeof(path), "%s/sub/ro", copy);
-        mkdir(path, 0700);
-        snprintf(path, sizeof(path), "%s/sub/ro/f", copy);
-        put(path, "f");
-        snprintf(path, sizeof(path), "%s/sub/ro", copy);
-        chmod(path, 0500);
-        free(config);
-        free(copy);
-        r = stage_git_dir(&p, gfd = reopen(gfd, git), git, &config, &copy, &w, &err);
-        CHECKF(r == 0, "%s", err.msg);
-        CHECKF(strcmp(slurp(at("outside/keep")), "k") == 0, "followed planted link");
-        snprintf(path, sizeof(path), "%s/planted", copy);
-        CHECKF(lstat(path, &st) < 0, "planted link survived");
-        snprintf(path, sizeof(path), "%s/sub/ro", copy);
-        CHECKF(lstat(path, &st) < 0, "sandbox-made dir survived");
-        free(config);
-        free(copy);
-        close_profile(&p);
+/* The copy the runner makes of a hooks dir: links as links, modes, subdirectories; a fifo
+ * left out and said; a tree past the entry limit refused. */
+static void test_copy_tree_keeps_links_modes_and_limits(void)
+{
+        _cleanup_close_ int src = -1, dst = -1, dst2 = -1;
+        struct cs_copy_budget b = {.max_bytes = 1 << 20, .max_entries = 100, .max_depth = 8};
+        char target[PATH_MAX];
+        struct stat st;
+        ssize_t n;
+
+        mkdir(at("ct-src"), 0755);
+        put(at("ct-src/pre-commit"), "#!/bin/sh\n");
+        chmod(at("ct-src/pre-commit"), 0751);
+        symlink("/etc/shadow", at("ct-src/evil"));
+        mkdir(at("ct-src/sub"), 0750);
+        put(at("ct-src/sub/x"), "x");
+        mkfifo(at("ct-src/fifo"), 0600);
+        mkdir(at("ct-dst"), 0755);
+        src = open(at("ct-src"), O_RDONLY | O_DIRECTORY);
+        dst = open(at("ct-dst"), O_RDONLY | O_DIRECTORY);
+        CHECK(src >= 0 && dst >= 0);
+        CHECK(cs_copy_tree(src, dst, &b) == 0);
+        CHECK(stat(at("ct-dst/pre-commit"), &st) == 0 && (st.st_mode & 0777) == 0751);
+        n = readlink(at("ct-dst/evil"), target, sizeof(target) - 1);
+        CHECKF(n > 0 && (target[n] = '\0', strcmp(target, "/etc/shadow") == 0), "link not kept");
+        CHECK(strcmp(slurp(at("ct-dst/sub/x")), "x") == 0);
+        CHECK(stat(at("ct-dst/sub"), &st) == 0 && (st.st_mode & 0777) == 0750);
+        CHECK(lstat(at("ct-dst/fifo"), &st) < 0 && b.skipped);
+        b = (struct cs_copy_budget){.max_bytes = 1 << 20, .max_entries = 2, .max_depth = 8};
+        mkdir(at("ct-dst2"), 0755);
+        dst2 = open(at("ct-dst2"), O_RDONLY | O_DIRECTORY);
+        CHECK(cs_copy_tree(src, dst2, &b) == -EFBIG);
         PASS();
 }
 
 static void test_linked_hooks_and_config_give_no_copy(void)
 {
-        _cleanup_close_ int gfd = -1;
-        char dir[PATH_MAX], state[PATH_MAX], git[PATH_MAX], *config = NULL, *copy = NULL;
+        _cleanup_close_ int gfd = -1, hfd = -1;
+        char git[PATH_MAX], *config = NULL;
         struct stage_warnings w = {0};
         struct cs_error err = {0};
-        struct profile p;
+        bool missing = true;
         int r;
 
-        new_profile("lhooks", &p, dir, state);
         snprintf(git, sizeof(git), "%s/linked.git", base);
         mkdir(git, 0700);
         mkdir(at("elsewhere"), 0700);
         symlink(at("elsewhere"), at("linked.git/hooks"));
         symlink(at("repo.git/config"), at("linked.git/config"));
-        r = stage_git_dir(&p, gfd = reopen(gfd, git), git, &config, &copy, &w, &err);
-        CHECKF(r == 0 && !config && !copy, "config %s copy %s", config, copy);
-        CHECKF(w.n == 2 && strstr(w.msgs[1], "hooks is a symlink"), "warnings %zu", w.n);
+        r = stage_git_dir(gfd = reopen(gfd, git), git, &config, &hfd, &missing, &w, &err);
+        CHECKF(r == 0 && !config && hfd < 0 && !missing, "config %s fd %d", config, hfd);
+        CHECKF(w.n == 2 && strstr(w.msgs[1], "hooks is a symlink"), "warnings %zu: %s", w.n,
+               w.n > 1 ? w.msgs[1] : "");
         stage_warnings_free(&w);
-        close_profile(&p);
         PASS();
 }
 
-static void test_missing_hooks_gives_empty_copy(void)
+static void test_missing_hooks_gives_an_empty_tmpfs(void)
 {
-        _cleanup_close_ int gfd = -1;
-        char dir[PATH_MAX], state[PATH_MAX], git[PATH_MAX], *config = NULL, *copy = NULL;
+        _cleanup_close_ int gfd = -1, hfd = -1;
+        char git[PATH_MAX], *config = NULL;
         struct stage_warnings w = {0};
         struct cs_error err = {0};
-        struct profile p;
-        struct stat st;
+        bool missing = false;
         int r;
 
-        new_profile("nohooks", &p, dir, state);
         snprintf(git, sizeof(git), "%s/bare.git", base);
         mkdir(git, 0700);
-        r = stage_git_dir(&p, gfd = reopen(gfd, git), git, &config, &copy, &w, &err);
-        CHECKF(r == 0 && !config && copy && stat(copy, &st) == 0 && S_ISDIR(st.st_mode), "%s",
-               err.msg);
-        free(copy);
-        close_profile(&p);
+        r = stage_git_dir(gfd = reopen(gfd, git), git, &config, &hfd, &missing, &w, &err);
+        CHECKF(r == 0 && !config && hfd < 0 && missing && w.n == 0, "%s", err.msg);
         PASS();
 }
 
@@ -506,9 +499,10 @@ int main(void)
         test_settings_copy_strips_sudo_deny();
         test_chrome_and_known_hosts();
         test_gitconfig_copied_and_missing_is_null();
-        test_hooks_copy_keeps_links_and_clears_planted_ones();
+        test_git_dir_hooks_opened_by_fd_for_the_copy();
+        test_copy_tree_keeps_links_modes_and_limits();
         test_linked_hooks_and_config_give_no_copy();
-        test_missing_hooks_gives_empty_copy();
+        test_missing_hooks_gives_an_empty_tmpfs();
         test_local_settings_copy_and_link();
         test_claude_opened_in_place_and_old_copies_removed();
         test_claude_on_path_missing_and_writable_by_all();
