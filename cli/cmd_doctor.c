@@ -7,7 +7,9 @@
 
 #include "cmd_exec.h"
 
+#include "../common/cleanup.h"
 #include "../common/error.h"
+#include "../common/path.h"
 #include "../image/store.h"
 #include "../policy/profile.h"
 #include "../policy/seccomp.h"
@@ -167,26 +169,15 @@ static void check_claude(void)
 {
         struct profile_config c = {0};
         struct cs_error err = {0};
-        char line[5000];
-        const char *path = getenv("PATH");
-        char buf[4096], *save = NULL;
-        bool found = false;
+        _cleanup_free_ char *line = NULL;
+        bool found;
 
         if (profile_config_load(&c, &err) < 0) {
                 report(false, "claude-profile", err.msg);
                 return;
         }
-        if (strchr(c.claude_bin, '/')) {
-                found = access(c.claude_bin, X_OK) == 0;
-                snprintf(line, sizeof(line), "%s", c.claude_bin);
-        } else {
-                snprintf(buf, sizeof(buf), "%s", path ? path : "");
-                for (char *d = strtok_r(buf, ":", &save); d && !found;
-                     d = strtok_r(NULL, ":", &save)) {
-                        snprintf(line, sizeof(line), "%s/%s", d, c.claude_bin);
-                        found = d[0] == '/' && access(line, X_OK) == 0;
-                }
-        }
+        line = cs_find_program(c.claude_bin);
+        found = line != NULL;
         if (found) {
                 char detail[5100];
 

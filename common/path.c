@@ -3,7 +3,10 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int cs_path_join(char **ret, const char *a, const char *b)
 {
@@ -12,4 +15,33 @@ int cs_path_join(char **ret, const char *a, const char *b)
                 return -ENOMEM;
         }
         return 0;
+}
+
+static bool executable_file(const char *path)
+{
+        struct stat st;
+
+        return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+char *cs_find_program(const char *name)
+{
+        const char *path = getenv("PATH");
+        char *copy, *save = NULL, *found = NULL;
+
+        if (strchr(name, '/'))
+                return executable_file(name) ? strdup(name) : NULL;
+        copy = strdup(path && *path ? path : CS_DEFAULT_PATH);
+        if (!copy)
+                return NULL;
+        for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+                if (d[0] != '/' || cs_path_join(&found, d, name) < 0)
+                        continue;
+                if (!executable_file(found)) {
+                        free(found);
+                        found = NULL;
+                }
+        }
+        free(copy);
+        return found;
 }

@@ -1,5 +1,15 @@
 /* Path strings. */
 #pragma once
+#include <stdbool.h>
+
+/* Searched when PATH is unset or empty. */
+#define CS_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
 /* *ret = a "/" b (a "/" is not doubled); -ENOMEM (and *ret NULL) on allocation failure. */
 int cs_path_join(char **ret, const char *a, const char *b);
+
+/* Where `name` runs from, as the shell finds it: name itself when it has a '/', else the
+ * first absolute PATH directory holding an executable regular file of that name (a relative
+ * entry such as "." is skipped: the current directory may be a session's work tree). NULL
+ * when there is none (or on ENOMEM); free() the result. */
+char *cs_find_program(const char *name);

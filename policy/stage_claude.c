@@ -6,6 +6,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/path.h"
 #include "policy/profile.h"
 
 #include <errno.h>
@@ -15,29 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* shutil.which: the first executable regular file named `name` on PATH. */
-static char *find_on_path(const char *name)
-{
-        const char *path = getenv("PATH");
-        _cleanup_free_ char *copy = NULL;
-        char *save = NULL, *dir;
-
-        if (strchr(name, '/'))
-                return access(name, X_OK) == 0 ? strdup(name) : NULL;
-        copy = strdup(path && *path ? path : "/bin:/usr/bin");
-        if (!copy)
-                return NULL;
-        for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-                char *cand = stage_path_join(dir, name);
-                struct stat st;
-
-                if (cand && stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
-                        return cand;
-                free(cand);
-        }
-        return NULL;
-}
 
 /* Once per machine: the copies csandbox staged before it bound the host's binary. */
 static void claude_cache_remove(const struct profile_config *c)
@@ -68,7 +46,7 @@ int stage_claude(const struct profile_config *c, int *ret_fd, char **ret_path, b
 
         *ret_fd = -1;
         *ret_path = NULL;
-        found = find_on_path(c->claude_bin ? c->claude_bin : "claude");
+        found = cs_find_program(c->claude_bin ? c->claude_bin : "claude");
         if (found)
                 resolved = realpath(found, NULL);
         if (!found || !resolved) {

@@ -4,6 +4,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../common/path.h"
 #include "../common/resolve.h"
 
 #include <dirent.h>
@@ -21,7 +22,6 @@
 #define GIT_OUTPUT_MAX    (64u << 10)
 #define MODULES_DEPTH_MAX 32
 #define MODULES_ENTRY_MAX 4096
-#define DEFAULT_PATH      "/usr/local/bin:/usr/bin:/bin"
 
 /* "/" is an ancestor of everything; otherwise a strict prefix followed by '/'. */
 static bool path_is_ancestor(const char *anc, const char *path)
@@ -55,7 +55,7 @@ static const char *const git_hardening[] = {
 int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_t *ret_len,
                  struct cs_error *err)
 {
-        _cleanup_free_ char *env_path = NULL, *env_home = NULL, *out = NULL;
+        _cleanup_free_ char *env_path = NULL, *env_home = NULL, *out = NULL, *git = NULL;
         const char *path = getenv("PATH"), *home = getenv("HOME");
         char *argv[2 * GIT_HARDENING_N + 16] = {"git", "--no-pager"};
         char *envp[5] = {NULL};
@@ -74,7 +74,7 @@ int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_
         for (; *args && n < 2 * GIT_HARDENING_N + 15; args++)
                 argv[n++] = *args;
         argv[n] = NULL;
-        if (asprintf(&env_path, "PATH=%s", path && *path ? path : DEFAULT_PATH) < 0) {
+        if (asprintf(&env_path, "PATH=%s", path && *path ? path : CS_DEFAULT_PATH) < 0) {
                 env_path = NULL;
                 return cs_error_set(err, ENOMEM, "run git");
         }
@@ -99,8 +99,10 @@ int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-        /* posix_spawnp searches the caller's PATH, the same one git is given. */
-        r = posix_spawnp(&pid, "git", &fa, NULL, argv, envp);
+        /* Found on the caller's PATH (the one git is given) by absolute entries only: a "."
+         * or an empty entry would run a `git` the session left in the work tree. */
+        git = cs_find_program("git");
+        r = git ? posix_spawn(&pid, git, &fa, NULL, argv, envp) : ENOENT;
         posix_spawn_file_actions_destroy(&fa);
         close(pipefd[1]);
         if (r != 0) {

@@ -4,6 +4,7 @@
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
+#include "../common/path.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -189,21 +190,11 @@ int netns_setup(const struct sandbox_spec *s, const struct net_helper *h, struct
 
 static bool find_in_path(const char *name, char *ret, size_t size)
 {
-        const char *path = getenv("PATH");
-        char buf[4096];
-        char *save = NULL;
+        _cleanup_free_ char *found = cs_find_program(name);
 
-        if (!path || !*path)
-                path = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
-        snprintf(buf, sizeof(buf), "%s", path);
-        for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-                if (d[0] != '/')
-                        continue;
-                snprintf(ret, size, "%s/%s", d, name);
-                if (access(ret, X_OK) == 0)
-                        return true;
-        }
-        return false;
+        if (found)
+                snprintf(ret, size, "%s", found);
+        return found != NULL;
 }
 
 static const char net_alternatives[] =

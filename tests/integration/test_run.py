@@ -389,6 +389,27 @@ echo evil > .git/hooks/pre-commit && touch .git/hooks/new && echo wrote > wrote
     assert not old.exists()
 
 
+@pytest.mark.parametrize("lead", [".:", ":"])
+def test_programs_planted_in_the_work_tree_never_run_on_the_host_whatever_path_says(
+        profiles, repo, lead):
+    """A `.` or an empty PATH entry means the current directory, the session's work tree:
+    csandbox finds git (which it runs on the host) and claude by absolute entries only."""
+    profiles.add()
+    marker = profiles.home / "pwned"
+    for name in ("git", "claude"):
+        evil = repo / name
+        evil.write_text(f"#!/bin/sh\ntouch {marker}\nexit 0\n")
+        evil.chmod(0o755)
+    path = lead + str(profiles.bin) + ":" + os.environ["PATH"]
+    r = profiles.run(cmd="plan", env=profiles.env(PATH=path, CLAUDE_PROFILE_CLAUDE_BIN="claude"))
+    assert r.returncode == 0, r.stderr
+    assert not marker.exists(), "a program from the work tree ran on the host"
+    plan = json.loads(r.stdout)
+    claude = [m for m in plan["mounts"] if m["dest"] == CLAUDE_IN]
+    assert claude and claude[0]["source"] == str(profiles.claude)
+    assert any(m["kind"] == "copy" for m in plan["mounts"]), "git was not found: no git dirs"
+
+
 def test_local_settings_are_copies(profiles, repo):
     profiles.add()
     (repo / ".claude").mkdir()
