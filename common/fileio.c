@@ -105,8 +105,10 @@ int cs_write_all(int fd, const void *buf, size_t len)
         return 0;
 }
 
+enum { WRITE_ONCE = 1, WRITE_DURABLE = 2 };
+
 static int write_partial(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-                         bool once, struct cs_error *err)
+                         int how, struct cs_error *err)
 {
         char partial[256];
         _cleanup_close_ int fd = -1;
@@ -136,8 +138,12 @@ static int write_partial(int dirfd, const char *name, const void *data, size_t l
         fd = openat(dirfd, partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0)
                 return cs_error_set(err, errno, "create %s", partial);
+        const bool once = how & WRITE_ONCE;
+
         r = cs_write_all(fd, data, len);
         if (r == 0 && fchmod(fd, mode) < 0)
+                r = -errno;
+        if (r == 0 && (how & WRITE_DURABLE) && fsync(fd) < 0)
                 r = -errno;
         if (r == 0 && !once && renameat(dirfd, partial, dirfd, name) < 0)
                 r = -errno;
@@ -153,13 +159,19 @@ static int write_partial(int dirfd, const char *name, const void *data, size_t l
 int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                          struct cs_error *err)
 {
-        return write_partial(dirfd, name, data, len, mode, false, err);
+        return write_partial(dirfd, name, data, len, mode, 0, err);
+}
+
+int cs_write_file_durable(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                          struct cs_error *err)
+{
+        return write_partial(dirfd, name, data, len, mode, WRITE_DURABLE, err);
 }
 
 int cs_write_file_once(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                        struct cs_error *err)
 {
-        return write_partial(dirfd, name, data, len, mode, true, err);
+        return write_partial(dirfd, name, data, len, mode, WRITE_ONCE, err);
 }
 
 void cs_human_size(uint64_t n, char *buf, size_t len)
@@ -364,4 +376,24 @@ static int copy_tree(int src, int dst, int depth, struct cs_copy_budget *bud)
 int cs_copy_tree(int src, int dst, struct cs_copy_budget *b)
 {
         return copy_tree(src, dst, 0, b);
+}
+
+int cs_mkdir_parents(const char *path, mode_t mode, struct cs_error *err)
+{
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return cs_error_set(err, ENOMEM, "create %s", path);
+        for (char *s = p + 1;; s++) {
+                char saved = *s;
+
+                if (saved != '/' && saved != '\0')
+                        continue;
+                *s = '\0';
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return cs_error_set(err, errno, "create %s", p);
+                *s = saved;
+                if (saved == '\0')
+                        return 0;
+        }
 }

@@ -17,14 +17,17 @@ int cs_read_fd(int fd, const char *what, size_t max, char **ret_buf, size_t *ret
                struct cs_error *err);
 /* write(2) all of buf, retrying on EINTR and short writes. */
 int cs_write_all(int fd, const void *buf, size_t len);
-/* Write a file atomically relative to dirfd: a `.NAME.<pid>.partial` sibling written,
- * fsync'd and renamed over NAME, so a reader (or a concurrent launch) sees the old or the
+/* Write a file atomically relative to dirfd: a `.NAME.<pid>.partial` sibling written and
+ * renamed over NAME, so a reader (or a concurrent launch) sees the old or the
  * new content, never a torn one. The partial is created O_EXCL|O_NOFOLLOW; NAME itself is
  * replaced, never written through (a symlink planted at NAME is replaced, not followed).
  * A file that already holds exactly data (and mode) is left as it is. No fsync: these are
  * copies regenerated on every launch, not data to keep. */
 int cs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                          struct cs_error *err);
+/* The same with an fsync before the rename, for data to keep (the image store's names). */
+int cs_write_file_durable(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                          struct cs_error *err);
 /* The same, for a file written once and never changed (content-addressed): the partial is
  * linked into place, so a file already there (a concurrent writer's) is kept, never
  * replaced from under a reader. */
@@ -49,5 +52,9 @@ struct cs_copy_budget {
  * followed), regular files with their permission bits, directories recursively; other types
  * are skipped (b->skipped). -EFBIG past a limit, -ELOOP too deep. */
 int cs_copy_tree(int src, int dst, struct cs_copy_budget *b);
+/* mkdir -p: path and every missing directory above it, with mode. For the user's own
+ * directories only (data dirs, caches): it follows the links on the way, as the user's
+ * choice; below a dir the sandbox can write, create step by step through fds instead. */
+int cs_mkdir_parents(const char *path, mode_t mode, struct cs_error *err);
 /* n bytes for people: "512 B", "3.4 MB" (powers of 1000). */
 void cs_human_size(uint64_t n, char *buf, size_t len);

@@ -8,13 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int cs_path_join(char **ret, const char *a, const char *b)
+char *cs_path_join(const char *a, const char *b)
 {
-        if (asprintf(ret, "%s/%s", strcmp(a, "/") == 0 ? "" : a, b) < 0) {
-                *ret = NULL;
-                return -ENOMEM;
-        }
-        return 0;
+        char *ret;
+
+        return asprintf(&ret, "%s/%s", strcmp(a, "/") == 0 ? "" : a, b) < 0 ? NULL : ret;
 }
 
 static bool executable_file(const char *path)
@@ -35,7 +33,7 @@ char *cs_find_program(const char *name)
         if (!copy)
                 return NULL;
         for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-                if (d[0] != '/' || cs_path_join(&found, d, name) < 0)
+                if (d[0] != '/' || !(found = cs_path_join(d, name)))
                         continue;
                 if (!executable_file(found)) {
                         free(found);

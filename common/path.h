@@ -5,8 +5,8 @@
 /* Searched when PATH is unset or empty. */
 #define CS_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
-/* *ret = a "/" b (a "/" is not doubled); -ENOMEM (and *ret NULL) on allocation failure. */
-int cs_path_join(char **ret, const char *a, const char *b);
+/* a "/" b (a "/" is not doubled), to free(); NULL on allocation failure. */
+char *cs_path_join(const char *a, const char *b);
 
 /* Where `name` runs from, as the shell finds it: name itself when it has a '/', else the
  * first absolute PATH directory holding an executable regular file of that name (a relative

@@ -42,27 +42,6 @@ int store_default_root(char **ret, struct cs_error *err)
         return 0;
 }
 
-static int mkdir_p(const char *path, struct cs_error *err)
-{
-        _cleanup_free_ char *copy = strdup(path);
-
-        if (!copy)
-                return cs_error_set(err, ENOMEM, "%s", path);
-        for (char *p = copy + 1;; p++) {
-                if (*p == '/' || *p == '\0') {
-                        char c = *p;
-                        *p = '\0';
-                        if (mkdir(copy, 0700) < 0 && errno != EEXIST)
-                                return cs_error_set(err, errno, "create the image store `%s`",
-                                                    copy);
-                        *p = c;
-                        if (!c)
-                                break;
-                }
-        }
-        return 0;
-}
-
 int store_open(const char *root, struct image_store *ret, struct cs_error *err)
 {
         _cleanup_free_ char *dflt = NULL;
@@ -75,9 +54,9 @@ int store_open(const char *root, struct image_store *ret, struct cs_error *err)
                         return r;
                 root = dflt;
         }
-        r = mkdir_p(root, err);
+        r = cs_mkdir_parents(root, 0700, err);
         if (r < 0)
-                return r;
+                return cs_error_wrap(err, "the image store");
         s.fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (s.fd < 0)
                 return cs_error_set(err, errno, "open the image store `%s`", root);
@@ -182,37 +161,15 @@ int store_names_read(struct image_store *s, cJSON **ret, struct cs_error *err)
         return 0;
 }
 
-/* Write a file under dirfd atomically: a temporary name, fsync, rename. */
-static int write_atomic(int dirfd, const char *name, const char *data, size_t len, const char *root,
-                        struct cs_error *err)
-{
-        char tmp[300];
-        _cleanup_close_ int fd = -1;
-
-        snprintf(tmp, sizeof(tmp), ".%s.tmp-%d", name, (int)getpid());
-        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return cs_error_set(err, errno, "write `%s/%s`", root, tmp);
-        if (cs_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
-                int r = cs_error_set(err, errno, "write `%s/%s`", root, tmp);
-                unlinkat(dirfd, tmp, 0);
-                return r;
-        }
-        if (renameat(dirfd, tmp, dirfd, name) < 0) {
-                int r = cs_error_set(err, errno, "replace `%s/%s`", root, name);
-                unlinkat(dirfd, tmp, 0);
-                return r;
-        }
-        return 0;
-}
-
 int store_names_write(struct image_store *s, cJSON *names, struct cs_error *err)
 {
         _cleanup_free_ char *text = cJSON_Print(names);
 
         if (!text)
                 return cs_error_set(err, ENOMEM, "names.json");
-        return write_atomic(s->fd, "names.json", text, strlen(text), s->root, err);
+        if (cs_write_file_durable(s->fd, "names.json", text, strlen(text), 0600, err) < 0)
+                return cs_error_wrap(err, "the image store `%s`", s->root);
+        return 0;
 }
 
 bool store_image_present(struct image_store *s, const char *digest)

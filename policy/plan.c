@@ -67,9 +67,9 @@ static int add_linked(struct plan *p, const struct profile_config *c, struct cs_
                 if (n <= 0)
                         continue; /* not a link: an isolated dir or a copy, no mount */
                 target[n] = '\0';
-                if (cs_path_join(&gdir, c->home, ".claude") < 0 ||
-                    cs_path_join(&expected, gdir, names[i]) < 0 ||
-                    cs_path_join(&link, p->profile.dir, names[i]) < 0)
+                if (!(gdir = cs_path_join(c->home, ".claude")) ||
+                    !(expected = cs_path_join(gdir, names[i])) ||
+                    !(link = cs_path_join(p->profile.dir, names[i])))
                         return cs_error_set(err, ENOMEM, "linked mounts");
                 if (strcmp(target, expected) != 0) {
                         warn(&p->warnings,
@@ -175,7 +175,7 @@ static int shared_settings(struct plan *p, const struct plan_request *req, char 
 
         *ret = NULL;
         *ret_loopback = false;
-        if (cs_path_join(&path, req->config->profiles_base, "shared-settings.json") < 0)
+        if (!(path = cs_path_join(req->config->profiles_base, "shared-settings.json")))
                 return cs_error_set(err, ENOMEM, "shared settings");
         if (access(path, F_OK) < 0)
                 return 0;
@@ -376,7 +376,7 @@ static int add_git_state(struct plan *p, const struct worktree *w, struct cs_err
                  * what the session writes there is gone with it, and the host's disk sees
                  * nothing (an empty tmpfs where the git dir has no hooks). */
                 if (hooks_fd >= 0 || hooks_missing) {
-                        if (cs_path_join(&hooks, w->git_dirs[i], "hooks") < 0)
+                        if (!(hooks = cs_path_join(w->git_dirs[i], "hooks")))
                                 return cs_error_set(err, ENOMEM, "hooks");
                         r = hooks_fd >= 0
                                 ? spec_add_copy(&p->spec, &hooks_fd, hooks, hooks, err)
@@ -403,8 +403,8 @@ static int add_local_settings(struct plan *p, const struct worktree *w, int work
 
                 if (i == 1 && strcmp(w->root, w->cwd) == 0)
                         break;
-                if (cs_path_join(&dotclaude, bases[i], ".claude") < 0 ||
-                    cs_path_join(&local, dotclaude, "settings.local.json") < 0)
+                if (!(dotclaude = cs_path_join(bases[i], ".claude")) ||
+                    !(local = cs_path_join(dotclaude, "settings.local.json")))
                         return cs_error_set(err, ENOMEM, "local settings");
                 rel = plan_path_below(w->root, dotclaude);
                 /* .claude opened once below the work root (no link on the way), and bound on
@@ -455,8 +455,8 @@ static int add_profile_pins(struct plan *p, struct cs_error *err)
                 if (fstatat(p->profile.dir_fd, pins[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                     !S_ISREG(st.st_mode))
                         continue;
-                if (cs_path_join(&src, p->profile.dir, pins[i]) < 0 ||
-                    cs_path_join(&dst, PLAN_CONFIG, pins[i]) < 0)
+                if (!(src = cs_path_join(p->profile.dir, pins[i])) ||
+                    !(dst = cs_path_join(PLAN_CONFIG, pins[i])))
                         return cs_error_set(err, ENOMEM, "pins");
                 r = plan_bind_at(&p->spec, p->profile.dir_fd, p->profile.dir, src, dst,
                                  SPEC_MOUNT_RO, err);

@@ -36,7 +36,7 @@ static void trust_add_file(struct plan_trust *t, const char *kind, const char *d
         char target[PATH_MAX];
         ssize_t n;
 
-        if (name ? cs_path_join(&path, dir, name) < 0 : !(path = strdup(dir)))
+        if (name ? !(path = cs_path_join(dir, name)) : !(path = strdup(dir)))
                 return;
         if (lstat(path, &st) < 0)
                 return;
@@ -145,7 +145,7 @@ void plan_trust_snapshot(struct plan *p, struct plan_trust *t)
         if (p->work_root) {
                 _cleanup_free_ char *dotgit = NULL;
 
-                if (cs_path_join(&dotgit, p->work_root, ".git") == 0)
+                if ((dotgit = cs_path_join(p->work_root, ".git")))
                         trust_add_file(t, "git dir link", dotgit, NULL);
         }
         trust_snapshot_watch(t, &p->profile, &p->watch);

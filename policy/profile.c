@@ -320,39 +320,20 @@ static int dir_step_open(int parent_fd, const char *name, const char *path, stru
         return fd;
 }
 
-/* mkdir -p, for data_home itself (the user's own dir; links in it are the user's choice). */
-static int mkdir_parents(char *path)
-{
-        for (char *s = path + 1;; s++) {
-                char saved = *s;
-
-                if (saved != '/' && saved != '\0')
-                        continue;
-                *s = '\0';
-                if (mkdir(path, 0700) < 0 && errno != EEXIST)
-                        return -errno;
-                *s = saved;
-                if (saved == '\0')
-                        return 0;
-        }
-}
-
 static int data_home_open(const char *data_home, struct cs_error *err)
 {
-        _cleanup_free_ char *path = strdup(data_home);
         int fd, r;
 
-        if (!path)
-                return cs_error_set(err, ENOMEM, "open %s", data_home);
-        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* data_home itself is the user's own dir: links in it are the user's choice. */
+        fd = open(data_home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT) {
-                r = mkdir_parents(path);
+                r = cs_mkdir_parents(data_home, 0700, err);
                 if (r < 0)
-                        return cs_error_set(err, -r, "create %s", path);
-                fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        return r;
+                fd = open(data_home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         }
         if (fd < 0)
-                return cs_error_set(err, errno, "open %s", path);
+                return cs_error_set(err, errno, "open %s", data_home);
         return fd;
 }
 

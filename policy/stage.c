@@ -10,6 +10,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/path.h"
 #include "common/sha256.h"
 #include "policy/profile.h"
 #include "policy/settings.h"
@@ -68,15 +69,6 @@ int stage_warn(struct stage_warnings *w, struct cs_error *err, const char *fmt, 
         return 0;
 }
 
-char *stage_path_join(const char *a, const char *b)
-{
-        char *s = NULL;
-
-        if (asprintf(&s, "%s/%s", a, b) < 0)
-                return NULL;
-        return s;
-}
-
 /* The first 16 hex digits of sha256(s): the reference's key for per-path copies. */
 int stage_sha256_hex16(const void *data, size_t len, char out[17])
 {
@@ -110,29 +102,9 @@ int stage_open_subdir(int dirfd, const char *name, const char *shown, mode_t mod
         return 0;
 }
 
-/* mkdir -p for the host user's own data dirs (not writable by the sandbox). */
-static int mkdir_parents(const char *path, mode_t mode, struct cs_error *err)
-{
-        _cleanup_free_ char *p = strdup(path);
-
-        if (!p)
-                return cs_error_set(err, ENOMEM, "create %s", path);
-        for (char *s = p + 1; *s; s++) {
-                if (*s != '/')
-                        continue;
-                *s = '\0';
-                if (mkdir(p, mode) < 0 && errno != EEXIST)
-                        return cs_error_set(err, errno, "create %s", p);
-                *s = '/';
-        }
-        if (mkdir(p, mode) < 0 && errno != EEXIST)
-                return cs_error_set(err, errno, "create %s", p);
-        return 0;
-}
-
 int stage_open_dir_parents(const char *path, int *ret_fd, struct cs_error *err)
 {
-        int r = mkdir_parents(path, 0700, err), fd;
+        int r = cs_mkdir_parents(path, 0700, err), fd;
 
         if (r < 0)
                 return r;
@@ -146,8 +118,8 @@ int stage_open_dir_parents(const char *path, int *ret_fd, struct cs_error *err)
 int stage_settings(const struct profile *p, char **ret_path, struct stage_warnings *warn,
                    struct cs_error *err)
 {
-        _cleanup_free_ char *src = stage_path_join(p->dir, "settings.json");
-        _cleanup_free_ char *dest = stage_path_join(p->state_dir, "settings.json");
+        _cleanup_free_ char *src = cs_path_join(p->dir, "settings.json");
+        _cleanup_free_ char *dest = cs_path_join(p->state_dir, "settings.json");
         _cleanup_free_ char *raw = NULL;
         _cleanup_free_ char *content = NULL;
         _cleanup_close_ int fd = -1;
@@ -215,7 +187,7 @@ int stage_settings(const struct profile *p, char **ret_path, struct stage_warnin
 
 int stage_chrome(const struct profile *p, char **ret_path, struct cs_error *err)
 {
-        _cleanup_free_ char *path = stage_path_join(p->state_dir, "chrome");
+        _cleanup_free_ char *path = cs_path_join(p->state_dir, "chrome");
         _cleanup_close_ int fd = -1;
         int r;
 
@@ -233,7 +205,7 @@ int stage_chrome(const struct profile *p, char **ret_path, struct cs_error *err)
 static int stage_host_file(const struct profile *p, const char *source, const char *name,
                            char **ret_path, struct cs_error *err)
 {
-        _cleanup_free_ char *dest = stage_path_join(p->state_dir, name);
+        _cleanup_free_ char *dest = cs_path_join(p->state_dir, name);
         _cleanup_free_ char *buf = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st;
@@ -268,7 +240,7 @@ static int stage_host_file(const struct profile *p, const char *source, const ch
 int stage_gitconfig(const struct profile *p, const char *home, char **ret_path,
                     struct cs_error *err)
 {
-        _cleanup_free_ char *src = stage_path_join(home, ".gitconfig");
+        _cleanup_free_ char *src = cs_path_join(home, ".gitconfig");
 
         if (!src)
                 return cs_error_set(err, ENOMEM, "stage .gitconfig");
@@ -278,7 +250,7 @@ int stage_gitconfig(const struct profile *p, const char *home, char **ret_path,
 int stage_host_known_hosts(const struct profile *p, const char *home, char **ret_path,
                            struct cs_error *err)
 {
-        _cleanup_free_ char *src = stage_path_join(home, ".ssh/known_hosts");
+        _cleanup_free_ char *src = cs_path_join(home, ".ssh/known_hosts");
 
         if (!src)
                 return cs_error_set(err, ENOMEM, "stage known_hosts");
@@ -287,7 +259,7 @@ int stage_host_known_hosts(const struct profile *p, const char *home, char **ret
 
 int stage_user_known_hosts(const struct profile *p, char **ret_path, struct cs_error *err)
 {
-        _cleanup_free_ char *path = stage_path_join(p->state_dir, "known_hosts");
+        _cleanup_free_ char *path = cs_path_join(p->state_dir, "known_hosts");
         _cleanup_close_ int fd = -1;
         struct stat st;
 
@@ -316,7 +288,7 @@ int stage_local_settings(const struct profile *p, int dir_fd, const char *local_
 {
         _cleanup_free_ char *raw = NULL;
         _cleanup_free_ char *dest = NULL;
-        _cleanup_free_ char *dir = stage_path_join(p->state_dir, "local-settings");
+        _cleanup_free_ char *dir = cs_path_join(p->state_dir, "local-settings");
         _cleanup_close_ int lfd = -1;
         const int pfd = dir_fd;
         const char *base, *slash = strrchr(local_path, '/');
@@ -368,7 +340,7 @@ int stage_local_settings(const struct profile *p, int dir_fd, const char *local_
         if (stage_sha256_hex16(local_path, strlen(local_path), key) < 0)
                 return cs_error_setx(err, EIO, "sha256 of %s failed", local_path);
         snprintf(name, sizeof(name), "%s.json", key);
-        dest = stage_path_join(dir, name);
+        dest = cs_path_join(dir, name);
         if (!dest)
                 return cs_error_set(err, ENOMEM, "stage %s", local_path);
         r = stage_open_subdir(p->state_fd, "local-settings", dir, 0700, &lfd, err);

@@ -48,8 +48,8 @@ void stage_hooks_cleanup(int state_fd)
 int stage_git_dir(int git_fd, const char *git_dir, char **ret_config, int *ret_hooks_fd,
                   bool *ret_hooks_missing, struct stage_warnings *warn, struct cs_error *err)
 {
-        _cleanup_free_ char *config = stage_path_join(git_dir, "config");
-        _cleanup_free_ char *hooks = stage_path_join(git_dir, "hooks");
+        _cleanup_free_ char *config = cs_path_join(git_dir, "config");
+        _cleanup_free_ char *hooks = cs_path_join(git_dir, "hooks");
         struct stat st;
         bool config_ok = false;
         int r;

@@ -133,7 +133,7 @@ int stage_git_identity(const struct profile_config *c, const char *cwd, char **r
         snprintf(name, sizeof(name), "identity-%s", hex);
         if (asprintf(&dir, "%s/claude-profile/git", c->data_home) < 0)
                 return cs_error_set(err, ENOMEM, "git identity");
-        path = stage_path_join(dir, name);
+        path = cs_path_join(dir, name);
         if (!path)
                 return cs_error_set(err, ENOMEM, "git identity");
         r = stage_open_dir_parents(dir, &dfd, err);
