@@ -4,7 +4,6 @@
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
-#include "../common/path.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -188,15 +187,6 @@ int netns_setup(const struct sandbox_spec *s, const struct net_helper *h, struct
  * slirp4netns when pasta is not installed. csandbox owns its lifetime: it is our child with
  * PDEATHSIG, and it is killed when the sandbox ends on every path. */
 
-static bool find_in_path(const char *name, char *ret, size_t size)
-{
-        _cleanup_free_ char *found = cs_find_program(name);
-
-        if (found)
-                snprintf(ret, size, "%s", found);
-        return found != NULL;
-}
-
 static const char net_alternatives[] =
     "Or choose --net none (no network at all), or --net host, which shares the host's "
     "network and with it every service on the host's 127.0.0.1 and every abstract unix "
@@ -215,10 +205,15 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
 {
         _cleanup_close_ int tun = -1;
 
+        _cleanup_free_ char *helper = spec_net_helper(s);
+        const char *base = helper ? strrchr(helper, '/') + 1 : NULL;
+
         helper_init(ret);
-        if (find_in_path("pasta", ret->path, sizeof(ret->path))) {
+        if (helper)
+                snprintf(ret->path, sizeof(ret->path), "%s", helper);
+        if (base && strcmp(base, "pasta") == 0) {
                 ret->kind = NET_HELPER_PASTA;
-        } else if (find_in_path("slirp4netns", ret->path, sizeof(ret->path))) {
+        } else if (base) {
                 ret->kind = NET_HELPER_SLIRP4NETNS;
                 if (s->map_host_loopback)
                         return cs_error_setx(err, ENOENT,

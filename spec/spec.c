@@ -2,6 +2,7 @@
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
+#include "../common/path.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -605,6 +606,16 @@ const char *spec_mount_kind_name(enum spec_mount_kind k)
         return names[k];
 }
 
+char *spec_net_helper(const struct sandbox_spec *s)
+{
+        char *h;
+
+        if (s->net != SPEC_NET_PASTA)
+                return NULL;
+        h = cs_find_program("pasta");
+        return h ? h : cs_find_program("slirp4netns");
+}
+
 const char *spec_net_name(enum spec_net n)
 {
         static const char *const names[] = {
@@ -732,8 +743,13 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
 
         cJSON_AddStringToObject(o, "hostname", s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME);
         cJSON_AddStringToObject(o, "net", spec_net_name(s->net));
-        if (s->net == SPEC_NET_PASTA)
+        if (s->net == SPEC_NET_PASTA) {
+                char *helper = spec_net_helper(s);
+
                 cJSON_AddBoolToObject(o, "map_host_loopback", s->map_host_loopback);
+                cJSON_AddItemToObject(o, "net_helper", json_str_or_null(helper));
+                free(helper);
+        }
 
         env = cJSON_AddArrayToObject(o, "env");
         for (size_t i = 0; i < s->n_env; i++) {

@@ -196,6 +196,11 @@ int spec_set_argv(struct sandbox_spec *s, int argc, char *const *argv, struct cs
 cJSON *spec_to_json(const struct sandbox_spec *s);
 const char *spec_mount_kind_name(enum spec_mount_kind k);
 const char *spec_net_name(enum spec_net n);
+/* With SPEC_NET_PASTA, the user-mode network helper that will run: pasta, or slirp4netns
+ * where pasta is not installed, found on PATH (absolute entries); NULL when neither is (or
+ * for another network). The one place this is decided: --plan prints it, the runner starts
+ * it. free() the result. */
+char *spec_net_helper(const struct sandbox_spec *s);
 const char *spec_seccomp_name(enum spec_seccomp k);
 const char *spec_tty_name(enum spec_tty t);
 const char *spec_proc_name(enum spec_proc p);

@@ -104,3 +104,21 @@ def test_plan_creates_nothing(csb, make_rootfs, tmp_path):
     assert rootfs_builder.snapshot(bare) == before
     assert os.listdir(src) == [] and os.listdir(cwd) == []
     assert p.stdout.lstrip().startswith("{")
+
+
+def test_plan_names_the_network_helper_that_will_run(csb, tmp_path):
+    """pasta when installed; slirp4netns where only it is (the switch is in the plan, not a
+    surprise at launch); null when neither is, and the launch then fails saying so."""
+    plan = csb.plan(["--net", "pasta", "--", "/bin/true"])
+    assert os.path.basename(plan["net_helper"]) == "pasta", plan["net_helper"]
+    only_slirp = tmp_path / "bin"
+    only_slirp.mkdir()
+    (only_slirp / "slirp4netns").symlink_to("/usr/bin/slirp4netns")
+    env = dict(os.environ, PATH=str(only_slirp))
+    plan = csb.plan(["--net", "pasta", "--", "/bin/true"], env=env)
+    assert plan["net_helper"] == str(only_slirp / "slirp4netns")
+    plan = csb.plan(["--net", "pasta", "--", "/bin/true"], env=dict(os.environ, PATH=str(tmp_path)))
+    assert plan["net_helper"] is None
+    r = csb.run(["--net", "pasta", "--", "/bin/true"], env=dict(os.environ, PATH=str(tmp_path)))
+    assert r.returncode == 125 and "neither pasta nor slirp4netns" in r.stderr
+    assert "net_helper" not in csb.plan(["--", "/bin/true"])
