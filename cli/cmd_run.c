@@ -170,6 +170,8 @@ int cmd_run(int argc, char **argv, bool plan_only)
         char cwd[PATH_MAX];
         const char *name = NULL;
         struct run_opts o;
+        struct rlimit nofile;
+        bool raised;
         int first = 0, status = CS_EXIT_SETUP, r;
 
         r = parse(argc, argv, &o, &name, &first, &err);
@@ -199,8 +201,10 @@ int cmd_run(int argc, char **argv, bool plan_only)
         req.pending = plan_only  ? PLAN_PENDING_SHOW
                       : o.accept ? PLAN_PENDING_ACCEPT
                                  : PLAN_PENDING_REFUSE;
-        raise_nofile_limit();
+        raised = raise_nofile_limit(&nofile);
         r = plan_build(&req, &plan, &err);
+        if (r >= 0 && raised)
+                r = spec_add_rlimit(&plan.spec, RLIMIT_NOFILE, &nofile, &err);
         plan.spec.tty = o.tty;
         plan.spec.proc = o.proc;
         for (size_t i = 0; i < plan.warnings.n; i++)

@@ -572,7 +572,12 @@ static int cmd_exec(int argc, char **argv)
         int status = CS_EXIT_SETUP;
         int r;
 
+        struct rlimit nofile;
+        bool raised = raise_nofile_limit(&nofile);
+
         r = parse_exec(argc, argv, &s, &img, &plan, &help, &err);
+        if (r >= 0 && raised)
+                r = spec_add_rlimit(&s, RLIMIT_NOFILE, &nofile, &err);
         if (r < 0) {
                 spec_free(&s);
                 image_ref_free(&img);

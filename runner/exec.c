@@ -47,19 +47,10 @@ static char **build_environ(const struct sandbox_spec *s)
         return env;
 }
 
-/* Everything but stdio and the fds the spec passes gets close-on-exec. */
-static void mark_fds_cloexec(const struct sandbox_spec *s)
+/* Everything but stdio gets close-on-exec. */
+static void mark_fds_cloexec(void)
 {
-        int lo = 3;
-
-        for (size_t i = 0; i <= s->n_keep_fds; i++) {
-                int hi = i < s->n_keep_fds ? s->keep_fds[i] - 1 : (int)(~0U >> 1);
-
-                if (hi >= lo)
-                        syscall(SYS_close_range, lo, hi, CLOSE_RANGE_CLOEXEC);
-                if (i < s->n_keep_fds)
-                        lo = s->keep_fds[i] + 1;
-        }
+        syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
 }
 
 void exec_payload(const struct sandbox_spec *s, const struct sock_fprog *filter, int errfd)
@@ -102,7 +93,7 @@ void exec_payload(const struct sandbox_spec *s, const struct sock_fprog *filter,
                 cs_error_set(&err, ENOMEM, "build the environment");
                 runner_child_fail(errfd, &err);
         }
-        mark_fds_cloexec(s);
+        mark_fds_cloexec();
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (filter && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, filter) < 0) {

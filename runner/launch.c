@@ -98,15 +98,16 @@ static int exit_status_of(int wstatus)
         return CS_EXIT_SETUP;
 }
 
-void raise_nofile_limit(void)
+bool raise_nofile_limit(struct rlimit *ret_orig)
 {
         struct rlimit rl;
 
         /* One fd per bind source is open from planning until the root is assembled. */
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max && rl.rlim_cur < 8192) {
-                rl.rlim_cur = rl.rlim_max < 8192 ? rl.rlim_max : 8192;
-                setrlimit(RLIMIT_NOFILE, &rl);
-        }
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max || rl.rlim_cur >= 8192)
+                return false;
+        *ret_orig = rl;
+        rl.rlim_cur = rl.rlim_max < 8192 ? rl.rlim_max : 8192;
+        return setrlimit(RLIMIT_NOFILE, &rl) == 0;
 }
 
 int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int *ret_status,
@@ -136,7 +137,6 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
                                 "sandbox's network\n",
                                 net.path);
         }
-        raise_nofile_limit();
         r = tty_prepare(s, &tty, err);
         if (r < 0)
                 return r;

@@ -19,7 +19,9 @@ struct cs_error;
 
 /* Bind sources are fds from planning on: a soft RLIMIT_NOFILE of 1024 would cap a plan
  * (every submodule git dir is one) far below the spec's mount limit. */
-void raise_nofile_limit(void);
+/* Raise our soft RLIMIT_NOFILE (to 8192 or the hard limit) before the sources are opened;
+ * true with the caller's limit in *ret_orig when it was raised, for the payload to get back. */
+bool raise_nofile_limit(struct rlimit *ret_orig);
 
 /* The session's terminal, decided before clone (tty.c); pid 1 and the payload read their
  * copy. */

@@ -58,7 +58,6 @@ void spec_free(struct sandbox_spec *s)
         free(s->cwd);
         free(s->seccomp_path);
         free(s->rlimits);
-        free(s->keep_fds);
         memset(s, 0, sizeof(*s));
 }
 
@@ -606,6 +605,18 @@ const char *spec_mount_kind_name(enum spec_mount_kind k)
         return names[k];
 }
 
+int spec_add_rlimit(struct sandbox_spec *s, int resource, const struct rlimit *limit,
+                    struct cs_error *err)
+{
+        struct spec_rlimit *n = realloc(s->rlimits, (s->n_rlimits + 1) * sizeof(*n));
+
+        if (!n)
+                return cs_error_set(err, ENOMEM, "add a limit");
+        s->rlimits = n;
+        s->rlimits[s->n_rlimits++] = (struct spec_rlimit){.resource = resource, .limit = *limit};
+        return 0;
+}
+
 char *spec_net_helper(const struct sandbox_spec *s)
 {
         char *h;
@@ -771,5 +782,17 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
         cJSON_AddStringToObject(tty, "mode", spec_tty_name(s->tty));
         cJSON_AddBoolToObject(tty, "pty", spec_tty_wants_pty(s));
         cJSON_AddStringToObject(o, "proc", spec_proc_name(s->proc));
+        if (s->n_rlimits) {
+                cJSON *rl = cJSON_AddArrayToObject(o, "rlimits");
+
+                for (size_t i = 0; i < s->n_rlimits; i++) {
+                        cJSON *e = cJSON_CreateObject();
+
+                        cJSON_AddNumberToObject(e, "resource", s->rlimits[i].resource);
+                        cJSON_AddNumberToObject(e, "soft", (double)s->rlimits[i].limit.rlim_cur);
+                        cJSON_AddNumberToObject(e, "hard", (double)s->rlimits[i].limit.rlim_max);
+                        cJSON_AddItemToArray(rl, e);
+                }
+        }
         return o;
 }

@@ -121,11 +121,8 @@ struct sandbox_spec {
         enum spec_seccomp seccomp;
         char *seccomp_path;
 
-        struct spec_rlimit *rlimits;
+        struct spec_rlimit *rlimits; /* set in the payload just before exec */
         size_t n_rlimits;
-
-        int *keep_fds; /* fds passed into the payload as they are */
-        size_t n_keep_fds;
 
         enum spec_tty tty;
         enum spec_proc proc; /* what the SPEC_MOUNT_PROC mount is */
@@ -180,6 +177,10 @@ int spec_add_net_files(struct sandbox_spec *s, struct cs_error *err);
  * holds among mounts of equal depth. */
 void spec_sort_mounts(struct sandbox_spec *s);
 
+/* The payload gets limit for resource (the caller's own, where csandbox raised it for
+ * itself). */
+int spec_add_rlimit(struct sandbox_spec *s, int resource, const struct rlimit *limit,
+                    struct cs_error *err);
 int spec_env_set(struct sandbox_spec *s, const char *name, const char *value, bool secret,
                  struct cs_error *err);
 void spec_env_unset(struct sandbox_spec *s, const char *name);

@@ -292,3 +292,38 @@ def test_exec_rootfs_is_the_tree_opened_at_parse_time(tmp_path, rootfs):
     rc, out, err = exec_swapped_between_parse_and_mount(
         tmp_path, ["--rootfs", str(root), "--dir", "/tmp/x"], to_other_tree)
     assert rc == 125 and "find the root" in err, (rc, out, err)
+
+
+def _soft_nofile_1024():
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+
+
+def test_exec_with_1100_binds_under_a_soft_limit_of_1024_and_the_payload_gets_1024(tmp_path):
+    """One fd per bind source until the mounts are done: csandbox raises its own soft limit
+    for that, and gives the payload the caller's limit back."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_text("x")
+    binds = ["--tmpfs", "/run/many"]
+    for i in range(1100):
+        binds += ["--ro-bind", str(src), f"/run/many/d{i}"]
+    r = subprocess.run([CSANDBOX, "exec", *binds, "--", "/bin/sh", "-c",
+                        "cat /run/many/d1099/f; echo; ulimit -n"], capture_output=True,
+                       text=True, timeout=120, preexec_fn=_soft_nofile_1024,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["x", "1024"]
+
+
+def test_run_gives_claude_the_callers_open_file_limit(profiles):
+    profiles.add()
+    profiles.claude.write_text("#!/bin/sh\nulimit -n > nofile\n")
+    profiles.claude.chmod(0o755)
+    r = subprocess.run([CSANDBOX, "run", "work"], cwd=str(profiles.project), env=profiles.env(),
+                       capture_output=True, text=True, timeout=120,
+                       preexec_fn=_soft_nofile_1024, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert (profiles.project / "nofile").read_text() == "1024\n"
