@@ -820,6 +820,26 @@ static bool test_oci_unreadable_file_names_path_and_errno(void)
                msg_has(&err, "--seccomp");
 }
 
+/* Found by tests/fuzz/fuzz_seccomp: argument rules on three of x86's multiplexed socket
+ * calls (a leak inside libseccomp 2.5.4, suppressed in tests/lsan.supp) compile to a program
+ * that still ends in a return. */
+static bool test_oci_socketcall_rules_on_the_x86_sub_arch_compile(void)
+{
+        const char json[] = "{\"defaultAction\":\"SCMP_ACT_LOG\",\"archMap\":[{\"architecture\":"
+                            "\"SCMP_ARCH_X86_64\",\"subArchitectures\":[\"SCMP_ARCH_X86\"]}],"
+                            "\"syscalls\":[{\"names\":[\"setsockopt\",\"shutdown\",\"socketcall\"],"
+                            "\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":1,\"op\":"
+                            "\"SCMP_CMP_EQ\"}]}]}";
+        struct sock_fprog prog = {0};
+
+        if (!oci(json, &prog))
+                return false;
+        if (prog.len == 0 || BPF_CLASS(prog.filter[prog.len - 1].code) != BPF_RET)
+                return fail("no program, or one that does not end in a return");
+        seccomp_fprog_free(&prog);
+        return true;
+}
+
 int main(void)
 {
         RUN(test_builtin_programs_match_a_fresh_compile);
@@ -834,6 +854,7 @@ int main(void)
         RUN(test_default_denies_the_i386_abi_whole);
         RUN(test_default_denies_the_x32_abi_whole);
         RUN(test_oci_archmap_adds_sub_architectures);
+        RUN(test_oci_socketcall_rules_on_the_x86_sub_arch_compile);
 #endif
         RUN(test_strict_denies_everything_default_denies);
         RUN(test_strict_denies_new_namespaces);
