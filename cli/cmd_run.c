@@ -149,17 +149,6 @@ static int parse(int argc, char **argv, struct run_opts *o, const char **ret_nam
         return 0;
 }
 
-static int print_plan_json(const struct plan *p)
-{
-        cJSON *j = spec_to_json(&p->spec);
-        char *text = cJSON_Print(j);
-        int r = text && printf("%s\n", text) >= 0 && fflush(stdout) == 0 ? 0 : CS_EXIT_SETUP;
-
-        free(text);
-        cJSON_Delete(j);
-        return r;
-}
-
 int cmd_run(int argc, char **argv, bool plan_only)
 {
         struct profile_config config = {0};
@@ -212,7 +201,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
         if (r >= 0)
                 r = seccomp_builtin(plan.spec.seccomp, &filter, &err);
         if (r < 0 || plan_only) {
-                status = r < 0 ? cli_fail(&err) : print_plan_json(&plan);
+                status = r < 0 ? cli_fail(&err) : cli_print_plan(&plan.spec);
         } else {
                 char *report, *session = NULL;
                 struct cs_error serr = {0};

@@ -521,11 +521,6 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                 if (r < 0)
                         return r;
         }
-        if (s->map_host_loopback && s->net != SPEC_NET_PASTA)
-                return cs_error_setx(err, EINVAL,
-                                     "--map-host-loopback needs --net pasta (with --net host the "
-                                     "host's loopback is reachable anyway; with --net none "
-                                     "nothing is)");
         r = spec_add_net_files(s, err);
         if (r < 0)
                 return r;
@@ -547,12 +542,17 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
         return 0;
 }
 
-static int print_plan(const struct sandbox_spec *s)
+int cli_print_plan(const struct sandbox_spec *s)
 {
-        cJSON *j = spec_to_json(s);
-        char *text = j ? cJSON_Print(j) : NULL;
+        struct cs_error err = {0};
+        cJSON *j;
+        char *text;
         int r = 0;
 
+        if (spec_validate(s, &err) < 0)
+                return cli_fail(&err);
+        j = spec_to_json(s);
+        text = j ? cJSON_Print(j) : NULL;
         if (!text || printf("%s\n", text) < 0 || fflush(stdout) != 0) {
                 fprintf(stderr, "csandbox: --plan: cannot write the plan to stdout\n");
                 r = CS_EXIT_SETUP;
@@ -599,7 +599,7 @@ static int cmd_exec(int argc, char **argv)
                 return cli_fail(&err);
         }
         if (plan) {
-                status = print_plan(&s);
+                status = cli_print_plan(&s);
         } else {
                 r = launch_run(&s, s.seccomp == SPEC_SECCOMP_NONE ? NULL : &filter, &status, &err);
                 if (r < 0)

@@ -124,7 +124,9 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         int wstatus = 0, r;
         pid_t pid;
 
-        r = idmap_check_range(s, err);
+        r = spec_validate(s, err);
+        if (r >= 0)
+                r = idmap_check_range(s, err);
         if (r < 0)
                 return r;
         if (s->net == SPEC_NET_PASTA) {

@@ -605,6 +605,66 @@ const char *spec_mount_kind_name(enum spec_mount_kind k)
         return names[k];
 }
 
+static bool dest_normal(const char *d)
+{
+        return d && d[0] == '/' && !strstr(d, "//") && !strstr(d, "/./") && !strstr(d, "/../") &&
+               (strlen(d) == 1 || (d[strlen(d) - 1] != '/' && strcmp(d + strlen(d) - 2, "/.") &&
+                                   strcmp(d + strlen(d) - 3, "/..")));
+}
+
+int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
+{
+        if (s->root == SPEC_ROOT_DIR ? s->root_fd < 0 : s->root_fd >= 0)
+                return cs_error_setx(err, EINVAL, "spec: root %s %s a directory fd",
+                                     s->root == SPEC_ROOT_DIR ? "dir" : "host",
+                                     s->root == SPEC_ROOT_DIR ? "lacks" : "must not have");
+        for (size_t i = 0; i < s->n_mounts; i++) {
+                const struct spec_mount *m = &s->mounts[i];
+                bool fd_kind = m->kind == SPEC_MOUNT_BIND || m->kind == SPEC_MOUNT_COPY;
+
+                if ((unsigned)m->kind > SPEC_MOUNT_COPY || !dest_normal(m->dest))
+                        return cs_error_setx(err, EINVAL,
+                                             "spec: mount %zu has no known kind or no absolute "
+                                             "normalised destination (%s)",
+                                             i, m->dest ? m->dest : "none");
+                if (fd_kind != (m->source_fd >= 0))
+                        return cs_error_setx(err, EINVAL, "spec: %s at %s %s an open source",
+                                             spec_mount_kind_name(m->kind), m->dest,
+                                             fd_kind ? "lacks" : "must not have");
+                if ((m->kind == SPEC_MOUNT_SYMLINK && !m->source) ||
+                    (m->kind == SPEC_MOUNT_FILE && !m->data && m->data_len))
+                        return cs_error_setx(err, EINVAL, "spec: %s at %s lacks its %s",
+                                             spec_mount_kind_name(m->kind), m->dest,
+                                             m->kind == SPEC_MOUNT_SYMLINK ? "target" : "data");
+        }
+        if (s->argc == 0 || !s->argv || !s->argv[0] || s->argv[s->argc])
+                return cs_error_setx(err, EINVAL, "spec: no command");
+        if (s->cwd && s->cwd[0] != '/')
+                return cs_error_setx(err, EINVAL, "spec: the working directory %s is not absolute",
+                                     s->cwd);
+        if (s->hostname && (!s->hostname[0] || strlen(s->hostname) > 64))
+                return cs_error_setx(err, EINVAL, "--hostname: `%s` must have 1 to 64 characters",
+                                     s->hostname);
+        for (size_t i = 0; i < s->n_env; i++)
+                if (!spec_env_name_valid(s->env[i].name) || !s->env[i].value)
+                        return cs_error_setx(err, EINVAL, "spec: `%s` is not a valid variable",
+                                             s->env[i].name);
+        if ((s->seccomp == SPEC_SECCOMP_FILE) != (s->seccomp_path != NULL))
+                return cs_error_setx(err, EINVAL,
+                                     "spec: a seccomp file needs its path, and only it");
+        if (s->map_host_loopback && s->net != SPEC_NET_PASTA)
+                return cs_error_setx(err, EINVAL,
+                                     "--map-host-loopback needs --net pasta (with --net host the "
+                                     "host's loopback is reachable anyway; with --net none "
+                                     "nothing is)");
+        if ((unsigned)s->net > SPEC_NET_PASTA || (unsigned)s->seccomp > SPEC_SECCOMP_FILE ||
+            (unsigned)s->tty > SPEC_TTY_INHERIT || (unsigned)s->proc > SPEC_PROC_NONE)
+                return cs_error_setx(err, EINVAL,
+                                     "spec: an unknown network, seccomp, tty or proc "
+                                     "mode");
+        return 0;
+}
+
 int spec_add_rlimit(struct sandbox_spec *s, int resource, const struct rlimit *limit,
                     struct cs_error *err)
 {

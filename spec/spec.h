@@ -194,6 +194,12 @@ bool spec_env_name_valid(const char *name);
 int spec_set_argv(struct sandbox_spec *s, int argc, char *const *argv, struct cs_error *err);
 
 /* The spec as JSON (secrets redacted). Caller frees with cJSON_Delete. */
+/* Whether the spec holds together, before any namespace exists: every mount has what its kind
+ * needs (an open source, data, a target) at an absolute normalised dest, the root is the one
+ * its kind says, a command, an absolute cwd, a hostname the kernel takes, valid variable
+ * names, a seccomp file with its path, pasta's options only with pasta, known modes. The
+ * error names the field. Every producer's spec passes; the runner and --plan check it. */
+int spec_validate(const struct sandbox_spec *s, struct cs_error *err);
 cJSON *spec_to_json(const struct sandbox_spec *s);
 const char *spec_mount_kind_name(enum spec_mount_kind k);
 const char *spec_net_name(enum spec_net n);

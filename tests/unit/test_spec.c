@@ -204,9 +204,47 @@ static void test_host_hides_cover_homes_and_runtime_dirs(void)
         PASS();
 }
 
+/* spec_validate: a spec built through the API passes; each inconsistency is named. */
+static void test_validate_accepts_what_the_api_builds_and_names_each_inconsistency(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+        char *argv[] = {"/bin/true"};
+        int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+        spec_init(&s);
+        CHECK(spec_set_argv(&s, 1, argv, &err) == 0);
+        CHECK(spec_add_base_mounts(&s, &err) == 0);
+        CHECK(spec_add_bind(&s, SPEC_MOUNT_RO, &fd, "/", "/mnt", &err) == 0);
+        CHECKF(spec_validate(&s, &err) == 0, "%s", err.msg);
+        s.map_host_loopback = true;
+        CHECK(spec_validate(&s, &err) < 0 && strstr(err.msg, "--map-host-loopback needs"));
+        s.net = SPEC_NET_PASTA;
+        CHECK(spec_validate(&s, &err) == 0);
+        s.cwd = strdup("relative");
+        CHECK(spec_validate(&s, &err) < 0 && strstr(err.msg, "not absolute"));
+        free(s.cwd);
+        s.cwd = NULL;
+        s.seccomp = SPEC_SECCOMP_FILE;
+        CHECK(spec_validate(&s, &err) < 0 && strstr(err.msg, "seccomp file"));
+        s.seccomp = SPEC_SECCOMP_DEFAULT;
+        fd = s.mounts[s.n_mounts - 1].source_fd;
+        s.mounts[s.n_mounts - 1].source_fd = -1;
+        CHECK(spec_validate(&s, &err) < 0 && strstr(err.msg, "lacks an open source"));
+        s.mounts[s.n_mounts - 1].source_fd = fd;
+        s.root = SPEC_ROOT_DIR;
+        CHECK(spec_validate(&s, &err) < 0 && strstr(err.msg, "root dir lacks"));
+        s.root = SPEC_ROOT_HOST;
+        s.hostname = strdup("");
+        CHECK(spec_validate(&s, &err) < 0 && strstr(err.msg, "--hostname"));
+        spec_free(&s);
+        PASS();
+}
+
 int main(void)
 {
         test_dest_normalised_without_dots_or_double_slashes();
+        test_validate_accepts_what_the_api_builds_and_names_each_inconsistency();
         test_dest_with_dotdot_is_refused_and_named();
         test_relative_dest_is_refused();
         test_parents_sorted_before_children_keeping_order();
