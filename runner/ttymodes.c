@@ -95,6 +95,16 @@ void ttymodes_feed(struct ttymodes *m, const void *buf, size_t len)
         for (size_t i = 0; i < len; i++) {
                 unsigned char c = p[i];
 
+                /* Text between sequences (nearly all output): only an ESC starts one, and
+                 * CAN/SUB change nothing in the ground state. */
+                if (m->state == GROUND && c != 0x1b) {
+                        const unsigned char *esc = memchr(p + i, 0x1b, len - i);
+
+                        if (!esc)
+                                return;
+                        i = (size_t)(esc - p);
+                        c = 0x1b;
+                }
                 if (c == 0x18 || c == 0x1a) { /* CAN, SUB: abort any sequence */
                         m->state = GROUND;
                         continue;
