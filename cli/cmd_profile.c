@@ -121,7 +121,7 @@ static int rows_collect(const char *base, struct list_row **ret, size_t *ret_n,
                 if (fstatat(p.dir_fd, ".credentials.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
                         rows[n].status = strdup("authenticated");
                 else if (asprintf(&rows[n].status,
-                                  "not authenticated (run: claude-profile %s /login)",
+                                  "not authenticated (run: csandbox run %s, then /login)",
                                   de->d_name) < 0)
                         rows[n].status = NULL;
                 rows[n].marked = profile_marked(&p);

@@ -63,7 +63,7 @@ static const char usage_exec[] =
     "Process:\n"
     "  --chdir DIR             working directory inside (default: the current one if it\n"
     "                          exists inside, else /)\n"
-    "  --setenv KEY VALUE      set a variable (the environment starts with PATH, TERM)\n"
+    "  --setenv KEY VALUE      set a variable (the environment starts with PATH, TERM, HOME)\n"
     "  --unsetenv KEY          remove a variable\n"
     "  --env-file FILE         KEY=VALUE lines from FILE (values kept out of --plan)\n"
     "  --env-fd N              KEY=VALUE lines read from file descriptor N\n"
@@ -335,7 +335,7 @@ static int apply_image(struct sandbox_spec *s, const char *name, struct image_re
 int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *img, bool *ret_plan,
                bool *ret_help, struct cs_error *err)
 {
-        const char *term = getenv("TERM");
+        const char *term = getenv("TERM"), *home = getenv("HOME");
         const char *image = prescan_image(argc, argv);
         int i, r;
 
@@ -352,6 +352,11 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                 return r;
         r = spec_env_set(s, "TERM", term && *term && spec_env_name_valid("TERM") ? term : "dumb",
                          false, err);
+        if (r < 0)
+                return r;
+        /* HOME as bubblewrap and podman give it: the caller's home path (an empty tmpfs
+         * inside, on the embedded default); --unsetenv HOME removes it. */
+        r = spec_env_set(s, "HOME", home && home[0] == '/' ? home : "/", false, err);
         if (r < 0)
                 return r;
         r = spec_add_base_mounts(s, err);
@@ -618,6 +623,12 @@ int main(int argc, char **argv)
         if (argc < 2) {
                 fputs(usage_main, stderr);
                 return CS_EXIT_SETUP;
+        }
+        /* `csandbox help COMMAND` is `csandbox COMMAND --help`. */
+        if (argc == 3 && strcmp(argv[1], "help") == 0 && strcmp(argv[2], "help") != 0) {
+                char *again[] = {argv[0], argv[2], "--help", NULL};
+
+                return main(3, again);
         }
         if (strcmp(argv[1], "exec") == 0)
                 return cmd_exec(argc - 2, argv + 2);

@@ -1,7 +1,10 @@
 """The payload's environment is built from scratch, then changed in command-line order."""
 import os
+import pwd
 
 from conftest import base_env
+
+HOME = pwd.getpwuid(os.getuid()).pw_dir
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ENV_FILE = "# a comment\n\nA=from-file\nB=two words\nC=x=y\n\n#D=commented\n"
@@ -10,7 +13,7 @@ ENV_FILE = "# a comment\n\nA=from-file\nB=two words\nC=x=y\n\n#D=commented\n"
 def test_env_is_built_from_scratch(csb, rootfs):
     for rf in (None, rootfs):
         env = csb.probe(rootfs=rf, env=base_env(TERM="xterm-csb"))["env"]
-        assert env == {"PATH": DEFAULT_PATH, "TERM": "xterm-csb"}
+        assert env == {"PATH": DEFAULT_PATH, "TERM": "xterm-csb", "HOME": HOME}
         assert "CSB_LEAK_MARKER" not in env
 
 
@@ -21,7 +24,7 @@ def test_term_defaults_to_dumb_when_unset(csb):
 def test_setenv_and_unsetenv(csb):
     env = csb.probe(opts=["--setenv", "FOO", "bar baz", "--setenv", "EMPTY", "",
                           "--unsetenv", "TERM", "--setenv", "PATH", "/bin"])["env"]
-    assert env == {"FOO": "bar baz", "EMPTY": "", "PATH": "/bin"}
+    assert env == {"FOO": "bar baz", "EMPTY": "", "PATH": "/bin", "HOME": HOME}
 
 
 def test_env_file_skips_comments_and_blank_lines(csb, tmp_path):
@@ -32,7 +35,7 @@ def test_env_file_skips_comments_and_blank_lines(csb, tmp_path):
     assert env["B"] == "two words"
     assert env["C"] == "x=y"
     assert "D" not in env and "#D" not in env
-    assert set(env) == {"PATH", "TERM", "A", "B", "C"}
+    assert set(env) == {"PATH", "TERM", "HOME", "A", "B", "C"}
 
 
 def test_env_file_skips_whitespace_only_lines(csb, tmp_path):

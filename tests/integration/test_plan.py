@@ -32,7 +32,8 @@ def test_plan_for_host_root_defaults(csb):
     assert ids["map_range"] is False
     assert plan["env"] == [{"name": "PATH", "value":
                             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-                           {"name": "TERM", "value": "xterm"}]
+                           {"name": "TERM", "value": "xterm"},
+                           {"name": "HOME", "value": home}]
     assert _find(plan, "proc", "/proc")
     assert _find(plan, "dev", "/dev")
     for hidden in ("/home", "/root", "/tmp", "/var/tmp", "/run", home):
@@ -122,3 +123,15 @@ def test_plan_names_the_network_helper_that_will_run(csb, tmp_path):
     r = csb.run(["--net", "pasta", "--", "/bin/true"], env=dict(os.environ, PATH=str(tmp_path)))
     assert r.returncode == 125 and "neither pasta nor slirp4netns" in r.stderr
     assert "net_helper" not in csb.plan(["--", "/bin/true"])
+
+
+def test_exec_gives_home_unless_unset(csb):
+    """HOME as bubblewrap and podman give it: the caller's path (an empty tmpfs inside on the
+    embedded default); --unsetenv HOME removes it."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    env = dict(os.environ, HOME=home)
+    r = csb.run(["--", "/bin/sh", "-c", 'echo "$HOME"; ls -A "$HOME" | wc -l'], env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [home, "0"]
+    r = csb.run(["--unsetenv", "HOME", "--", "/bin/sh", "-c", 'echo "${HOME-unset}"'], env=env)
+    assert r.stdout.strip() == "unset"
