@@ -33,25 +33,6 @@
 
 #define SHARED_SETTINGS_MAX (4u << 20)
 
-static int warn(struct stage_warnings *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int warn(struct stage_warnings *w, const char *fmt, ...)
-{
-        char **n = realloc(w->msgs, (w->n + 1) * sizeof(*n));
-        va_list ap;
-
-        if (!n)
-                return -ENOMEM;
-        w->msgs = n;
-        va_start(ap, fmt);
-        if (vasprintf(&w->msgs[w->n], fmt, ap) < 0)
-                w->msgs[w->n] = NULL;
-        va_end(ap);
-        if (w->msgs[w->n])
-                w->n++;
-        return 0;
-}
-
 /* §2.8.1: commands, skills, hooks, statusline.sh linked to <home>/.claude/<name> exactly. */
 static int add_linked(struct plan *p, const struct profile_config *c, struct cs_error *err)
 {
@@ -72,10 +53,11 @@ static int add_linked(struct plan *p, const struct profile_config *c, struct cs_
                     !(link = cs_path_join(p->profile.dir, names[i])))
                         return cs_error_set(err, ENOMEM, "linked mounts");
                 if (strcmp(target, expected) != 0) {
-                        warn(&p->warnings,
-                             "Warning: not mounting %s into the sandbox: it points at %s, not "
-                             "%s. Re-point it with: ln -sfn %s %s",
-                             link, target, expected, expected, link);
+                        stage_warn(
+                            &p->warnings, err,
+                            "Warning: not mounting %s into the sandbox: it points at %s, not "
+                            "%s. Re-point it with: ln -sfn %s %s",
+                            link, target, expected, expected, link);
                         continue;
                 }
                 /* The profile's link is only compared, never followed (the session can
@@ -107,10 +89,10 @@ static int add_ca_trust(struct plan *p, bool *ret_mounted, struct cs_error *err)
         if (!any)
                 return 0;
         if (stat(extracted, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                warn(&p->warnings,
-                     "Warning: %s has CA anchors but there is no %s, so the sandbox does not "
-                     "trust them. Run update-ca-trust on the host.",
-                     anchors, extracted);
+                stage_warn(&p->warnings, err,
+                           "Warning: %s has CA anchors but there is no %s, so the sandbox does not "
+                           "trust them. Run update-ca-trust on the host.",
+                           anchors, extracted);
                 return 0;
         }
         r = plan_bind_host(&p->spec, anchors, anchors, SPEC_MOUNT_RO, err);
@@ -180,7 +162,7 @@ static int shared_settings(struct plan *p, const struct plan_request *req, char 
         if (access(path, F_OK) < 0)
                 return 0;
         if (settings_args_have(req->args, req->n_args, "--settings")) {
-                warn(&p->warnings, "--settings was given, so %s is not applied.", path);
+                stage_warn(&p->warnings, err, "--settings was given, so %s is not applied.", path);
                 return 0;
         }
         r = cs_read_file_at(AT_FDCWD, path, SHARED_SETTINGS_MAX, false, &raw, &len, err);
@@ -220,17 +202,18 @@ static int add_env_secret_list(struct plan *p, const struct plan_request *req, s
                 return r;
         for (size_t i = 0; i < dotenv.n && r >= 0; i++)
                 if (env_launcher_owned(dotenv.names[i]))
-                        warn(&p->warnings,
-                             "Warning: %s/.env sets %s, which csandbox sets itself in the "
-                             "sandbox; the .env value is not used.",
-                             p->profile.dir, dotenv.names[i]);
+                        stage_warn(&p->warnings, err,
+                                   "Warning: %s/.env sets %s, which csandbox sets itself in the "
+                                   "sandbox; the .env value is not used.",
+                                   p->profile.dir, dotenv.names[i]);
                 else if (spec_env_name_valid(dotenv.names[i]))
                         r = spec_env_set(&p->spec, dotenv.names[i], dotenv.values[i], true, err);
                 else
-                        warn(&p->warnings,
-                             "Warning: %s/.env sets `%s`, which is not a valid variable name; "
-                             "it is not passed into the sandbox.",
-                             p->profile.dir, dotenv.names[i]);
+                        stage_warn(
+                            &p->warnings, err,
+                            "Warning: %s/.env sets `%s`, which is not a valid variable name; "
+                            "it is not passed into the sandbox.",
+                            p->profile.dir, dotenv.names[i]);
         profile_env_free(&dotenv);
         if (r < 0)
                 return r;
@@ -240,20 +223,20 @@ static int add_env_secret_list(struct plan *p, const struct plan_request *req, s
                 const char *v = getenv(name);
 
                 if (env_launcher_owned(name))
-                        warn(&p->warnings,
-                             "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names %s, which "
-                             "csandbox sets itself in the sandbox; it is not forwarded.",
-                             name);
+                        stage_warn(&p->warnings, err,
+                                   "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names %s, which "
+                                   "csandbox sets itself in the sandbox; it is not forwarded.",
+                                   name);
                 else if (v && spec_env_name_valid(name)) {
                         r = spec_env_set(&p->spec, name, v, true, err);
                         if (r < 0)
                                 return r;
                 } else if (!spec_env_get(&p->spec, name)) {
-                        warn(&p->warnings,
-                             "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names %s, which is "
-                             "set neither on the host nor in the profile's .env; it is "
-                             "skipped.",
-                             name);
+                        stage_warn(&p->warnings, err,
+                                   "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names %s, which is "
+                                   "set neither on the host nor in the profile's .env; it is "
+                                   "skipped.",
+                                   name);
                 }
         }
         return 0;
@@ -412,9 +395,10 @@ static int add_local_settings(struct plan *p, const struct worktree *w, int work
                  * put a settings.local.json of its own there. */
                 dc = rel ? cs_open_beneath(work_fd, rel, O_PATH | O_DIRECTORY) : -1;
                 if (dc < 0 && errno == ELOOP) {
-                        r = warn(&p->warnings,
-                                 "Warning: %s is a symlink, so the sandbox gets no copy of %s.",
-                                 dotclaude, local);
+                        r = stage_warn(
+                            &p->warnings, err,
+                            "Warning: %s is a symlink, so the sandbox gets no copy of %s.",
+                            dotclaude, local);
                         if (r < 0)
                                 return cs_error_set(err, ENOMEM, "local settings");
                 }
@@ -475,13 +459,13 @@ static int plan_pending(struct plan *p, const struct plan_request *req, struct c
         if (r < 0 || !text)
                 return r;
         if (req->pending == PLAN_PENDING_ACCEPT)
-                return warn(&p->warnings, "Accepted with --accept-changes:\n%s", text);
+                return stage_warn(&p->warnings, err, "Accepted with --accept-changes:\n%s", text);
         if (req->pending == PLAN_PENDING_SHOW)
-                return warn(&p->warnings,
-                            "%s\nNot accepted yet: `csandbox run %s` refuses to start until "
-                            "`csandbox run --accept-changes %s`.",
-                            text, req->name, req->name);
-        warn(&p->warnings, "%s", text);
+                return stage_warn(&p->warnings, err,
+                                  "%s\nNot accepted yet: `csandbox run %s` refuses to start until "
+                                  "`csandbox run --accept-changes %s`.",
+                                  text, req->name, req->name);
+        stage_warn(&p->warnings, err, "%s", text);
         return cs_error_setx(err, EPERM,
                              "Refusing to start the sandbox for profile %s: an earlier "
                              "sandboxed session changed what claude or git runs on the host "

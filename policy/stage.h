@@ -14,6 +14,9 @@ struct stage_warnings {
         char **msgs;
         size_t n;
 };
+/* Record a warning for the user; -ENOMEM (err set) when it cannot be. */
+int stage_warn(struct stage_warnings *w, struct cs_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void stage_warnings_free(struct stage_warnings *w);
 
 /* §3.1: <state>/settings.json from <profile>/settings.json (created {}\n on the host when

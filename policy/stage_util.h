@@ -8,9 +8,6 @@
 struct cs_error;
 struct stage_warnings;
 
-/* Record a warning for the user; -ENOMEM (err set) when it cannot be. */
-int stage_warn(struct stage_warnings *w, struct cs_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* The first 16 hex digits of sha256(data): the reference's key for per-path copies. */
 int stage_sha256_hex16(const void *data, size_t len, char out[17]);
 /* mkdir name (mode, existing is fine) under dirfd and open it; a symlink there is refused.
