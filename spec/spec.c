@@ -607,9 +607,14 @@ const char *spec_mount_kind_name(enum spec_mount_kind k)
 
 static bool dest_normal(const char *d)
 {
-        return d && d[0] == '/' && !strstr(d, "//") && !strstr(d, "/./") && !strstr(d, "/../") &&
-               (strlen(d) == 1 || (d[strlen(d) - 1] != '/' && strcmp(d + strlen(d) - 2, "/.") &&
-                                   strcmp(d + strlen(d) - 3, "/..")));
+        size_t n = d ? strlen(d) : 0;
+
+        if (n == 0 || d[0] != '/')
+                return false;
+        if (n == 1)
+                return true;
+        return !strstr(d, "//") && !strstr(d, "/./") && !strstr(d, "/../") && d[n - 1] != '/' &&
+               strcmp(d + n - 2, "/.") != 0 && (n < 3 || strcmp(d + n - 3, "/..") != 0);
 }
 
 int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
