@@ -1,6 +1,7 @@
 /* A claude-profile launch as a struct sandbox_spec. What goes in, and why, follows the
  * reference's mount table (§2.4) in order; the runner sorts parents before children. */
 #include "plan.h"
+#include "bridges.h"
 #include "plan_report.h"
 #include "bind.h"
 
@@ -643,6 +644,9 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
          * then the forwarded names. */
         if (r >= 0)
                 r = add_env_secret_list(p, req, err);
+        /* §5 the bridges (SSH agents), and the settings csandbox does not give yet. */
+        if (r >= 0)
+                r = plan_add_bridges(s, c, &p->warnings, err);
         /* #13/#14 CA trust, #15 linked globals, #16/#17 pins. */
         if (r >= 0)
                 r = add_ca_trust(p, &ca, err);

@@ -16,6 +16,7 @@ struct profile_config {
         char *sandbox_image; /* CLAUDE_PROFILE_SANDBOX_IMAGE or NULL */
         enum profile_tristate sandbox_override; /* CLAUDE_PROFILE_SANDBOX */
         bool skip_permissions; /* CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS, default true */
+        bool ssh_agent;        /* CLAUDE_PROFILE_SANDBOX_SSH_AGENT, default false */
         char **forward_env;    /* CLAUDE_PROFILE_SANDBOX_FORWARD_ENV, split at ',' */
         size_t n_forward_env;
 };

@@ -905,3 +905,80 @@ def test_run_and_plan_take_the_proc_mode(profiles):
     r = subprocess.run([CSANDBOX, "run", "--proc=sometimes", "work"], cwd=str(profiles.project),
                        env=profiles.env(), capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 125 and "--proc `sometimes`" in r.stderr, r.stderr
+
+
+# --- bridges (reference §5) -------------------------------------------------------------
+
+@pytest.fixture
+def agent(tmp_path):
+    """A real ssh-agent of the test user's, on a socket of its own."""
+    d = tmp_path / "agent"
+    d.mkdir(mode=0o700)
+    sock = d / "agent.sock"
+    proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    assert wait_until(sock.exists, 10), "ssh-agent did not start"
+    yield sock
+    proc.kill()
+    proc.wait()
+
+
+def _agent_env(profiles, sock, **extra):
+    return profiles.env(SSH_AUTH_SOCK=str(sock), CLAUDE_PROFILE_SANDBOX_SSH_AGENT="1", **extra)
+
+
+AGENT_IN = "/run/claude-sandbox/ssh-agent-0.sock"
+AGENT_PROBE = """ssh-add -l > keys 2>&1; echo "${SSH_AUTH_SOCK-unset}" > sock
+ls -A ~/.ssh > sshdir; true
+"""
+
+
+def test_ssh_agent_with_keys_is_bound_and_named_by_ssh_auth_sock(profiles, agent, tmp_path):
+    key = tmp_path / "id"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "csb-test-key", "-f",
+                    str(key)], check=True)
+    subprocess.run(["ssh-add", "-q", str(key)], env={"SSH_AUTH_SOCK": str(agent)}, check=True,
+                   capture_output=True)
+    profiles.add()
+    plan = profiles.plan(env=_agent_env(profiles, agent))
+    assert (str(agent), AGENT_IN, False) in binds(plan)
+    assert env_of(plan)["SSH_AUTH_SOCK"] == AGENT_IN
+    shell_claude(profiles, AGENT_PROBE)
+    r = profiles.run(env=_agent_env(profiles, agent))
+    assert r.returncode == 0, r.stderr
+    p = profiles.project
+    assert "csb-test-key" in (p / "keys").read_text()
+    assert (p / "sock").read_text().strip() == AGENT_IN
+    assert (p / "sshdir").read_text().split() == ["known_hosts"], "nothing else of ~/.ssh"
+    assert "SSH_AGENT" not in r.stderr
+
+
+def test_ssh_agent_without_keys_is_still_bound(profiles, agent):
+    profiles.add()
+    shell_claude(profiles, AGENT_PROBE)
+    r = profiles.run(env=_agent_env(profiles, agent))
+    assert r.returncode == 0, r.stderr
+    assert "no identities" in (profiles.project / "keys").read_text()
+    assert (profiles.project / "sock").read_text().strip() == AGENT_IN
+
+
+def test_ssh_agent_dead_or_off_gives_no_socket_and_the_reference_warning(profiles, agent, tmp_path):
+    profiles.add()
+    shell_claude(profiles, AGENT_PROBE)
+    r = profiles.run(env=_agent_env(profiles, tmp_path / "gone.sock"))
+    assert r.returncode == 0, r.stderr
+    assert ("Warning: CLAUDE_PROFILE_SANDBOX_SSH_AGENT is set but no live SSH agent was found "
+            "(SSH_AUTH_SOCK or ~/.1password/agent.sock)") in r.stderr
+    assert (profiles.project / "sock").read_text().strip() == "unset"
+    plan = profiles.plan(env=profiles.env(SSH_AUTH_SOCK=str(agent)))
+    assert not any(dst.startswith("/run/claude-sandbox") for _, dst, _ in binds(plan))
+    assert "SSH_AUTH_SOCK" not in env_of(plan)
+
+
+@pytest.mark.parametrize("name", ["CLAUDE_PROFILE_SANDBOX_GH", "CLAUDE_PROFILE_SANDBOX_CHROME",
+                                  "CLAUDE_PROFILE_SANDBOX_RAM_MIB", "CLAUDE_PROFILE_SANDBOX_CPUS"])
+def test_a_reference_setting_csandbox_lacks_is_named_not_ignored(profiles, name):
+    profiles.add()
+    r = profiles.run(cmd="plan", env=profiles.env(**{name: "1"}))
+    assert r.returncode == 0, r.stderr
+    assert f"Warning: {name} is set, but csandbox does not give the sandbox" in r.stderr
