@@ -19,7 +19,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define AGENT_DIR     "/run/claude-sandbox"
@@ -155,7 +160,6 @@ static int warn_unsupported(struct stage_warnings *warn, struct cs_error *err)
         static const struct {
                 const char *name, *what;
         } unsupported[] = {
-            {"CLAUDE_PROFILE_SANDBOX_GH", "GH_TOKEN from `gh auth token`"},
             {"CLAUDE_PROFILE_SANDBOX_CHROME", "claude's --chrome"},
             {"CLAUDE_PROFILE_SANDBOX_RAM_MIB", "a memory limit"},
             {"CLAUDE_PROFILE_SANDBOX_CPUS", "a CPU limit"},
@@ -171,6 +175,118 @@ static int warn_unsupported(struct stage_warnings *warn, struct cs_error *err)
                                        "sandbox %s yet; the session starts without it.",
                                        unsupported[i].name, unsupported[i].what);
         }
+        return r;
+}
+
+#define GH_TIMEOUT_MS 10000 /* the reference's bound on `gh auth token` */
+#define GH_TOKEN_MAX  4096
+
+static long now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* `gh auth token`'s stdout (the host's gh, found by absolute PATH entries, in the caller's
+ * environment: gh needs its config and keyring), cut at GH_TOKEN_MAX, within the timeout;
+ * NULL when there is no gh, it fails or it takes longer (then it is killed). */
+static char *gh_auth_token(const char **ret_why)
+{
+        extern char **environ;
+        _cleanup_free_ char *gh = cs_find_program("gh");
+        char *argv[] = {"gh", "auth", "token", NULL};
+        char buf[GH_TOKEN_MAX + 1];
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        int pipefd[2], status = -1, r;
+        size_t len = 0;
+        long deadline = now_ms() + GH_TIMEOUT_MS;
+        bool timed_out = false;
+        pid_t pid;
+
+        *ret_why = "gh is not installed";
+        if (!gh || pipe2(pipefd, O_CLOEXEC) < 0)
+                return NULL;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        /* A group of its own: a timeout kills whatever gh started too. */
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&attr, 0);
+        r = posix_spawn(&pid, gh, &fa, &attr, argv, environ);
+        posix_spawnattr_destroy(&attr);
+        if (r != 0) {
+                posix_spawn_file_actions_destroy(&fa);
+                close(pipefd[0]);
+                close(pipefd[1]);
+                *ret_why = "gh could not be started";
+                return NULL;
+        }
+        posix_spawn_file_actions_destroy(&fa);
+        close(pipefd[1]);
+        for (;;) {
+                struct pollfd p = {.fd = pipefd[0], .events = POLLIN};
+                long left = deadline - now_ms();
+                ssize_t n;
+
+                if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+                        timed_out = true;
+                        break;
+                }
+                n = read(pipefd[0], buf + len, sizeof(buf) - 1 - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                len += (size_t)n;
+                if (len == sizeof(buf) - 1)
+                        break;
+        }
+        close(pipefd[0]);
+        if (timed_out)
+                kill(-pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        explicit_bzero(buf + len, sizeof(buf) - len);
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' '))
+                len--;
+        buf[len] = '\0';
+        *ret_why = timed_out                                   ? "gh did not answer within 10 s"
+                   : !WIFEXITED(status) || WEXITSTATUS(status) ? "gh failed (logged out?)"
+                   : len == 0 || memchr(buf, '\0', len) || strpbrk(buf, "\n\r")
+                       ? "gh printed no token"
+                       : NULL;
+        if (*ret_why) {
+                explicit_bzero(buf, sizeof(buf));
+                return NULL;
+        }
+        char *tok = strdup(buf);
+        explicit_bzero(buf, sizeof(buf));
+        return tok;
+}
+
+int plan_add_gh_token(struct sandbox_spec *s, const struct profile_config *c,
+                      struct stage_warnings *warn, struct cs_error *err)
+{
+        const char *why;
+        char *tok;
+        int r;
+
+        if (!c->gh)
+                return 0;
+        tok = gh_auth_token(&why);
+        if (!tok)
+                return stage_warn(warn, err,
+                                  "Warning: CLAUDE_PROFILE_SANDBOX_GH is set, but `gh auth token` "
+                                  "gave no token (%s), so GH_TOKEN is not set in the sandbox.",
+                                  why);
+        r = spec_env_set(s, "GH_TOKEN", tok, true, err);
+        explicit_bzero(tok, strlen(tok));
+        free(tok);
         return r;
 }
 

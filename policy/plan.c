@@ -216,6 +216,9 @@ static int add_env_secret_list(struct plan *p, const struct plan_request *req, s
                             "it is not passed into the sandbox.",
                             p->profile.dir, dotenv.names[i]);
         profile_env_free(&dotenv);
+        /* Then GH_TOKEN, as the reference orders them (a forwarded GH_TOKEN wins). */
+        if (r >= 0)
+                r = plan_add_gh_token(&p->spec, req->config, &p->warnings, err);
         if (r < 0)
                 return r;
         /* The host's value of a forwarded name wins over the .env's. */

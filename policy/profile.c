@@ -204,6 +204,14 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
                         return r;
                 }
         }
+        v = setting_get("CLAUDE_PROFILE_SANDBOX_GH");
+        if (v) {
+                r = bool_parse("CLAUDE_PROFILE_SANDBOX_GH", v, &c.gh, err);
+                if (r < 0) {
+                        profile_config_free(&c);
+                        return r;
+                }
+        }
         v = setting_get("CLAUDE_PROFILE_SANDBOX_FORWARD_ENV");
         if (v && profile_forward_env_split(v, &c.forward_env, &c.n_forward_env) < 0)
                 goto oom;

@@ -17,6 +17,7 @@ struct profile_config {
         enum profile_tristate sandbox_override; /* CLAUDE_PROFILE_SANDBOX */
         bool skip_permissions; /* CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS, default true */
         bool ssh_agent;        /* CLAUDE_PROFILE_SANDBOX_SSH_AGENT, default false */
+        bool gh;               /* CLAUDE_PROFILE_SANDBOX_GH: GH_TOKEN from `gh auth token` */
         char **forward_env;    /* CLAUDE_PROFILE_SANDBOX_FORWARD_ENV, split at ',' */
         size_t n_forward_env;
 };

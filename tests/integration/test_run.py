@@ -975,10 +975,61 @@ def test_ssh_agent_dead_or_off_gives_no_socket_and_the_reference_warning(profile
     assert "SSH_AUTH_SOCK" not in env_of(plan)
 
 
-@pytest.mark.parametrize("name", ["CLAUDE_PROFILE_SANDBOX_GH", "CLAUDE_PROFILE_SANDBOX_CHROME",
+@pytest.mark.parametrize("name", ["CLAUDE_PROFILE_SANDBOX_CHROME",
                                   "CLAUDE_PROFILE_SANDBOX_RAM_MIB", "CLAUDE_PROFILE_SANDBOX_CPUS"])
 def test_a_reference_setting_csandbox_lacks_is_named_not_ignored(profiles, name):
     profiles.add()
     r = profiles.run(cmd="plan", env=profiles.env(**{name: "1"}))
     assert r.returncode == 0, r.stderr
     assert f"Warning: {name} is set, but csandbox does not give the sandbox" in r.stderr
+
+
+def _fake_gh(profiles, tmp_path, script):
+    d = tmp_path / "ghbin"
+    d.mkdir(exist_ok=True)
+    gh = d / "gh"
+    gh.write_text("#!/bin/sh\n" + script)
+    gh.chmod(0o755)
+    return profiles.env(PATH=f"{d}:{os.environ['PATH']}", CLAUDE_PROFILE_SANDBOX_GH="1")
+
+
+TOKEN_PROBE = 'echo "${GH_TOKEN-unset}" > tok\n'
+
+
+def test_gh_token_reaches_claude_and_no_plan_or_argv(profiles, tmp_path):
+    profiles.add()
+    env = _fake_gh(profiles, tmp_path,
+                   '[ "$1 $2" = "auth token" ] && echo gho_csbtesttoken123 || exit 3\n')
+    r = profiles.run(cmd="plan", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "gho_csbtesttoken123" not in r.stdout + r.stderr
+    assert env_of(json.loads(r.stdout))["GH_TOKEN"] == "<redacted>"
+    assert "gho_csbtesttoken123" not in " ".join(json.loads(r.stdout)["argv"])
+    shell_claude(profiles, TOKEN_PROBE)
+    r = profiles.run(env=env)
+    assert r.returncode == 0, r.stderr
+    assert (profiles.project / "tok").read_text() == "gho_csbtesttoken123\n"
+
+
+def test_gh_token_forwarded_from_the_host_wins(profiles, tmp_path):
+    profiles.add()
+    env = _fake_gh(profiles, tmp_path, "echo from-gh\n")
+    env.update(GH_TOKEN="from-host", CLAUDE_PROFILE_SANDBOX_FORWARD_ENV="GH_TOKEN")
+    shell_claude(profiles, TOKEN_PROBE)
+    r = profiles.run(env=env)
+    assert r.returncode == 0, r.stderr
+    assert (profiles.project / "tok").read_text() == "from-host\n"
+
+
+@pytest.mark.parametrize("script,why", [("exit 1\n", "gh failed"),
+                                        ("sleep 30\n", "did not answer within 10 s"),
+                                        ("echo\n", "printed no token")])
+def test_gh_without_a_token_warns_and_sets_nothing(profiles, tmp_path, script, why):
+    profiles.add()
+    env = _fake_gh(profiles, tmp_path, script)
+    shell_claude(profiles, TOKEN_PROBE)
+    r = profiles.run(env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "CLAUDE_PROFILE_SANDBOX_GH is set, but `gh auth token` gave no token" in r.stderr
+    assert why in r.stderr
+    assert (profiles.project / "tok").read_text() == "unset\n"
