@@ -187,26 +187,18 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
                 }
                 c.sandbox_override = on ? PROFILE_ON : PROFILE_OFF;
         }
-        v = setting_get("CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS");
-        if (v) {
-                r = bool_parse("CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS", v, &c.skip_permissions,
-                               err);
-                if (r < 0) {
-                        profile_config_free(&c);
-                        return r;
-                }
-        }
-        v = setting_get("CLAUDE_PROFILE_SANDBOX_SSH_AGENT");
-        if (v) {
-                r = bool_parse("CLAUDE_PROFILE_SANDBOX_SSH_AGENT", v, &c.ssh_agent, err);
-                if (r < 0) {
-                        profile_config_free(&c);
-                        return r;
-                }
-        }
-        v = setting_get("CLAUDE_PROFILE_SANDBOX_GH");
-        if (v) {
-                r = bool_parse("CLAUDE_PROFILE_SANDBOX_GH", v, &c.gh, err);
+        /* The boolean settings: unset (or empty) keeps the default. */
+        const struct {
+                const char *name;
+                bool *value;
+        } flags[] = {
+            {"CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS", &c.skip_permissions},
+            {"CLAUDE_PROFILE_SANDBOX_SSH_AGENT", &c.ssh_agent},
+            {"CLAUDE_PROFILE_SANDBOX_GH", &c.gh},
+        };
+        for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+                v = setting_get(flags[i].name);
+                r = v ? bool_parse(flags[i].name, v, flags[i].value, err) : 0;
                 if (r < 0) {
                         profile_config_free(&c);
                         return r;
