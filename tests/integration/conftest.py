@@ -105,6 +105,33 @@ def procs_with(marker):
     return pids
 
 
+def run_stderr_on_pty(argv, env, timeout=TIMEOUT):
+    """Run argv with stderr on a fresh terminal (stdout a pipe); returns the process and all
+    the terminal received, as text."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=slave,
+                           stdin=subprocess.DEVNULL, timeout=timeout)
+        os.close(slave)
+        slave = -1
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    return p, out.decode(errors="replace")
+
+
 def wait_until(predicate, deadline=15.0):
     """Poll predicate until it holds or the deadline passes; returns its last value.
     (A deadline for something to happen, not a timing assertion.)"""

@@ -19,7 +19,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import oci  # noqa: E402
 
-from conftest import CSANDBOX, PROBE, base_env, read_line, wait_until  # noqa: E402
+from conftest import (CSANDBOX, PROBE, base_env, read_line, run_stderr_on_pty,  # noqa: E402
+                      wait_until)
 
 TIMEOUT = 120
 
@@ -369,29 +370,9 @@ def test_import_quiet_prints_no_progress(store, images):
 
 
 def test_import_progress_on_a_terminal_draws_one_line_in_place(store, big_image):
-    import pty
-    master, slave = pty.openpty()
-    try:
-        p = subprocess.run([CSANDBOX, "image", "import", big_image, "--name", "big"],
-                           env=store.env(), stdout=subprocess.PIPE, stderr=slave,
-                           stdin=subprocess.DEVNULL, timeout=TIMEOUT)
-        os.close(slave)
-        slave = -1
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        if slave >= 0:
-            os.close(slave)
-        os.close(master)
-    assert p.returncode == 0, out
-    text = out.decode(errors="replace")
+    p, text = run_stderr_on_pty([CSANDBOX, "image", "import", big_image, "--name", "big"],
+                                store.env())
+    assert p.returncode == 0, text
     assert "\r\x1b[Kimporting layer 1/3 sha256:" in text and "importing layer 3/3" in text, text
     assert "/s" in text and " of " in text, text
     assert text.endswith("\r\x1b[K"), "the progress line is cleared at the end"

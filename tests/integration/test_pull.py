@@ -10,7 +10,6 @@ import http.client
 import http.server
 import json
 import os
-import pty
 import signal
 import socket
 import subprocess
@@ -26,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import oci  # noqa: E402
 
 import test_image  # noqa: E402
-from conftest import CSANDBOX, PROBE, base_env, wait_until  # noqa: E402
+from conftest import CSANDBOX, PROBE, base_env, run_stderr_on_pty, wait_until  # noqa: E402
 
 TIMEOUT = 120
 USER, PASSWORD = "alice", "s3cret pass:word"
@@ -573,29 +572,9 @@ def test_pull_quiet_prints_no_progress(store, registry):
 
 
 def test_pull_progress_on_a_terminal_redraws_in_place(store, registry):
-    master, slave = pty.openpty()
-    try:
-        p = subprocess.run([CSANDBOX, "image", "pull", "--tls-verify=false",
-                            f"{registry.host}/test/bb:v1"], env=store.env(),
-                           stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
-                           timeout=TIMEOUT)
-        os.close(slave)
-        slave = -1
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        if slave >= 0:
-            os.close(slave)
-        os.close(master)
-    assert p.returncode == 0, out
-    text = out.decode(errors="replace")
+    p, text = run_stderr_on_pty([CSANDBOX, "image", "pull", "--tls-verify=false",
+                                 f"{registry.host}/test/bb:v1"], store.env())
+    assert p.returncode == 0, text
     assert "\x1b[K" in text and "layer sha256:" in text, text
     assert "\x1b[3A" in text, text  # the three layer lines redrawn in place
 
