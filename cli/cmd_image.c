@@ -4,8 +4,10 @@
 
 #include "../runner/runner.h"
 
+#include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../common/path.h"
 #include "../image/store.h"
 
 #include <errno.h>
@@ -161,17 +163,11 @@ static int image_prune(int argc, char **argv)
  * starts does not load. pull is passed on as its first argument, `--pull`. */
 static int image_import_helper(bool pull, int argc, char **argv)
 {
-        char self[PATH_MAX], helper[PATH_MAX + 32];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        _cleanup_free_ char *helper = cs_self_sibling("csandbox-import");
         char **v;
-        char *slash;
 
-        if (n <= 0)
+        if (!helper)
                 return cli_usage_error("image", "cannot find csandbox's own path (/proc/self/exe)");
-        self[n] = '\0';
-        slash = strrchr(self, '/');
-        *slash = '\0';
-        snprintf(helper, sizeof(helper), "%s/csandbox-import", self);
         v = calloc((size_t)argc + 3, sizeof(*v));
         if (!v)
                 return CS_EXIT_SETUP;

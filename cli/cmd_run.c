@@ -209,9 +209,12 @@ int cmd_run(int argc, char **argv, bool plan_only)
                 /* Stands for the report should this process not live to write it. */
                 if (trust_session_begin(&plan.profile, plan.work_root, &session, &serr) < 0)
                         fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
-                r = launch_run(&plan.spec, &filter, &status, &err);
+                r = bridges_start(&plan.bridges, &err);
+                if (r >= 0)
+                        r = launch_run(&plan.spec, &filter, &status, &err);
                 if (r < 0)
                         status = cli_fail(&err);
+                bridges_close(&plan.bridges);
                 report = plan_trust_report(&plan);
                 if (report) {
                         fprintf(stderr, "%s\n", report);

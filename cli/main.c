@@ -77,6 +77,9 @@ static const char usage_exec[] =
     "                          refuses it (most containers) the outer one read-only;\n"
     "                          fresh: refuse to launch instead; bind: the outer one\n"
     "                          read-only (its processes show); none: an empty one\n"
+    "  --memory MIB            limit the sandbox's memory (cgroup v2, in a scope of your\n"
+    "                          systemd user session; a warning says why when it cannot)\n"
+    "  --cpus N                limit its CPU time to N CPUs (0.01 to 1024), likewise\n"
     "  --plan                  print the sandbox spec as JSON and exit\n"
     "\n"
     "Exit status: COMMAND's own; 128+N when it died of signal N; 125 when csandbox\n"
@@ -120,7 +123,8 @@ static const struct exec_flag exec_flags[] = {
     {"--env-fd", 1},    {"--seccomp", 1},
     {"--image", 1},     {"--plan", 0},
     {"--help", 0},      {"--tty", 1},
-    {"--proc", 1},
+    {"--proc", 1},      {"--memory", 1},
+    {"--cpus", 1},
 };
 /* clang-format on */
 
@@ -489,6 +493,10 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                         if (!spec_tty_parse(v, &s->tty))
                                 return cs_error_setx(
                                     err, EINVAL, "--tty `%s`: expected auto, pty or inherit", v);
+                } else if (strcmp(a, "--memory") == 0) {
+                        r = spec_parse_memory_mib("--memory ", v1, &s->memory_max, err);
+                } else if (strcmp(a, "--cpus") == 0) {
+                        r = spec_parse_cpus("--cpus ", v1, &s->cpu_milli, err);
                 } else if (strncmp(a, "--proc", 6) == 0) {
                         const char *v = a[6] == '=' ? a + 7 : v1;
 

@@ -25,6 +25,7 @@ static inline void cs_closedirp(DIR **d)
                 closedir(*d);
 }
 
+#define _cleanup_(f)       __attribute__((cleanup(f)))
 #define _cleanup_close_    __attribute__((cleanup(cs_closep)))
 #define _cleanup_free_     __attribute__((cleanup(cs_freep)))
 #define _cleanup_fclose_   __attribute__((cleanup(cs_fclosep)))

@@ -43,3 +43,19 @@ char *cs_find_program(const char *name)
         free(copy);
         return found;
 }
+
+char *cs_self_sibling(const char *name)
+{
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash;
+
+        if (n <= 0)
+                return NULL;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (!slash)
+                return NULL;
+        *slash = '\0';
+        return cs_path_join(self, name);
+}

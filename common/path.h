@@ -13,3 +13,7 @@ char *cs_path_join(const char *a, const char *b);
  * entry such as "." is skipped: the current directory may be a session's work tree). NULL
  * when there is none (or on ENOMEM); free() the result. */
 char *cs_find_program(const char *name);
+
+/* name in the directory csandbox's own binary is in (where its helpers are built and
+ * installed), as /proc/self/exe names it; NULL when that cannot be read. free() it. */
+char *cs_self_sibling(const char *name);

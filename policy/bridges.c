@@ -8,6 +8,10 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/path.h"
+#include "common/spawn.h"
+#include "common/fileio.h"
+
+#include <cjson/cJSON.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,15 +23,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/un.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#define AGENT_DIR     "/run/claude-sandbox"
+#define AGENT_DIR     BRIDGE_DIR
 #define AGENT_MAX     2
 #define AGENT_TIMEOUT 5 /* seconds, as the reference bounds `ssh-add -l` */
 
@@ -81,7 +80,21 @@ static enum agent_state agent_probe(int fd)
         return body[0] == 12 && ntohl(n) > 0 ? AGENT_KEYS : AGENT_EMPTY;
 }
 
-static int agent_open(const char *path, struct agent *ret)
+/* The sandbox's own /run/claude-sandbox (0700), once. */
+int bridge_dir(struct sandbox_spec *s, struct cs_error *err)
+{
+        for (size_t i = 0; i < s->n_mounts; i++)
+                if (strcmp(s->mounts[i].dest, BRIDGE_DIR) == 0)
+                        return 0;
+        int r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, BRIDGE_DIR, err);
+
+        if (r >= 0)
+                s->mounts[s->n_mounts - 1].mode = 0700;
+        return r;
+}
+
+/* A host socket of ours, opened once (O_PATH) and checked: what every bridge binds. */
+int bridge_socket_open(const char *path)
 {
         struct stat st;
         int fd = open(path, O_PATH | O_CLOEXEC);
@@ -92,6 +105,15 @@ static int agent_open(const char *path, struct agent *ret)
                 close(fd);
                 return -EPERM;
         }
+        return fd;
+}
+
+static int agent_open(const char *path, struct agent *ret)
+{
+        int fd = bridge_socket_open(path);
+
+        if (fd < 0)
+                return fd;
         ret->path = strdup(path);
         ret->fd = fd;
         ret->state = ret->path ? agent_probe(fd) : AGENT_DEAD;
@@ -134,9 +156,7 @@ static int add_ssh_agents(struct sandbox_spec *s, const struct profile_config *c
                     "Warning: CLAUDE_PROFILE_SANDBOX_SSH_AGENT is set but no live SSH "
                     "agent was found (SSH_AUTH_SOCK or ~/.1password/agent.sock), so "
                     "ssh in the sandbox has no keys. Check 'ssh-add -l'.");
-        r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, AGENT_DIR, err);
-        if (r >= 0)
-                s->mounts[s->n_mounts - 1].mode = 0700;
+        r = bridge_dir(s, err);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 char dest[64];
 
@@ -153,120 +173,38 @@ static int add_ssh_agents(struct sandbox_spec *s, const struct profile_config *c
         return r;
 }
 
-/* The reference's settings that would change a session, which csandbox does not give yet:
- * said once each, so nobody believes them applied. */
-static int warn_unsupported(struct stage_warnings *warn, struct cs_error *err)
-{
-        static const struct {
-                const char *name, *what;
-        } unsupported[] = {
-            {"CLAUDE_PROFILE_SANDBOX_CHROME", "claude's --chrome"},
-            {"CLAUDE_PROFILE_SANDBOX_RAM_MIB", "a memory limit"},
-            {"CLAUDE_PROFILE_SANDBOX_CPUS", "a CPU limit"},
-        };
-        int r = 0;
-
-        for (size_t i = 0; r >= 0 && i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
-                const char *v = getenv(unsupported[i].name);
-
-                if (v && *v)
-                        r = stage_warn(warn, err,
-                                       "Warning: %s is set, but csandbox does not give the "
-                                       "sandbox %s yet; the session starts without it.",
-                                       unsupported[i].name, unsupported[i].what);
-        }
-        return r;
-}
-
 #define GH_TIMEOUT_MS 10000 /* the reference's bound on `gh auth token` */
 #define GH_TOKEN_MAX  4096
 
-static long now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* `gh auth token`'s stdout (the host's gh, found by absolute PATH entries, in the caller's
- * environment: gh needs its config and keyring), cut at GH_TOKEN_MAX, within the timeout;
- * NULL when there is no gh, it fails or it takes longer (then it is killed). */
+ * environment: gh needs its config and keyring), within the timeout; NULL when there is no
+ * gh, it fails or it takes longer (then it is killed). */
 static char *gh_auth_token(const char **ret_why)
 {
-        extern char **environ;
         _cleanup_free_ char *gh = cs_find_program("gh");
+        _cleanup_(cs_capture_free) struct cs_capture c = {0};
         char *argv[] = {"gh", "auth", "token", NULL};
-        char buf[GH_TOKEN_MAX + 1];
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        int pipefd[2], status = -1, r;
-        size_t len = 0;
-        long deadline = now_ms() + GH_TIMEOUT_MS;
-        bool timed_out = false;
-        pid_t pid;
+        size_t len;
 
         *ret_why = "gh is not installed";
-        if (!gh || pipe2(pipefd, O_CLOEXEC) < 0)
+        if (!gh)
                 return NULL;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-        /* A group of its own: a timeout kills whatever gh started too. */
-        posix_spawnattr_init(&attr);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-        posix_spawnattr_setpgroup(&attr, 0);
-        r = posix_spawn(&pid, gh, &fa, &attr, argv, environ);
-        posix_spawnattr_destroy(&attr);
-        if (r != 0) {
-                posix_spawn_file_actions_destroy(&fa);
-                close(pipefd[0]);
-                close(pipefd[1]);
+        if (cs_spawn_capture(
+                &(struct cs_spawn){
+                    .path = gh, .argv = argv, .timeout_ms = GH_TIMEOUT_MS, .max = GH_TOKEN_MAX},
+                &c) < 0) {
                 *ret_why = "gh could not be started";
                 return NULL;
         }
-        posix_spawn_file_actions_destroy(&fa);
-        close(pipefd[1]);
-        for (;;) {
-                struct pollfd p = {.fd = pipefd[0], .events = POLLIN};
-                long left = deadline - now_ms();
-                ssize_t n;
-
-                if (left <= 0 || poll(&p, 1, (int)left) == 0) {
-                        timed_out = true;
-                        break;
-                }
-                n = read(pipefd[0], buf + len, sizeof(buf) - 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                len += (size_t)n;
-                if (len == sizeof(buf) - 1)
-                        break;
-        }
-        close(pipefd[0]);
-        if (timed_out)
-                kill(-pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        explicit_bzero(buf + len, sizeof(buf) - len);
-        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' '))
-                len--;
-        buf[len] = '\0';
-        *ret_why = timed_out                                   ? "gh did not answer within 10 s"
-                   : !WIFEXITED(status) || WEXITSTATUS(status) ? "gh failed (logged out?)"
-                   : len == 0 || memchr(buf, '\0', len) || strpbrk(buf, "\n\r")
+        len = c.len;
+        while (len > 0 && strchr("\n\r ", c.out[len - 1]))
+                c.out[--len] = '\0';
+        *ret_why = c.timed_out                       ? "gh did not answer within 10 s"
+                   : c.too_big || !cs_capture_ok(&c) ? "gh failed (logged out?)"
+                   : len == 0 || strlen(c.out) != len || strpbrk(c.out, "\n\r")
                        ? "gh printed no token"
                        : NULL;
-        if (*ret_why) {
-                explicit_bzero(buf, sizeof(buf));
-                return NULL;
-        }
-        char *tok = strdup(buf);
-        explicit_bzero(buf, sizeof(buf));
-        return tok;
+        return *ret_why ? NULL : strdup(c.out);
 }
 
 int plan_add_gh_token(struct sandbox_spec *s, const struct profile_config *c,
@@ -290,12 +228,185 @@ int plan_add_gh_token(struct sandbox_spec *s, const struct profile_config *c,
         return r;
 }
 
-int plan_add_bridges(struct sandbox_spec *s, const struct profile_config *c,
-                     struct stage_warnings *warn, struct cs_error *err)
-{
-        int r = warn_unsupported(warn, err);
+#define GPG_HOME         "/home/appuser/.gnupg"
+#define GPG_TIMEOUT_MS   10000
+#define GPG_KEYRING_MAX  ((size_t)16 << 20)
+#define GPG_SOCKPATH_MAX 4096
 
-        if (r >= 0 && c->ssh_agent)
-                r = add_ssh_agents(s, c, warn, err);
+/* One gpgconf/gpg run of the host's, stdout kept; NULL (with *why) when it fails. */
+static char *gpg_tool(const char *tool, char *const *argv, size_t max, size_t *ret_len,
+                      const char **why)
+{
+        _cleanup_free_ char *path = cs_find_program(tool);
+        _cleanup_(cs_capture_free) struct cs_capture c = {0};
+
+        if (!path) {
+                *why = "gnupg is not installed on this host";
+                return NULL;
+        }
+        if (cs_spawn_capture(
+                &(struct cs_spawn){
+                    .path = path, .argv = argv, .timeout_ms = GPG_TIMEOUT_MS, .max = max},
+                &c) < 0 ||
+            !cs_capture_ok(&c)) {
+                *why = c.timed_out ? "gnupg did not answer within 10 s" : "gnupg failed";
+                return NULL;
+        }
+        *ret_len = c.len;
+        return cs_take_ptr(&c.out);
+}
+
+/* gpgconf prints a path with '%' escapes ("%3a" for ':'); decoded in place. */
+static void gpgconf_unescape(char *s)
+{
+        char *o = s;
+
+        for (; *s; s++) {
+                unsigned v;
+
+                if (s[0] == '%' && s[1] && s[2] && sscanf(s + 1, "%2x", &v) == 1 && v) {
+                        *o++ = (char)v;
+                        s += 2;
+                } else {
+                        *o++ = *s;
+                }
+        }
+        *o = '\0';
+}
+
+/* The gpg-agent's extra socket, the restricted one made for forwarding (it signs and
+ * decrypts; it does not export secret keys or change the agent's settings), started with
+ * `gpgconf --launch gpg-agent` when it is missing. */
+static int gpg_agent_socket(char **ret_path, const char **why)
+{
+        char *list[] = {"gpgconf", "--list-dirs", "agent-extra-socket", NULL};
+        char *launch[] = {"gpgconf", "--launch", "gpg-agent", NULL};
+        size_t len;
+        char *path = gpg_tool("gpgconf", list, GPG_SOCKPATH_MAX, &len, why), *nl;
+        int fd;
+
+        if (!path)
+                return -ENOENT;
+        if ((nl = strchr(path, '\n')))
+                *nl = '\0';
+        gpgconf_unescape(path);
+        fd = path[0] == '/' ? bridge_socket_open(path) : -EINVAL;
+        if (fd == -ENOENT) {
+                free(gpg_tool("gpgconf", launch, 4096, &len, why));
+                fd = bridge_socket_open(path);
+        }
+        if (fd < 0) {
+                *why = fd == -EPERM ? "its extra socket is not a socket of this user's"
+                                    : "its extra socket does not exist (the agent is not running)";
+                free(path);
+                return fd;
+        }
+        *ret_path = path;
+        return fd;
+}
+
+/* The gpg-agent (§5): its extra socket at ~/.gnupg/S.gpg-agent in a GNUPGHOME of the
+ * sandbox's own (a 0700 tmpfs) whose gpg.conf says no-autostart (a gpg that finds the
+ * socket gone must not start an agent of its own that would unlink it), and the host's
+ * public keyring as pubring.gpg, which gpg reads as it is: no import step inside. */
+static int add_gpg(struct sandbox_spec *s, struct plan_bridges *b, struct stage_warnings *warn,
+                   struct cs_error *err)
+{
+        static const char conf[] = "no-autostart\n";
+        char *export[] = {"gpg", "--batch", "--export", NULL};
+        _cleanup_free_ char *sock = NULL, *keyring = NULL;
+        const char *why = NULL;
+        size_t keyring_len = 0;
+        int fd, r;
+
+        fd = gpg_agent_socket(&sock, &why);
+        if (fd < 0)
+                return stage_warn(warn, err,
+                                  "Warning: CLAUDE_PROFILE_SANDBOX_GPG is set but no gpg-agent "
+                                  "socket was found (%s), so gpg in the sandbox cannot sign. "
+                                  "Check 'gpgconf --launch gpg-agent'.",
+                                  why);
+        keyring = gpg_tool("gpg", export, GPG_KEYRING_MAX, &keyring_len, &why);
+        if (!keyring) {
+                r = stage_warn(warn, err,
+                               "Warning: `gpg --export` failed (%s), so the sandbox's gpg has no "
+                               "public keys and cannot sign.",
+                               why);
+                if (r < 0) {
+                        close(fd);
+                        return r;
+                }
+        }
+        r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, GPG_HOME, err);
+        if (r >= 0)
+                s->mounts[s->n_mounts - 1].mode = 0700;
+        if (r >= 0)
+                r = spec_add_file(s, GPG_HOME "/gpg.conf", "gpg.conf", conf, sizeof(conf) - 1, 0,
+                                  err);
+        if (r >= 0 && keyring)
+                r = spec_add_file(s, GPG_HOME "/pubring.gpg", "gpg --export", keyring, keyring_len,
+                                  0, err);
+        if (r >= 0)
+                r = spec_add_bind(s, 0, &fd, sock, GPG_HOME "/S.gpg-agent", err);
+        else
+                close(fd);
+        if (r >= 0)
+                r = spec_env_set(s, "GNUPGHOME", GPG_HOME, false, err);
+        b->gpg = r >= 0;
         return r;
+}
+
+int plan_add_bridges(struct sandbox_spec *s, const struct profile_config *c,
+                     const struct profile *p, struct plan_bridges *b, struct stage_warnings *warn,
+                     struct cs_error *err)
+{
+        int r = 0;
+
+        if (c->ssh_agent)
+                r = add_ssh_agents(s, c, warn, err);
+        if (r >= 0 && c->gpg)
+                r = add_gpg(s, b, warn, err);
+        if (r >= 0 && c->clipboard)
+                r = clipboard_plan(s, p, b, err);
+        return r;
+}
+
+#define CREDENTIALS_MAX (1 << 20)
+
+/* §2.1: with CLAUDE_PROFILE_SANDBOX_CHROME, a login whose OAuth scopes include none that
+ * Claude in Chrome works with is said before the launch. No login yet: nothing to say (the
+ * login inside gives the scopes). */
+int plan_chrome_scopes(const struct profile_config *c, const struct profile *p,
+                       struct stage_warnings *warn, struct cs_error *err)
+{
+        static const char *const wanted[] = {"user:profile", "user:office", "user:ccr_inference"};
+        _cleanup_free_ char *raw = NULL;
+        struct cs_error ignored;
+        const cJSON *scopes, *it;
+        cJSON *doc;
+        size_t len = 0;
+        bool found = false;
+
+        if (!c->chrome || cs_read_file_at(p->dir_fd, ".credentials.json", CREDENTIALS_MAX, true,
+                                          &raw, &len, &ignored) < 0)
+                return 0;
+        doc = cJSON_ParseWithLength(raw, len);
+        explicit_bzero(raw, len);
+        scopes = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(doc, "claudeAiOauth"), "scopes");
+        if (cJSON_IsArray(scopes))
+                cJSON_ArrayForEach(it, scopes)
+                {
+                        for (size_t i = 0; cJSON_IsString(it) && i < 3; i++)
+                                found |= strcmp(it->valuestring, wanted[i]) == 0;
+                }
+        cJSON_Delete(doc);
+        if (found)
+                return 0;
+        return stage_warn(warn, err,
+                          "Warning: CLAUDE_PROFILE_SANDBOX_CHROME is set, but profile '%s' is "
+                          "logged in without any scope Claude in Chrome uses (user:profile, "
+                          "user:office or user:ccr_inference), so --chrome may not connect. Log "
+                          "in again (/login in a session) to get them.",
+                          p->name);
 }

@@ -1,14 +1,55 @@
-/* Reference §5: what csandbox forwards from the host into a `run` session (the SSH agents,
- * as bound sockets), and the warnings for the reference's settings it does not give yet. */
+/* Reference §5: what csandbox forwards from the host into a `run` session. The SSH agents
+ * and the gpg-agent's restricted socket are bound into the sandbox as they are (one kernel:
+ * a path socket works across network namespaces); the clipboard goes through a relay that
+ * runs only allow-listed `wl-paste` reads. */
 #pragma once
 #include "profile.h"
 #include "stage.h"
 
+#include "bridge_paths.h"
+
 #include "../spec/spec.h"
 
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct plan_bridges {
+        bool gpg;            /* the gpg-agent is forwarded: the git identity may sign */
+        int clipboard_fd;    /* the relay's listening socket, or -1 */
+        char *wl_paste;      /* the host's wl-paste the relay runs */
+        pid_t clipboard_pid; /* the relay, once started, or 0 */
+        int clipboard_dir;   /* the state dir holding its name until the session ends, or -1 */
+        char clipboard_name[64];
+};
+
+/* CLAUDE_PROFILE_SANDBOX_SSH_AGENT, _GPG and _CLIPBOARD into the spec (the clipboard's
+ * socket is made, not yet served). */
 int plan_add_bridges(struct sandbox_spec *s, const struct profile_config *c,
-                     struct stage_warnings *warn, struct cs_error *err);
+                     const struct profile *p, struct plan_bridges *b, struct stage_warnings *warn,
+                     struct cs_error *err);
+/* Serve the clipboard (a process of its own, which ends with csandbox); 0 when there is
+ * nothing to serve. */
+int bridges_start(struct plan_bridges *b, struct cs_error *err);
+/* Stop the relay and close what the plan opened. */
+void bridges_close(struct plan_bridges *b);
+
+/* CLAUDE_PROFILE_SANDBOX_CHROME: a warning when the profile's login lacks every OAuth scope
+ * Claude in Chrome uses (§2.1). */
+int plan_chrome_scopes(const struct profile_config *c, const struct profile *p,
+                       struct stage_warnings *warn, struct cs_error *err);
 /* CLAUDE_PROFILE_SANDBOX_GH: GH_TOKEN (secret) from the host's `gh auth token`, 10 s at
  * most; a warning when it gives none. */
 int plan_add_gh_token(struct sandbox_spec *s, const struct profile_config *c,
                       struct stage_warnings *warn, struct cs_error *err);
+
+/* The clipboard's part of the plan (clipboard.c): the relay's socket, made and bound into
+ * the sandbox with the wl-paste shim; an error when the host has no wl-paste. */
+int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_bridges *b,
+                   struct cs_error *err);
+/* Ensure the sandbox's own BRIDGE_DIR (0700). */
+int bridge_dir(struct sandbox_spec *s, struct cs_error *err);
+/* A host socket of this user's, opened once (O_PATH) and checked; -errno. */
+int bridge_socket_open(const char *path);
+
+/* The relay's rule (reference §5): the wl-paste arguments a session may ask for. */
+bool clipboard_args_allowed(char *const *argv, size_t n, const char **ret_bad);

@@ -135,6 +135,9 @@ static int build_argv(struct plan *p, const struct plan_request *req, const char
             !settings_args_have(req->args, req->n_args, "--dangerously-skip-permissions") &&
             !settings_args_have(req->args, req->n_args, "--permission-mode"))
                 v[n++] = "--dangerously-skip-permissions";
+        if (req->config->chrome && !settings_args_have(req->args, req->n_args, "--chrome") &&
+            !settings_args_have(req->args, req->n_args, "--no-chrome"))
+                v[n++] = "--chrome";
         if (!settings_args_have(req->args, req->n_args, "--append-system-prompt")) {
                 v[n++] = "--append-system-prompt";
                 v[n++] = (char *)plan_briefing;
@@ -528,6 +531,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         memset(p, 0, sizeof(*p));
         spec_init(s);
         p->profile.dir_fd = p->profile.state_fd = -1;
+        p->bridges.clipboard_fd = p->bridges.clipboard_dir = -1;
         p->image.rootfs_fd = p->image.lock_fd = -1;
         r = profile_open(c, req->name, &p->profile, err);
         if (r < 0)
@@ -647,9 +651,14 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
          * then the forwarded names. */
         if (r >= 0)
                 r = add_env_secret_list(p, req, err);
-        /* §5 the bridges (SSH agents), and the settings csandbox does not give yet. */
+        /* §5 the bridges: SSH agents, gpg-agent, the clipboard relay. */
         if (r >= 0)
-                r = plan_add_bridges(s, c, &p->warnings, err);
+                r = plan_add_bridges(s, c, &p->profile, &p->bridges, &p->warnings, err);
+        if (r >= 0)
+                r = plan_chrome_scopes(c, &p->profile, &p->warnings, err);
+        /* §2.2 the VM's size, as cgroup limits when asked for. */
+        s->memory_max = (uint64_t)c->ram_mib << 20;
+        s->cpu_milli = c->cpus_milli;
         /* #13/#14 CA trust, #15 linked globals, #16/#17 pins. */
         if (r >= 0)
                 r = add_ca_trust(p, &ca, err);
@@ -662,7 +671,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 r = trust_protect(s, c, &p->profile, PLAN_CONFIG, &w, &p->watch, err);
         /* §2.10 the git identity. */
         if (r >= 0)
-                r = stage_git_identity(c, w.cwd, &identity, err);
+                r = stage_git_identity(c, w.cwd, p->bridges.gpg, &identity, err);
         if (r >= 0 && identity) {
                 r = plan_bind_host(s, identity, PLAN_HOME "/.gitconfig-identity", SPEC_MOUNT_RO,
                                    err);
@@ -703,6 +712,7 @@ out:
 
 void plan_free(struct plan *p)
 {
+        bridges_close(&p->bridges);
         spec_free(&p->spec);
         image_ref_free(&p->image);
         profile_close(&p->profile);

@@ -7,6 +7,7 @@
 #include "../image/store.h"
 #include "../spec/spec.h"
 #include "bind.h"
+#include "bridges.h"
 #include "profile.h"
 #include "stage.h"
 #include "trust.h"
@@ -42,8 +43,9 @@ struct plan {
         size_t n_git_dirs;
         char *work_root;
         struct plan_trust trust_before;
-        struct trust_watch watch; /* what else the report compares (policy/trust.c) */
-        struct image_ref image;   /* the image's lock is held until plan_free */
+        struct trust_watch watch;    /* what else the report compares (policy/trust.c) */
+        struct image_ref image;      /* the image's lock is held until plan_free */
+        struct plan_bridges bridges; /* the clipboard relay, started by bridges_start */
 };
 
 /* Build the spec. This stages the per-profile copies exactly as a launch does (the state

@@ -5,6 +5,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../spec/spec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +49,24 @@ static int bool_parse(const char *name, const char *value, bool *ret, struct cs_
                              "0, false, no or off to disable (any case), or leave it empty "
                              "for the default",
                              name, value);
+}
+
+/* Unset or empty: no limit. The reference's VM defaults to 4096 MiB and 4 CPUs because a VM
+ * must be given a size; a namespace sandbox shares the host's memory and CPUs as a host
+ * launch does, so csandbox limits only when asked. */
+static int limits_parse(struct profile_config *c, struct cs_error *err)
+{
+        const char *ram = setting_get("CLAUDE_PROFILE_SANDBOX_RAM_MIB");
+        const char *cpus = setting_get("CLAUDE_PROFILE_SANDBOX_CPUS");
+        uint64_t bytes = 0;
+        int r = 0;
+
+        if (ram)
+                r = spec_parse_memory_mib("CLAUDE_PROFILE_SANDBOX_RAM_MIB=", ram, &bytes, err);
+        c->ram_mib = (unsigned long)(bytes >> 20);
+        if (r >= 0 && cpus)
+                r = spec_parse_cpus("CLAUDE_PROFILE_SANDBOX_CPUS=", cpus, &c->cpus_milli, err);
+        return r;
 }
 
 /* A relative path is taken against the cwd, as Python's Path would; "/x/" becomes "/x". */
@@ -195,6 +214,9 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
             {"CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS", &c.skip_permissions},
             {"CLAUDE_PROFILE_SANDBOX_SSH_AGENT", &c.ssh_agent},
             {"CLAUDE_PROFILE_SANDBOX_GH", &c.gh},
+            {"CLAUDE_PROFILE_SANDBOX_GPG", &c.gpg},
+            {"CLAUDE_PROFILE_SANDBOX_CLIPBOARD", &c.clipboard},
+            {"CLAUDE_PROFILE_SANDBOX_CHROME", &c.chrome},
         };
         for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
                 v = setting_get(flags[i].name);
@@ -203,6 +225,11 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
                         profile_config_free(&c);
                         return r;
                 }
+        }
+        r = limits_parse(&c, err);
+        if (r < 0) {
+                profile_config_free(&c);
+                return r;
         }
         v = setting_get("CLAUDE_PROFILE_SANDBOX_FORWARD_ENV");
         if (v && profile_forward_env_split(v, &c.forward_env, &c.n_forward_env) < 0)

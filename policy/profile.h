@@ -18,6 +18,11 @@ struct profile_config {
         bool skip_permissions; /* CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS, default true */
         bool ssh_agent;        /* CLAUDE_PROFILE_SANDBOX_SSH_AGENT, default false */
         bool gh;               /* CLAUDE_PROFILE_SANDBOX_GH: GH_TOKEN from `gh auth token` */
+        bool gpg;              /* CLAUDE_PROFILE_SANDBOX_GPG: the gpg-agent's restricted socket */
+        bool clipboard;        /* CLAUDE_PROFILE_SANDBOX_CLIPBOARD: wl-paste through a relay */
+        bool chrome;           /* CLAUDE_PROFILE_SANDBOX_CHROME: claude's --chrome */
+        unsigned long ram_mib; /* CLAUDE_PROFILE_SANDBOX_RAM_MIB; 0: no memory limit */
+        unsigned cpus_milli;   /* CLAUDE_PROFILE_SANDBOX_CPUS in thousandths; 0: no CPU limit */
         char **forward_env;    /* CLAUDE_PROFILE_SANDBOX_FORWARD_ENV, split at ',' */
         size_t n_forward_env;
 };

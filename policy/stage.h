@@ -57,5 +57,5 @@ int stage_claude(const struct profile_config *c, int *ret_fd, char **ret_path, b
                  struct cs_error *err);
 /* §2.10: the git identity file for cwd under <data_home>/claude-profile/git/; NULL when
  * git knows no user.name/user.email. */
-int stage_git_identity(const struct profile_config *c, const char *cwd, char **ret_path,
-                       struct cs_error *err);
+int stage_git_identity(const struct profile_config *c, const char *cwd, bool signing,
+                       char **ret_path, struct cs_error *err);

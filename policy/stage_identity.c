@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -31,40 +32,59 @@
 
 #define SANDBOX_GITCONFIG "/home/appuser/.gitconfig"
 
-/* user.name and user.email for cwd as `git config --get` gives them (the last value of
- * each), from one `git config -z --get-regexp`: records "key\nvalue\0". */
-static int git_identity_get(const char *cwd, char **ret_name, char **ret_email,
+/* §2.10's keys: the identity always, the signing keys only when the gpg-agent is
+ * forwarded. */
+static const char *const identity_keys[][2] = {{"user", "name"},
+                                               {"user", "email"},
+                                               {"user", "signingkey"},
+                                               {"commit", "gpgsign"},
+                                               {"gpg", "format"}};
+#define IDENTITY_KEYS   5
+#define IDENTITY_PLAIN  2 /* the first two; the rest sign */
+#define IDENTITY_FORMAT 4
+
+/* The keys' values for cwd as `git config --get` gives them (the last value of each), from
+ * one `git config -z --get-regexp`: records "key\nvalue\0". */
+static int git_identity_get(const char *cwd, bool signing, char *values[IDENTITY_KEYS],
                             struct cs_error *err)
 {
-        char *args[] = {"config", "-z", "--get-regexp", "^user\\.(name|email)$", NULL};
+        char *args[] = {"config", "-z", "--get-regexp",
+                        signing ? "^(user\\.(name|email|signingkey)|commit\\.gpgsign|gpg\\.format)$"
+                                : "^user\\.(name|email)$",
+                        NULL};
         _cleanup_free_ char *out = NULL;
         size_t len = 0;
         int r;
 
-        *ret_name = *ret_email = NULL;
         r = worktree_git(cwd, args, true, &out, &len, err);
         if (r < 0 || !out)
                 return r;
         for (char *rec = out; rec < out + len;) {
                 char *end = memchr(rec, '\0', (size_t)(out + len - rec));
                 char *nl = memchr(rec, '\n', end ? (size_t)(end - rec) : 0);
-                char **slot = NULL;
 
                 if (!end || !nl)
                         break;
                 *nl = '\0';
-                if (strcmp(rec, "user.name") == 0)
-                        slot = ret_name;
-                else if (strcmp(rec, "user.email") == 0)
-                        slot = ret_email;
-                if (slot) {
-                        free(*slot);
-                        *slot = strdup(nl + 1);
-                        if (!*slot)
+                for (size_t i = 0; i < IDENTITY_KEYS; i++) {
+                        char key[64];
+
+                        snprintf(key, sizeof(key), "%s.%s", identity_keys[i][0],
+                                 identity_keys[i][1]);
+                        if (strcasecmp(rec, key) != 0)
+                                continue;
+                        free(values[i]);
+                        if (!(values[i] = strdup(nl + 1)))
                                 return cs_error_set(err, ENOMEM, "git identity");
                 }
                 rec = end + 1;
         }
+        /* SSH or X.509 signing needs what the sandbox does not have. */
+        if (values[IDENTITY_FORMAT] && strcmp(values[IDENTITY_FORMAT], "openpgp") != 0)
+                for (size_t i = IDENTITY_PLAIN; i < IDENTITY_KEYS; i++) {
+                        free(values[i]);
+                        values[i] = NULL;
+                }
         return 0;
 }
 
@@ -96,34 +116,34 @@ static int append_identity(char **content, const char *section, const char *name
         return 0;
 }
 
-int stage_git_identity(const struct profile_config *c, const char *cwd, char **ret_path,
-                       struct cs_error *err)
+int stage_git_identity(const struct profile_config *c, const char *cwd, bool signing,
+                       char **ret_path, struct cs_error *err)
 {
-        static const char *const keys[][2] = {{"user", "name"}, {"user", "email"}};
         _cleanup_free_ char *content = strdup("[include]\n\tpath = " SANDBOX_GITCONFIG "\n");
         _cleanup_free_ char *dir = NULL;
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int dfd = -1;
         char hex[17], name[32];
-        _cleanup_free_ char *name_value = NULL, *email_value = NULL;
+        char *values[IDENTITY_KEYS] = {NULL};
         bool any = false;
         struct stat st;
         int r;
 
         if (!content)
                 return cs_error_set(err, ENOMEM, "git identity");
-        r = git_identity_get(cwd, &name_value, &email_value, err);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < 2; i++) {
-                const char *values[2] = {name_value, email_value};
-
+        r = git_identity_get(cwd, signing, values, err);
+        for (size_t i = 0; r >= 0 && i < IDENTITY_KEYS; i++) {
                 if (!values[i])
                         continue;
-                if (append_identity(&content, keys[i][0], keys[i][1], values[i]) < 0)
-                        return cs_error_set(err, ENOMEM, "git identity");
+                if (append_identity(&content, identity_keys[i][0], identity_keys[i][1], values[i]) <
+                    0)
+                        r = cs_error_set(err, ENOMEM, "git identity");
                 any = true;
         }
+        for (size_t i = 0; i < IDENTITY_KEYS; i++)
+                free(values[i]);
+        if (r < 0)
+                return r;
         if (!any) {
                 *ret_path = NULL;
                 return 0;

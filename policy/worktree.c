@@ -6,17 +6,16 @@
 #include "../common/fileio.h"
 #include "../common/path.h"
 #include "../common/resolve.h"
+#include "../common/spawn.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define GIT_OUTPUT_MAX    (64u << 10)
@@ -59,10 +58,9 @@ int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_
         const char *path = getenv("PATH"), *home = getenv("HOME");
         char *argv[2 * GIT_HARDENING_N + 16] = {"git", "--no-pager"};
         char *envp[5] = {NULL};
-        posix_spawn_file_actions_t fa;
-        int pipefd[2], status, r;
+        _cleanup_(cs_capture_free) struct cs_capture c = {0};
         size_t n = 2, n_env = 0, len = 0;
-        pid_t pid;
+        int r;
 
         *ret = NULL;
         for (size_t i = 0; i < GIT_HARDENING_N; i++) {
@@ -89,35 +87,22 @@ int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_
                 }
                 envp[n_env++] = env_home;
         }
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return cs_error_set(err, errno, "run git");
-        if (posix_spawn_file_actions_init(&fa) != 0) {
-                close(pipefd[0]);
-                close(pipefd[1]);
-                return cs_error_set(err, ENOMEM, "run git");
-        }
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
         /* Found on the caller's PATH (the one git is given) by absolute entries only: a "."
          * or an empty entry would run a `git` the session left in the work tree. */
         git = cs_find_program("git");
-        r = git ? posix_spawn(&pid, git, &fa, NULL, argv, envp) : ENOENT;
-        posix_spawn_file_actions_destroy(&fa);
-        close(pipefd[1]);
-        if (r != 0) {
-                close(pipefd[0]);
+        if (!git)
                 return 0; /* no git: as outside a repository */
-        }
-        r = cs_read_fd(pipefd[0], "git's output", GIT_OUTPUT_MAX, &out, &len, err);
-        close(pipefd[0]);
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return cs_error_set(err, errno, "wait for git");
+        r = cs_spawn_capture(
+            &(struct cs_spawn){.path = git, .argv = argv, .envp = envp, .max = GIT_OUTPUT_MAX}, &c);
         if (r < 0)
-                return r;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 return 0;
+        if (c.too_big)
+                return cs_error_setx(err, EFBIG, "git's output is larger than %u bytes",
+                                     GIT_OUTPUT_MAX);
+        if (!cs_capture_ok(&c))
+                return 0;
+        out = cs_take_ptr(&c.out);
+        len = c.len;
         if (!raw && len > 0 && out[len - 1] == '\n')
                 out[--len] = '\0';
         if (len == 0 || (!raw && memchr(out, '\0', len)))

@@ -142,6 +142,7 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         r = tty_prepare(s, &tty, err);
         if (r < 0)
                 return r;
+        cgroup_apply_limits(s);
 
         sigemptyset(&mask);
         for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)

@@ -54,6 +54,11 @@ bool tty_child_continue_wanted(const struct tty_link *t);
  * restored when it returns. */
 int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, struct cs_error *err);
 
+/* Put csandbox (and so everything it starts next) under the spec's memory and CPU limits,
+ * in a transient scope of the user's systemd; when that cannot be done, a warning saying
+ * why, and the launch goes on. */
+void cgroup_apply_limits(const struct sandbox_spec *s);
+
 /* Validate, clone into the namespaces, supervise; *ret_status is the exit status csandbox
  * should return (the payload's, 128+N, or 125/126/127). */
 int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int *ret_status,

@@ -847,6 +847,18 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
         cJSON_AddStringToObject(tty, "mode", spec_tty_name(s->tty));
         cJSON_AddBoolToObject(tty, "pty", spec_tty_wants_pty(s));
         cJSON_AddStringToObject(o, "proc", spec_proc_name(s->proc));
+        {
+                cJSON *lim = cJSON_AddObjectToObject(o, "limits");
+
+                if (s->memory_max)
+                        cJSON_AddNumberToObject(lim, "memory_bytes", (double)s->memory_max);
+                else
+                        cJSON_AddNullToObject(lim, "memory_bytes");
+                if (s->cpu_milli)
+                        cJSON_AddNumberToObject(lim, "cpus", s->cpu_milli / 1000.0);
+                else
+                        cJSON_AddNullToObject(lim, "cpus");
+        }
         if (s->n_rlimits) {
                 cJSON *rl = cJSON_AddArrayToObject(o, "rlimits");
 
@@ -860,4 +872,46 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
                 }
         }
         return o;
+}
+
+#define MEMORY_MIB_MIN 16
+#define MEMORY_MIB_MAX (1ull << 30) /* 1 PiB */
+#define CPUS_MILLI_MAX (1024u * 1000u)
+
+int spec_parse_memory_mib(const char *what, const char *v, uint64_t *ret_bytes,
+                          struct cs_error *err)
+{
+        unsigned long long mib = 0;
+        const char *p = v;
+
+        for (; *p >= '0' && *p <= '9' && mib <= MEMORY_MIB_MAX; p++)
+                mib = mib * 10 + (unsigned)(*p - '0');
+        if (*p || p == v || mib < MEMORY_MIB_MIN || mib > MEMORY_MIB_MAX)
+                return cs_error_setx(err, EINVAL,
+                                     "%s%.32s is not a memory size: give a whole number of MiB "
+                                     "from %d to %llu (4096 is 4 GiB)",
+                                     what, v, MEMORY_MIB_MIN, MEMORY_MIB_MAX);
+        *ret_bytes = (uint64_t)mib << 20;
+        return 0;
+}
+
+int spec_parse_cpus(const char *what, const char *v, unsigned *ret_milli, struct cs_error *err)
+{
+        unsigned long long whole = 0, frac = 0, scale = 1000;
+        const char *p = v;
+
+        for (; *p >= '0' && *p <= '9' && whole <= CPUS_MILLI_MAX; p++)
+                whole = whole * 10 + (unsigned)(*p - '0');
+        if (*p == '.' && p > v)
+                for (p++; *p >= '0' && *p <= '9' && scale > 1; p++) {
+                        scale /= 10;
+                        frac += (unsigned)(*p - '0') * scale;
+                }
+        if (*p || p == v || whole * 1000 + frac < 10 || whole * 1000 + frac > CPUS_MILLI_MAX)
+                return cs_error_setx(err, EINVAL,
+                                     "%s%.32s is not a number of CPUs: give one from 0.01 to "
+                                     "1024, with up to three decimals (1.5 is one and a half)",
+                                     what, v);
+        *ret_milli = (unsigned)(whole * 1000 + frac);
+        return 0;
 }

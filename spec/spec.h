@@ -4,6 +4,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -126,6 +127,9 @@ struct sandbox_spec {
 
         enum spec_tty tty;
         enum spec_proc proc; /* what the SPEC_MOUNT_PROC mount is */
+
+        uint64_t memory_max; /* bytes; 0: no limit */
+        unsigned cpu_milli;  /* thousandths of a CPU; 0: no limit */
 };
 
 #define SPEC_DEFAULT_PATH     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -190,6 +194,13 @@ const char *spec_env_get(const struct sandbox_spec *s, const char *name);
 int spec_env_parse(struct sandbox_spec *s, const char *buf, size_t len, const char *origin,
                    bool secret, struct cs_error *err);
 bool spec_env_name_valid(const char *name);
+
+/* Limits as the user writes them: a whole number of MiB (at least 16), and a number of CPUs
+ * from 0.01 to 1024 with up to three decimals. what names the flag or variable in errors
+ * ("--memory ", "CLAUDE_PROFILE_SANDBOX_CPUS="). */
+int spec_parse_memory_mib(const char *what, const char *v, uint64_t *ret_bytes,
+                          struct cs_error *err);
+int spec_parse_cpus(const char *what, const char *v, unsigned *ret_milli, struct cs_error *err);
 
 int spec_set_argv(struct sandbox_spec *s, int argc, char *const *argv, struct cs_error *err);
 

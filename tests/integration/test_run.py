@@ -975,15 +975,6 @@ def test_ssh_agent_dead_or_off_gives_no_socket_and_the_reference_warning(profile
     assert "SSH_AUTH_SOCK" not in env_of(plan)
 
 
-@pytest.mark.parametrize("name", ["CLAUDE_PROFILE_SANDBOX_CHROME",
-                                  "CLAUDE_PROFILE_SANDBOX_RAM_MIB", "CLAUDE_PROFILE_SANDBOX_CPUS"])
-def test_a_reference_setting_csandbox_lacks_is_named_not_ignored(profiles, name):
-    profiles.add()
-    r = profiles.run(cmd="plan", env=profiles.env(**{name: "1"}))
-    assert r.returncode == 0, r.stderr
-    assert f"Warning: {name} is set, but csandbox does not give the sandbox" in r.stderr
-
-
 def _fake_gh(profiles, tmp_path, script):
     d = tmp_path / "ghbin"
     d.mkdir(exist_ok=True)

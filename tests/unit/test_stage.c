@@ -447,7 +447,7 @@ static void test_git_identity_file(void)
         }
         setenv("GIT_CONFIG_GLOBAL", "/nonexistent-must-be-ignored", 1);
         c.data_home = data;
-        r = stage_git_identity(&c, repo, &out, &err);
+        r = stage_git_identity(&c, repo, false, &out, &err);
         unsetenv("GIT_CONFIG_GLOBAL");
         CHECKF(r == 0 && out, "%s", err.msg);
         CHECKF(strcmp(slurp(out), want) == 0, "content <%s>", slurp(out));
