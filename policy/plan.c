@@ -110,6 +110,19 @@ static bool plan_info_only(const struct plan_request *req)
                 strcmp(req->args[0], "--help") == 0 || strcmp(req->args[0], "-h") == 0);
 }
 
+/* Whether the session starts in bypass-permissions mode: csandbox adds the flag (§2.11) or
+ * the user gave it. claude then asks, on every launch, whether the user accepts that mode,
+ * and records the answer in settings.json, which inside is the copy made anew each launch:
+ * the question would come back every time, with "No, exit" as its default. The sandbox is
+ * what makes the mode safe, so the copy records the acceptance up front. */
+static bool plan_bypass(const struct plan_request *req)
+{
+        bool given = settings_args_have(req->args, req->n_args, "--dangerously-skip-permissions");
+
+        return given || (req->config->skip_permissions &&
+                         !settings_args_have(req->args, req->n_args, "--permission-mode"));
+}
+
 /* §2.11: the session flags first, then --settings, then the user's args. */
 static int build_argv(struct plan *p, const struct plan_request *req, const char *shared,
                       struct cs_error *err)
@@ -597,7 +610,8 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         }
         /* #4 the filtered settings copy. */
         if (r >= 0)
-                r = stage_settings(&p->profile, &settings_copy, &p->warnings, err);
+                r = stage_settings(&p->profile, plan_bypass(req), &settings_copy, &p->warnings,
+                                   err);
         if (r >= 0)
                 r = add_bind_state(p, settings_copy, PLAN_CONFIG "/settings.json", 0, err);
         /* #5 an external git common dir (the first git dir, as the walk opened it), #6 git

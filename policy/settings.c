@@ -108,6 +108,42 @@ int settings_profile_copy(const char *raw, size_t len, char **ret, size_t *ret_l
         return 0;
 }
 
+int settings_accept_bypass(char **content, size_t *len, struct cs_error *err)
+{
+        struct pyjson_parser ps = {0};
+        struct strbuf out = {0};
+        cJSON *root = NULL, *have;
+        int r;
+
+        ps.start = ps.p = (const unsigned char *)*content;
+        ps.end = ps.p + *len;
+        ps.surrogatepass = true;
+        if (*len >= 3 && memcmp(*content, "\xef\xbb\xbf", 3) == 0)
+                ps.p += 3;
+        if (pyjson_parse(&ps, &root) < 0 || !cJSON_IsObject(root)) {
+                cJSON_Delete(root);
+                return 0; /* claude cannot read it either: nothing to add to */
+        }
+        have = pyjson_member_get(root, SETTINGS_BYPASS_ACCEPTED);
+        if (cJSON_IsTrue(have)) {
+                cJSON_Delete(root);
+                return 0;
+        }
+        while ((have = pyjson_member_get(root, SETTINGS_BYPASS_ACCEPTED)))
+                cJSON_Delete(cJSON_DetachItemViaPointer(root, have));
+        r = cJSON_AddTrueToObject(root, SETTINGS_BYPASS_ACCEPTED) ? pyjson_print(&out, root, 2, 0)
+                                                                  : -ENOMEM;
+        cJSON_Delete(root);
+        if (r < 0) {
+                free(out.s);
+                return cs_error_set(err, ENOMEM, "settings.json");
+        }
+        free(*content);
+        *content = out.s;
+        *len = out.len;
+        return 0;
+}
+
 /* {profile} in every string value, recursively; keys untouched. */
 static int fill_profile(cJSON *node, const char *name)
 {

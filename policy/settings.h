@@ -17,6 +17,13 @@ extern const char *const settings_sandbox_deny_prefixes[4];
 int settings_profile_copy(const char *raw, size_t len, char **ret, size_t *ret_len,
                           bool *ret_stripped, struct cs_error *err);
 
+/* claude's record that the user accepted bypass-permissions mode (its start-up dialog,
+ * whose default answer ends the session), kept in the user settings. */
+#define SETTINGS_BYPASS_ACCEPTED "skipDangerousModePermissionPrompt"
+/* The copy *content (*len bytes) with SETTINGS_BYPASS_ACCEPTED true: re-printed as
+ * settings_profile_copy prints, unchanged when it already says so or is not a JSON object. */
+int settings_accept_bypass(char **content, size_t *len, struct cs_error *err);
+
 /* §3.2: shared-settings.json for a launch of profile `name`. origin is the file's path for
  * messages. sandbox=true re-points loopback http hooks to 169.254.1.2 (*ret_host_loopback
  * set when any was) and strips the denies; sandbox=false only substitutes {profile}. The

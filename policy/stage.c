@@ -115,8 +115,8 @@ int stage_open_dir_parents(const char *path, int *ret_fd, struct cs_error *err)
         return 0;
 }
 
-int stage_settings(const struct profile *p, char **ret_path, struct stage_warnings *warn,
-                   struct cs_error *err)
+int stage_settings(const struct profile *p, bool accept_bypass, char **ret_path,
+                   struct stage_warnings *warn, struct cs_error *err)
 {
         _cleanup_free_ char *src = cs_path_join(p->dir, "settings.json");
         _cleanup_free_ char *dest = cs_path_join(p->state_dir, "settings.json");
@@ -173,6 +173,11 @@ int stage_settings(const struct profile *p, char **ret_path, struct stage_warnin
                 r = settings_profile_copy(raw, raw_len, &content, &len, &stripped, err);
                 if (r < 0)
                         return cs_error_wrap(err, "%s", src);
+        }
+        if (accept_bypass) {
+                r = settings_accept_bypass(&content, &len, err);
+                if (r < 0)
+                        return r;
         }
         r = cs_write_file_atomic(p->state_fd, "settings.json", content, len, 0600, err);
         if (r < 0)

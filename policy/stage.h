@@ -21,8 +21,8 @@ void stage_warnings_free(struct stage_warnings *w);
 
 /* §3.1: <state>/settings.json from <profile>/settings.json (created {}\n on the host when
  * missing; a symlinked source gives {}\n and a warning). ret_path: the copy's path. */
-int stage_settings(const struct profile *p, char **ret_path, struct stage_warnings *warn,
-                   struct cs_error *err);
+int stage_settings(const struct profile *p, bool accept_bypass, char **ret_path,
+                   struct stage_warnings *warn, struct cs_error *err);
 /* §2.5: <state>/chrome (mkdir, kept across launches). */
 int stage_chrome(const struct profile *p, char **ret_path, struct cs_error *err);
 /* §2.4 #8–#10: <state>/gitconfig from <home>/.gitconfig (NULL when there is none),

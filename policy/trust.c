@@ -82,16 +82,46 @@ void trust_free(struct plan_trust *t)
  * with O_NOFOLLOW where openat2 is refused (an old kernel, a container's seccomp) or keeps
  * failing with EAGAIN. */
 
+#define EMPTY_TREE_DEPTH   8
+#define EMPTY_TREE_ENTRIES 256
+
+/* Whether the directory name below dirfd holds nothing but directories (a tree claude made
+ * for later use, such as plugins/marketplaces): nothing in it can run. Not followed through
+ * links; past the bounds it counts as holding something. */
+static bool tree_is_empty(int parent, const char *name, int depth, size_t *budget)
+{
+        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+        bool empty = d != NULL && depth < EMPTY_TREE_DEPTH;
+
+        if (!d && fd >= 0)
+                close(fd);
+        while (empty && (de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                empty = *budget > 0 && (*budget)-- && de->d_type == DT_DIR &&
+                        tree_is_empty(dirfd(d), de->d_name, depth + 1, budget);
+        }
+        if (d)
+                closedir(d);
+        return empty;
+}
+
 /* What an entry is, so that any change shows: a link's target; a file's inode and ctime
- * (which no unprivileged process can set back); a directory's inode. NULL when missing. */
+ * (which no unprivileged process can set back); a directory's inode. NULL when missing, or
+ * a directory tree with no file or link in it (as good as missing: nothing there runs). */
 static char *entry_value(int dirfd, const char *name)
 {
         struct stat st;
         char target[PATH_MAX], *v = NULL;
+        size_t budget = EMPTY_TREE_ENTRIES;
         ssize_t n;
 
         if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT ? NULL : strdup("unreadable");
+        if (S_ISDIR(st.st_mode) && tree_is_empty(dirfd, name, 0, &budget))
+                return NULL;
         if (S_ISLNK(st.st_mode)) {
                 n = readlinkat(dirfd, name, target, sizeof(target) - 1);
                 target[n < 0 ? 0 : n] = '\0';

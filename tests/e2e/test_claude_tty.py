@@ -155,3 +155,53 @@ def test_real_claude_session_exits_on_ctrl_c_and_leaves_the_terminal_sane(pane):
     screen = exit_on_ctrl_c(pane)
     assert "csandbox-exit=0" in screen
     assert stty_unchanged(pane)
+
+
+BYPASS_DIALOG = "Bypass Permissions mode"
+
+
+@pytest.fixture
+def fresh_pane(tmp_path, profiles):
+    """A profile that never accepted bypass mode, launched twice in a row."""
+    d = profiles.add(settings='{"theme": "dark"}\n')
+    (d / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True, "theme": "dark",
+        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []}}))
+    env = profiles.env(ANTHROPIC_API_KEY=API_KEY,
+                       CLAUDE_PROFILE_SANDBOX_FORWARD_ENV="ANTHROPIC_API_KEY",
+                       CLAUDE_PROFILE_CLAUDE_BIN=CLAUDE, TMUX=None)
+    command = (f"for i in 1 2; do {CSANDBOX} run work; echo csandbox-exit-$i=$?; done; "
+               "sleep 600")
+    p = Pane(tmp_path, command, str(profiles.project), env)
+    p.profile = d
+    yield p
+    p.kill()
+
+
+def test_real_claude_never_asks_to_accept_bypass_mode_the_sandbox_chose(fresh_pane):
+    """csandbox adds --dangerously-skip-permissions; claude would ask on every launch (its
+    answer lands in the settings copy, made anew each time) with "No, exit" as the default.
+    The copy records the acceptance, so neither launch shows the dialog."""
+    pane = fresh_pane
+    settings_before = (pane.profile / "settings.json").read_text()
+    for i in (1, 2):
+        screen = pane.wait_for(lambda s: TRUST in s or "bypass permissions on" in s.lower()
+                               or BYPASS_DIALOG in s)
+        if TRUST in screen:
+            move_to_trust(pane, selected(screen))
+            pane.keys("Enter")
+            screen = pane.wait_for(lambda s: TRUST not in s and (
+                "bypass permissions on" in s.lower() or BYPASS_DIALOG in s))
+        assert BYPASS_DIALOG not in screen, screen
+        assert "bypass permissions on" in screen.lower(), screen
+        # At its prompt claude ends on a second Ctrl-C that follows the first closely.
+        for _ in range(10):
+            pane.keys("C-c", "C-c")
+            try:
+                pane.wait_for(lambda s: f"csandbox-exit-{i}=" in s, deadline=2)
+                break
+            except AssertionError:
+                pass
+        pane.wait_for(lambda s: f"csandbox-exit-{i}=" in s)
+    # The profile's own settings are the user's: the acceptance lives in the copy only.
+    assert (pane.profile / "settings.json").read_text() == settings_before

@@ -299,8 +299,23 @@ def test_profile_settings_copy_strips_sudo_denies_and_writes_stay_in_the_copy(pr
 def test_settings_copy_is_byte_identical_when_nothing_is_stripped(profiles):
     raw = '{ "theme":"dark" ,\n "x": [1,2] }\n'
     profiles.add(settings=raw)
-    profiles.report()
+    profiles.report(args=("--permission-mode", "plan"))
     assert (profiles.state() / "settings.json").read_text() == raw
+
+
+def test_settings_copy_accepts_bypass_mode_only_when_the_session_is_in_it(profiles):
+    raw = '{"theme": "dark"}'
+    d = profiles.add(settings=raw)
+    profiles.report()
+    copy = json.loads((profiles.state() / "settings.json").read_text())
+    assert copy == {"theme": "dark", "skipDangerousModePermissionPrompt": True}
+    assert (d / "settings.json").read_text() == raw, "the profile's own file is untouched"
+    off = profiles.env(CLAUDE_PROFILE_SANDBOX_SKIP_PERMISSIONS="0")
+    profiles.report(env=off)
+    assert (profiles.state() / "settings.json").read_text() == raw
+    profiles.report(args=("--dangerously-skip-permissions",), env=off)
+    assert json.loads((profiles.state() / "settings.json").read_text())[
+        "skipDangerousModePermissionPrompt"] is True
 
 
 def test_shared_settings_substitute_profile_strip_denies_and_repoint_loopback_hooks(profiles):

@@ -332,3 +332,29 @@ def test_env_file_cannot_override_what_csandbox_sets(profiles):
     assert env["HOME"] == HOME_IN and env["PATH"].startswith(HOME_IN + "/.local/bin:")
     assert "names HOME, which csandbox sets itself" in r.stderr
     assert ".env sets HOME, which csandbox sets itself" in r.stderr
+
+
+def test_claude_making_empty_plugin_dirs_is_not_a_change_but_a_plugin_file_is(profiles):
+    """Claude Code makes ~/.claude/plugins/marketplaces on its first start: empty dirs run
+    nothing, so the next launch goes on; a file in that tree is reported."""
+    profiles.add()
+    shell_claude(profiles, f'mkdir -p "{CFG_IN}/plugins/marketplaces/m/.claude-plugin"\n')
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert "added or changed" not in r.stderr
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    shell_claude(profiles, f'echo "#!/bin/sh" > "{CFG_IN}/plugins/marketplaces/m/hook.sh"; true\n')
+    # plugins/ now exists: read-only inside, so the write fails and nothing changes.
+    r = profiles.run()
+    assert r.returncode == 0 and "added or changed" not in r.stderr, r.stderr
+    assert not (profiles.base / "work" / "plugins" / "marketplaces" / "m" / "hook.sh").exists()
+
+
+def test_a_plugin_file_made_in_a_new_plugins_tree_is_reported(profiles):
+    profiles.add()
+    shell_claude(profiles, f'mkdir -p "{CFG_IN}/plugins/m" && echo x > "{CFG_IN}/plugins/m/f"\n')
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert "added or changed" in r.stderr and "plugins" in r.stderr
+    assert profiles.run().returncode == 125

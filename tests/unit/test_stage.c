@@ -95,7 +95,7 @@ static void test_settings_missing_is_created_on_host(void)
         int r;
 
         new_profile("missing", &p, dir, state);
-        r = stage_settings(&p, &out, &w, &err);
+        r = stage_settings(&p, false, &out, &w, &err);
         CHECKF(r == 0, "%s", err.msg);
         CHECKF(strcmp(slurp(at("missing-profile/settings.json")), "{}\n") == 0, "host file not {}");
         CHECKF(strcmp(slurp(out), "{}\n") == 0, "copy not {}");
@@ -117,7 +117,7 @@ static void test_settings_symlink_gives_empty_and_target_unread(void)
         put(at("secret"), "{\"token\": \"s3cret\"}");
         snprintf(link, sizeof(link), "%s/settings.json", dir);
         symlink(at("secret"), link);
-        r = stage_settings(&p, &out, &w, &err);
+        r = stage_settings(&p, false, &out, &w, &err);
         CHECKF(r == 0, "%s", err.msg);
         CHECKF(strcmp(slurp(out), "{}\n") == 0, "copy is %s", slurp(out));
         CHECKF(w.n == 1 && strstr(w.msgs[0], "is a symlink"), "no warning");
@@ -125,6 +125,40 @@ static void test_settings_symlink_gives_empty_and_target_unread(void)
         CHECKF(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "host link replaced");
         stage_warnings_free(&w);
         free(out);
+        close_profile(&p);
+        PASS();
+}
+
+/* With the session in bypass mode, the copy records claude's acceptance of it: added at
+ * the end, a false one replaced, one already true left byte for byte. */
+static void test_settings_copy_records_bypass_acceptance(void)
+{
+        static const struct {
+                const char *in, *want;
+        } cases[] = {
+            {"{\"a\": 1}", "{\n  \"a\": 1,\n  \"skipDangerousModePermissionPrompt\": true\n}"},
+            {"{\"skipDangerousModePermissionPrompt\": false, \"b\": []}",
+             "{\n  \"b\": [],\n  \"skipDangerousModePermissionPrompt\": true\n}"},
+            {"{ \"skipDangerousModePermissionPrompt\" :true }",
+             "{ \"skipDangerousModePermissionPrompt\" :true }"},
+            {"[1]", "[1]"},
+            {"not json", "not json"},
+        };
+        char dir[PATH_MAX], state[PATH_MAX], f[PATH_MAX + 20], *out = NULL;
+        struct stage_warnings w = {0};
+        struct cs_error err = {0};
+        struct profile p;
+
+        new_profile("bypass", &p, dir, state);
+        snprintf(f, sizeof(f), "%s/settings.json", dir);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                put(f, cases[i].in);
+                CHECKF(stage_settings(&p, true, &out, &w, &err) == 0, "%s", err.msg);
+                CHECKF(strcmp(slurp(out), cases[i].want) == 0, "%s gave %s", cases[i].in,
+                       slurp(out));
+                free(out);
+                out = NULL;
+        }
         close_profile(&p);
         PASS();
 }
@@ -142,7 +176,7 @@ static void test_settings_copy_strips_sudo_deny(void)
         put(f, "{\"permissions\": {\"deny\": [\"Bash(sudo *)\"]}}");
         /* A link planted at the state copy's name is replaced, not written through. */
         symlink(at("victim"), at("strip-state/settings.json"));
-        r = stage_settings(&p, &out, &w, &err);
+        r = stage_settings(&p, false, &out, &w, &err);
         CHECKF(r == 0, "%s", err.msg);
         CHECKF(strcmp(slurp(out), "{\n  \"permissions\": {\n    \"deny\": []\n  }\n}") == 0,
                "copy %s", slurp(out));
@@ -497,6 +531,7 @@ int main(void)
         test_settings_missing_is_created_on_host();
         test_settings_symlink_gives_empty_and_target_unread();
         test_settings_copy_strips_sudo_deny();
+        test_settings_copy_records_bypass_acceptance();
         test_chrome_and_known_hosts();
         test_gitconfig_copied_and_missing_is_null();
         test_git_dir_hooks_opened_by_fd_for_the_copy();
