@@ -17,6 +17,7 @@
 #include "../common/fileio.h"
 #include "../common/path.h"
 #include "../common/resolve.h"
+#include "../common/strbuf.h"
 #include "../image/store.h"
 
 #include <cjson/cJSON.h>
@@ -123,11 +124,36 @@ static bool plan_bypass(const struct plan_request *req)
                          !settings_args_have(req->args, req->n_args, "--permission-mode"));
 }
 
+/* The briefing, and what the host forwards into this session (§5), so that claude uses
+ * it rather than looking for keys or tokens that are not there. */
+static char *briefing_with_bridges(const struct sandbox_spec *s, const struct profile_config *c)
+{
+        struct strbuf b = {0};
+
+        sb_puts(&b, plan_briefing);
+        if (spec_env_get(s, "SSH_AUTH_SOCK"))
+                sb_puts(&b, " An SSH agent of the host's is forwarded (SSH_AUTH_SOCK): ssh and "
+                            "git over ssh can use its keys, which are not readable here.");
+        if (spec_env_get(s, "GNUPGHOME"))
+                sb_puts(&b, " The host's gpg-agent is forwarded: gpg and git commit -S can sign "
+                            "with its keys, whose secret parts stay on the host.");
+        if (c->clipboard)
+                sb_puts(&b, " The host's clipboard can be read (wl-paste), not written.");
+        if (spec_env_get(s, "GH_TOKEN"))
+                sb_puts(&b, " GH_TOKEN holds the host's GitHub CLI token.");
+        if (b.oom) {
+                free(b.s);
+                return NULL;
+        }
+        return b.s;
+}
+
 /* §2.11: the session flags first, then --settings, then the user's args. */
 static int build_argv(struct plan *p, const struct plan_request *req, const char *shared,
                       struct cs_error *err)
 {
         _cleanup_free_ char **v = calloc(req->n_args + 8, sizeof(*v));
+        _cleanup_free_ char *briefing = NULL;
         size_t n = 0;
 
         if (!v)
@@ -152,8 +178,11 @@ static int build_argv(struct plan *p, const struct plan_request *req, const char
             !settings_args_have(req->args, req->n_args, "--no-chrome"))
                 v[n++] = "--chrome";
         if (!settings_args_have(req->args, req->n_args, "--append-system-prompt")) {
+                briefing = briefing_with_bridges(&p->spec, req->config);
+                if (!briefing)
+                        return cs_error_set(err, ENOMEM, "the briefing");
                 v[n++] = "--append-system-prompt";
-                v[n++] = (char *)plan_briefing;
+                v[n++] = briefing;
         }
         if (shared) {
                 v[n++] = "--settings";

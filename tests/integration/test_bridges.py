@@ -83,6 +83,7 @@ def test_gpg_forwarding_carries_the_signing_identity_and_the_socket(profiles, gp
     git("config", "commit.gpgsign", "true", cwd=repo)
     plan = profiles.plan(env=_gpg_env(profiles, gpg))
     assert env_of(plan)["GNUPGHOME"] == HOME_IN + "/.gnupg"
+    assert "gpg-agent is forwarded" in plan["argv"][plan["argv"].index("--append-system-prompt") + 1]
     assert (str(gpg / "S.gpg-agent.extra"), HOME_IN + "/.gnupg/S.gpg-agent", False) in binds(plan)
     files = {m["dest"]: m for m in plan["mounts"] if m["kind"] == "file"}
     assert HOME_IN + "/.gnupg/pubring.gpg" in files and HOME_IN + "/.gnupg/gpg.conf" in files
@@ -175,6 +176,9 @@ def test_clipboard_reads_through_the_relay_and_only_allowed_reads_reach_the_host
                                             "--primary --no-newline"]
     # Its socket's name lived as long as the session.
     assert not list(profiles.state().glob("clipboard-*"))
+    plan = profiles.plan(env=env)
+    brief = plan["argv"][plan["argv"].index("--append-system-prompt") + 1]
+    assert "clipboard can be read" in brief and "gpg-agent" not in brief
 
 
 def test_clipboard_relay_speaks_only_the_protocol(profiles, tmp_path):
