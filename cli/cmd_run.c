@@ -6,6 +6,7 @@
 #include "../runner/runner.h"
 
 #include "../common/error.h"
+#include "../common/path.h"
 #include "../policy/plan.h"
 #include "../policy/profile.h"
 #include "../policy/seccomp.h"
@@ -20,9 +21,17 @@
 #include <unistd.h>
 
 static const char usage_run[] =
-    "Usage: csandbox run [--image NAME] [--accept-changes] [--tty=auto|pty|inherit]\n"
-    "                    [--proc=auto|fresh|bind|none] PROFILE [--] [CLAUDE_ARGS...]\n"
-    "       csandbox plan [--image NAME] [--tty=...] [--proc=...] PROFILE [--] [CLAUDE_ARGS...]\n"
+    "Usage: csandbox run [--sandbox|--host] [--image NAME] [--accept-changes]\n"
+    "                    [--tty=auto|pty|inherit] [--proc=auto|fresh|bind|none]\n"
+    "                    PROFILE [--] [CLAUDE_ARGS...]\n"
+    "       csandbox plan [--sandbox|--host] [--image NAME] [--tty=...] [--proc=...] PROFILE\n"
+    "                     [--] [CLAUDE_ARGS...]\n"
+    "\n"
+    "Where a profile launches is claude-profile's decision: CLAUDE_PROFILE_SANDBOX when it\n"
+    "is set, else the profile's .sandbox marker (csandbox sandbox NAME --on|--off);\n"
+    "--sandbox or --host decides for one launch. A host launch runs the host's claude\n"
+    "with your environment, CLAUDE_CONFIG_DIR=<profile> and the profile's .env, after a\n"
+    "line on stderr saying it is not sandboxed; plan then prints it as JSON.\n"
     "\n"
     "run launches Claude Code for the claude-profile profile PROFILE in a sandbox: the\n"
     "host's root read-only with every home hidden (or an imported image under an\n"
@@ -76,7 +85,7 @@ struct run_opts {
         const char *image;
         enum spec_tty tty;
         enum spec_proc proc;
-        bool help, accept;
+        bool help, accept, sandbox, host;
 };
 
 /* `--NAME VALUE` or `--NAME=VALUE` at argv[*i]: 1 with *ret set (and *i on the value), 0
@@ -138,6 +147,16 @@ static int parse(int argc, char **argv, struct run_opts *o, const char **ret_nam
                         o->accept = true;
                         continue;
                 }
+                if (strcmp(argv[i], "--sandbox") == 0 || strcmp(argv[i], "--host") == 0) {
+                        bool *which = argv[i][2] == 's' ? &o->sandbox : &o->host;
+
+                        *which = true;
+                        if (o->sandbox && o->host)
+                                return cs_error_setx(err, EINVAL,
+                                                     "--sandbox and --host contradict each "
+                                                     "other: give one");
+                        continue;
+                }
                 if (argv[i][0] == '-')
                         return cs_error_setx(err, EINVAL,
                                              "unknown option `%s` before the profile name; "
@@ -156,6 +175,45 @@ static int parse(int argc, char **argv, struct run_opts *o, const char **ret_nam
                 i++;
         *ret_first_arg = i;
         return 0;
+}
+
+/* §1.5: claude on the host, announced so that nobody takes it for a sandbox; plan prints it
+ * as JSON. Returns only when claude could not be started (or for plan). */
+static int host_launch(struct plan *p, const char *name, bool plan_only,
+                       const struct rlimit *nofile)
+{
+        char *found;
+
+        for (size_t i = 0; i < p->warnings.n; i++)
+                fprintf(stderr, "%s\n", p->warnings.msgs[i]);
+        if (plan_only) {
+                char *json = plan_host_json(p);
+
+                if (!json)
+                        return CS_EXIT_SETUP;
+                printf("%s\n", json);
+                free(json);
+                return 0;
+        }
+        fprintf(stderr,
+                "csandbox: profile %s launches on the host, not in a sandbox (%s); `csandbox run "
+                "--sandbox %s` sandboxes this launch, `csandbox sandbox %s --on` every launch\n",
+                name, p->host_why, name, name);
+        found = cs_find_program(p->host_argv[0]);
+        if (!found) {
+                fprintf(stderr,
+                        "csandbox: run %s: claude is not installed on this machine (no `%s` on "
+                        "PATH); install it, or point CLAUDE_PROFILE_CLAUDE_BIN at it\n",
+                        name, p->host_argv[0]);
+                return 127;
+        }
+        if (nofile)
+                setrlimit(RLIMIT_NOFILE, nofile);
+        fflush(NULL);
+        execve(found, p->host_argv, p->host_env);
+        fprintf(stderr, "csandbox: run %s: cannot execute %s: %s\n", name, found, strerror(errno));
+        free(found);
+        return errno == ENOENT ? 127 : 126;
 }
 
 int cmd_run(int argc, char **argv, bool plan_only)
@@ -196,11 +254,23 @@ int cmd_run(int argc, char **argv, bool plan_only)
         req.args = argv + first;
         req.n_args = (size_t)(argc - first);
         req.image = o.image;
+        req.where = o.sandbox ? PLAN_WHERE_SANDBOX : o.host ? PLAN_WHERE_HOST : PLAN_WHERE_DECIDE;
         req.pending = plan_only  ? PLAN_PENDING_SHOW
                       : o.accept ? PLAN_PENDING_ACCEPT
                                  : PLAN_PENDING_REFUSE;
         raised = raise_nofile_limit(&nofile);
         r = plan_build(&req, &plan, &err);
+        if (r >= 0 && plan.host && o.image)
+                r = cs_error_setx(&err, EINVAL,
+                                  "--image is for a sandboxed launch, and profile %s launches on "
+                                  "the host (%s); add --sandbox to run it on the image",
+                                  name, plan.host_why);
+        if (r >= 0 && plan.host) {
+                status = host_launch(&plan, name, plan_only, raised ? &nofile : NULL);
+                plan_free(&plan);
+                profile_config_free(&config);
+                return status;
+        }
         if (r >= 0 && raised)
                 r = spec_add_rlimit(&plan.spec, RLIMIT_NOFILE, &nofile, &err);
         plan.spec.tty = o.tty;

@@ -194,8 +194,8 @@ static int build_argv(struct plan *p, const struct plan_request *req, const char
 }
 
 /* §3.2: shared-settings.json, unless the user gave --settings. */
-static int shared_settings(struct plan *p, const struct plan_request *req, char **ret,
-                           bool *ret_loopback, struct cs_error *err)
+int plan_shared_settings(struct plan *p, const struct plan_request *req, bool sandbox, char **ret,
+                         bool *ret_loopback, struct cs_error *err)
 {
         _cleanup_free_ char *path = NULL, *raw = NULL;
         size_t len;
@@ -214,7 +214,7 @@ static int shared_settings(struct plan *p, const struct plan_request *req, char 
         r = cs_read_file_at(AT_FDCWD, path, SHARED_SETTINGS_MAX, false, &raw, &len, err);
         if (r < 0)
                 return cs_error_wrap(err, "Can't read %s", path);
-        return settings_shared(raw, len, path, req->name, true, ret, ret_loopback, err);
+        return settings_shared(raw, len, path, req->name, sandbox, ret, ret_loopback, err);
 }
 
 /* What csandbox sets itself wins over .env and forwarding, as podman's -e wins over its
@@ -500,7 +500,7 @@ static int add_profile_pins(struct plan *p, struct cs_error *err)
 }
 
 /* An earlier session's report waits until the user accepts it (policy/trust.c). */
-static int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error *err)
+int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error *err)
 {
         _cleanup_free_ char *text = NULL;
         int r = trust_pending_take(&p->profile, req->pending == PLAN_PENDING_ACCEPT, &text, err);
@@ -516,12 +516,12 @@ static int plan_pending(struct plan *p, const struct plan_request *req, struct c
                                   text, req->name, req->name);
         stage_warn(&p->warnings, err, "%s", text);
         return cs_error_setx(err, EPERM,
-                             "Refusing to start the sandbox for profile %s: an earlier "
+                             "Refusing to start %s for profile %s: an earlier "
                              "sandboxed session changed what claude or git runs on the host "
                              "(listed above). Check each of them (a nested repository's config "
                              "or a hook runs commands in any git or claude on the host), then "
                              "accept them and start with: csandbox run --accept-changes %s",
-                             req->name, req->name);
+                             p->host ? "claude on the host" : "the sandbox", req->name, req->name);
 }
 
 /* §2.5: the mask goes over <profile>/chrome, which claude makes a directory. Anything else
@@ -578,6 +578,11 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         r = profile_open(c, req->name, &p->profile, err);
         if (r < 0)
                 return r;
+        /* §1.5: the override, else the marker; --sandbox or --host for this launch. */
+        p->host = req->where == PLAN_WHERE_HOST ||
+                  (req->where == PLAN_WHERE_DECIDE && !profile_sandboxed(c, &p->profile));
+        if (p->host)
+                return plan_host(p, req, err);
         /* Refusals come before anything is created or copied. */
         r = worktree_detect(req->cwd, &w, err);
         if (r >= 0)
@@ -735,7 +740,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         }
         /* §3.2 shared settings, §2.11 argv; a re-pointed loopback hook needs the mapping. */
         if (r >= 0)
-                r = shared_settings(p, req, &shared, &loopback, err);
+                r = plan_shared_settings(p, req, true, &shared, &loopback, err);
         if (r >= 0)
                 r = build_argv(p, req, shared, err);
         s->map_host_loopback = loopback;
@@ -755,6 +760,7 @@ out:
 
 void plan_free(struct plan *p)
 {
+        plan_host_free(p);
         bridges_close(&p->bridges);
         spec_free(&p->spec);
         image_ref_free(&p->image);

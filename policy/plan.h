@@ -31,6 +31,9 @@ struct plan_request {
         /* An earlier session's unaccepted trust report: refuse (run), accept it
          * (run --accept-changes), or only show it (plan). */
         enum { PLAN_PENDING_REFUSE, PLAN_PENDING_ACCEPT, PLAN_PENDING_SHOW } pending;
+        /* §1.5's decision (CLAUDE_PROFILE_SANDBOX, else the marker), or run's --sandbox and
+         * --host for this launch. */
+        enum { PLAN_WHERE_DECIDE, PLAN_WHERE_SANDBOX, PLAN_WHERE_HOST } where;
 };
 
 struct plan {
@@ -46,6 +49,14 @@ struct plan {
         struct trust_watch watch;    /* what else the report compares (policy/trust.c) */
         struct image_ref image;      /* the image's lock is held until plan_free */
         struct plan_bridges bridges; /* the clipboard relay, started by bridges_start */
+
+        /* A host launch (§1.5): no spec; claude is exec'd with these (plan_host.c). */
+        bool host;
+        const char *host_why; /* what decided it, for the one line run prints */
+        char **host_argv;     /* [claude_bin, shared --settings, the user's args] */
+        char **host_env;      /* the caller's environment, CLAUDE_CONFIG_DIR, the .env */
+        size_t n_host_env;
+        struct profile_env host_dotenv; /* what of it came from .env (plan shows names) */
 };
 
 /* Build the spec. This stages the per-profile copies exactly as a launch does (the state
@@ -53,6 +64,16 @@ struct plan {
  * the reference creates them) and nothing else. */
 int plan_build(const struct plan_request *req, struct plan *ret, struct cs_error *err);
 void plan_free(struct plan *p);
+
+/* Internal to policy/: the host launch's plan, the pending-report check and §3.2's shared
+ * settings (sandbox: re-point loopback hooks and strip the denies; else only {profile}). */
+int plan_host(struct plan *p, const struct plan_request *req, struct cs_error *err);
+void plan_host_free(struct plan *p);
+int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error *err);
+int plan_shared_settings(struct plan *p, const struct plan_request *req, bool sandbox, char **ret,
+                         bool *ret_loopback, struct cs_error *err);
+/* The host launch as JSON for `plan` (values of .env redacted). */
+char *plan_host_json(const struct plan *p);
 
 /* The §6.4 report: what the session added or changed, as lines with names neutralised
  * (non-printables become '?'); NULL when nothing did. */

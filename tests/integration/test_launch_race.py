@@ -155,6 +155,7 @@ def test_linked_profile_dir_runs_from_its_target(profiles, tmp_path):
     target = tmp_path / "elsewhere" / "work"
     target.mkdir(parents=True)
     (target / "CLAUDE.md").write_text("linked profile\n")
+    (target / ".sandbox").touch()
     os.symlink(target, profiles.base / "work")
     r = profiles.report(env=profiles.env(CSB_FAKE_CLAUDE_WRITABLE=CFG_IN + "/CLAUDE.md"))
     assert r["writable"][CFG_IN + "/CLAUDE.md"] == "ok"
@@ -169,6 +170,7 @@ def test_linked_profiles_base_runs(profiles, tmp_path):
     real.mkdir()
     (real / "work").mkdir()
     (real / "work" / "CLAUDE.md").write_text("x\n")
+    (real / "work" / ".sandbox").touch()
     profiles.base.rmdir()
     os.symlink(real, profiles.base)
     r = profiles.report(env=profiles.env(CSB_FAKE_CLAUDE_WRITABLE=CFG_IN + "/CLAUDE.md"))

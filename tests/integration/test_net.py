@@ -214,6 +214,7 @@ def test_run_session_cannot_reach_host_addresses(csb, tmp_path, host_listeners):
     _, link, secondary, srv = host_listeners
     home = tmp_path / "home"
     (home / ".claude-profiles" / "work").mkdir(parents=True)
+    (home / ".claude-profiles" / "work" / ".sandbox").touch()
     (home / "src").mkdir()
     claude = tmp_path / "claude"
     targets = [[link, srv["link"].port], [secondary, srv["secondary"].port],

@@ -46,9 +46,12 @@ class Profiles:
         (self.home / ".ssh" / "known_hosts").write_text(KNOWN_HOSTS)
         self.extra_env = {}
 
-    def add(self, name="work", settings=None):
+    def add(self, name="work", settings=None, sandbox=True):
+        """A profile; marked for the sandbox (its .sandbox file) unless sandbox=False."""
         d = self.base / name
         d.mkdir()
+        if sandbox:
+            (d / ".sandbox").touch()
         if settings is not None:
             (d / "settings.json").write_text(settings)
         return d
@@ -445,7 +448,9 @@ def test_planted_settings_link_gives_empty_settings_and_is_not_read(profiles):
     os.symlink(profiles.home / ".ssh" / "id_rsa", d / "settings.json")
     r = profiles.run()
     assert r.returncode == 0, r.stderr
-    assert (profiles.state() / "settings.json").read_text() == "{}\n"
+    # Empty settings, with only the bypass-mode acceptance the session's flags need.
+    assert json.loads((profiles.state() / "settings.json").read_text()) == {
+        "skipDangerousModePermissionPrompt": True}
     assert "is a symlink" in r.stderr
 
 
@@ -522,7 +527,8 @@ def test_sixteen_concurrent_runs_of_one_profile_all_succeed(profiles, repo):
         t.join()
     assert [r.returncode for r in results] == [0] * 16, [r.stderr for r in results if r.returncode]
     state = profiles.state()
-    assert json.loads((state / "settings.json").read_text()) == {"permissions": {"deny": []}}
+    assert json.loads((state / "settings.json").read_text()) == {
+        "permissions": {"deny": []}, "skipDangerousModePermissionPrompt": True}
     leftovers = [p for p in state.rglob("*") if p.name.endswith(".partial")]
     leftovers += [p for p in (profiles.data / "csandbox").rglob("*") if p.name.endswith(".partial")]
     assert leftovers == []
@@ -706,8 +712,8 @@ def cli(profiles, *args, env=None):
 
 
 def test_list_shows_login_and_marker_and_a_dangling_marker_counts(profiles):
-    a = profiles.add("alpha")
-    b = profiles.add("beta")
+    a = profiles.add("alpha", sandbox=False)
+    b = profiles.add("beta", sandbox=False)
     (a / ".credentials.json").write_text("{}")
     os.symlink(profiles.home / "nowhere", b / ".sandbox")
     (profiles.base / "shared-settings.json").write_text("{}")
@@ -731,7 +737,7 @@ def test_list_without_profiles(profiles):
 
 
 def test_sandbox_on_replaces_a_linked_marker_without_creating_its_target(profiles):
-    d = profiles.add()
+    d = profiles.add(sandbox=False)
     target = profiles.home / "should-not-exist"
     os.symlink(target, d / ".sandbox")
     r = cli(profiles, "sandbox", "work", "--on")
@@ -1039,3 +1045,91 @@ def test_gh_without_a_token_warns_and_sets_nothing(profiles, tmp_path, script, w
     assert "CLAUDE_PROFILE_SANDBOX_GH is set, but `gh auth token` gave no token" in r.stderr
     assert why in r.stderr
     assert (profiles.project / "tok").read_text() == "unset\n"
+
+
+# --- where the profile launches (reference §1.5) -----------------------------------------
+
+HOST_PROBE_SCRIPT = """cd "$PWD"
+printf '%s\\n' "$0" "$@" > host-argv
+echo "${CLAUDE_CONFIG_DIR-unset} ${FROM_DOTENV-unset} ${KEPT_FROM_CALLER-unset}" > host-env
+[ -e /proc/self/ns/user ] && readlink /proc/self/ns/user > host-userns
+"""
+
+
+def _host_setup(profiles, **add):
+    d = profiles.add(**add)
+    (d / ".env").write_text("FROM_DOTENV=secret-value\n")
+    shell_claude(profiles, HOST_PROBE_SCRIPT)
+    return d
+
+
+def test_a_profile_without_its_marker_launches_claude_on_the_host_and_says_so(profiles):
+    d = _host_setup(profiles, sandbox=False)
+    (profiles.base / "shared-settings.json").write_text(json.dumps({
+        "permissions": {"deny": ["Bash(sudo *)"]}, "x": "{profile}"}))
+    r = profiles.run(args=("-p", "hi"), env=profiles.env(KEPT_FROM_CALLER="kept"))
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.splitlines() if "launches on the host, not in a sandbox" in l]
+    assert len(lines) == 1 and "no .sandbox marker" in lines[0], r.stderr
+    p = profiles.project
+    argv = (p / "host-argv").read_text().splitlines()
+    assert argv[0] == str(profiles.claude)
+    # The shared settings as the host gets them: denies kept, {profile} filled.
+    assert argv[1] == "--settings"
+    assert json.loads(argv[2]) == {"permissions": {"deny": ["Bash(sudo *)"]}, "x": "work"}
+    assert argv[3:] == ["-p", "hi"], "no sandbox flags, no briefing"
+    assert (p / "host-env").read_text().split() == [str(d), "secret-value", "kept"]
+    assert (p / "host-userns").read_text() == os.readlink("/proc/self/ns/user") + "\n"
+    assert not profiles.state().exists(), "a host launch stages nothing"
+
+
+def test_override_and_flags_decide_where_it_launches(profiles):
+    _host_setup(profiles, sandbox=True)
+    plan = profiles.plan(env=profiles.env(CLAUDE_PROFILE_SANDBOX="0"))
+    assert plan["launch"] == "host" and plan["why"] == "CLAUDE_PROFILE_SANDBOX=0"
+    assert plan["env_added"]["FROM_DOTENV"] == "<redacted>"
+    assert "secret-value" not in json.dumps(plan)
+    r = subprocess.run([CSANDBOX, "plan", "--host", "work"], cwd=str(profiles.project),
+                       env=profiles.env(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0 and json.loads(r.stdout)["why"] == "run --host", r.stderr
+    # A marked profile is sandboxed; CLAUDE_PROFILE_SANDBOX=1 sandboxes an unmarked one, and
+    # --sandbox one launch.
+    assert "mounts" in profiles.plan()
+    (profiles.base / "work" / ".sandbox").unlink()
+    assert profiles.plan()["launch"] == "host"
+    assert "mounts" in profiles.plan(env=profiles.env(CLAUDE_PROFILE_SANDBOX="1"))
+    r = subprocess.run([CSANDBOX, "plan", "--sandbox", "work"], cwd=str(profiles.project),
+                       env=profiles.env(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0 and "mounts" in json.loads(r.stdout), r.stderr
+    r = subprocess.run([CSANDBOX, "run", "--sandbox", "--host", "work"], env=profiles.env(),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 125 and "contradict" in r.stderr
+    r = subprocess.run([CSANDBOX, "run", "--image", "x", "work"], cwd=str(profiles.project),
+                       env=profiles.env(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 125 and "--image is for a sandboxed launch" in r.stderr
+
+
+def test_host_launch_of_a_sandboxed_profile_warns_of_a_replaced_statusline(profiles):
+    d = _host_setup(profiles, sandbox=True)
+    (d / "statusline.sh").write_text("#!/bin/sh\necho planted\n")
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX="0"))
+    assert r.returncode == 0, r.stderr
+    assert f"Warning: {d}/statusline.sh is not the link to" in r.stderr
+    assert "ln -sfn" in r.stderr
+    (d / "statusline.sh").unlink()
+    os.symlink(profiles.home / ".claude" / "statusline.sh", d / "statusline.sh")
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX="0"))
+    assert r.returncode == 0 and "statusline.sh is not the link" not in r.stderr, r.stderr
+
+
+def test_a_waiting_report_stops_a_host_launch_too(profiles):
+    d = profiles.add()
+    shell_claude(profiles, f'mkdir -p "{CFG_IN}/scripts"; echo x > "{CFG_IN}/hooks-new"; '
+                 f'echo \'{{"mcpServers": {{"evil": {{"command": "sh"}}}}}}\' > "{CFG_IN}/.claude.json"\n')
+    r = profiles.run()
+    assert r.returncode == 0 and "added or changed" in r.stderr, r.stderr
+    shell_claude(profiles, HOST_PROBE_SCRIPT)
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX="0"))
+    assert r.returncode == 125
+    assert "Refusing to start claude on the host for profile work" in r.stderr
+    assert not (profiles.project / "host-argv").exists()

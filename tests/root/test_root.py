@@ -39,6 +39,7 @@ def test_exec_net_pasta_as_root_reaches_the_test_host_and_no_host_address():
 def test_run_as_root_has_a_network(tmp_path):
     home = tmp_path / "home"
     (home / ".claude-profiles" / "work").mkdir(parents=True)
+    (home / ".claude-profiles" / "work" / ".sandbox").touch()
     (home / "src").mkdir()
     claude = tmp_path / "claude"
     # A fake claude: what the session can reach, and as whom it runs.
