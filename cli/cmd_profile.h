@@ -6,3 +6,5 @@
  * after printing "csandbox: <why>" on stderr. */
 int cmd_list(int argc, char **argv);
 int cmd_sandbox(int argc, char **argv);
+/* cmd_add.c */
+int cmd_add(int argc, char **argv);

@@ -94,6 +94,7 @@ static const char usage_main[] =
     "  plan PROFILE [-- CLAUDE_ARGS...]   print that sandbox as JSON, start nothing\n"
     "  exec [OPTIONS] [--] CMD [ARG...]   run CMD in a sandbox (see csandbox exec --help)\n"
     "  image import|ls|inspect|rm|prune   OCI images to run from (see csandbox image --help)\n"
+    "  add NAME [--sandbox]               create a profile (see csandbox add --help)\n"
     "  list                               the profiles, their login and sandbox marker\n"
     "  sandbox NAME [--on|--off]          show or set a profile's sandbox marker\n"
     "  doctor                             check what this machine and user can run\n"
@@ -648,6 +649,8 @@ int main(int argc, char **argv)
                 return cmd_doctor(argc - 2, argv + 2);
         if (strcmp(argv[1], "sandbox") == 0)
                 return cmd_sandbox(argc - 2, argv + 2);
+        if (strcmp(argv[1], "add") == 0)
+                return cmd_add(argc - 2, argv + 2);
         if (strcmp(argv[1], "run") == 0)
                 return cmd_run(argc - 2, argv + 2, false);
         if (strcmp(argv[1], "plan") == 0)

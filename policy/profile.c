@@ -17,8 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ENV_FILE_MAX     (1u << 20)
-#define PROFILE_NAME_MAX 255
+#define ENV_FILE_MAX (1u << 20)
 
 /* pydantic-settings runs with env_ignore_empty=True: an empty value is the same as unset. */
 static const char *setting_get(const char *name)

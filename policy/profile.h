@@ -6,6 +6,8 @@
 
 struct cs_error;
 
+#define PROFILE_NAME_MAX 255
+
 enum profile_tristate { PROFILE_UNSET = -1, PROFILE_OFF = 0, PROFILE_ON = 1 };
 
 struct profile_config {

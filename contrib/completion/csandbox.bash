@@ -20,7 +20,7 @@ _csandbox()
         local cmd=${COMP_WORDS[1]} words
         COMPREPLY=()
         if [ "$COMP_CWORD" -eq 1 ]; then
-                words="run plan exec image list sandbox doctor help version"
+                words="run plan exec image add list sandbox doctor help version"
                 COMPREPLY=($(compgen -W "$words" -- "$cur"))
                 return
         fi
@@ -30,7 +30,7 @@ _csandbox()
                 --image) COMPREPLY=($(compgen -W "$(_csandbox_images)" -- "$cur")); return ;;
                 esac
                 if [[ $cur == -* ]]; then
-                        words="--image --accept-changes --tty=auto --tty=pty --tty=inherit
+                        words="--sandbox --host --image --accept-changes --tty=auto --tty=pty --tty=inherit
                                --proc=auto --proc=fresh --proc=bind --proc=none --help"
                         COMPREPLY=($(compgen -W "$words" -- "$cur"))
                 else
@@ -54,8 +54,11 @@ _csandbox()
                 import) COMPREPLY=($(compgen -f -- "$cur")) ;;
                 esac
                 ;;
+        add)
+                COMPREPLY=($(compgen -W "--sandbox --link --isolate --help" -- "$cur"))
+                ;;
         help)
-                COMPREPLY=($(compgen -W "run plan exec image list sandbox doctor" -- "$cur"))
+                COMPREPLY=($(compgen -W "run plan exec image add list sandbox doctor" -- "$cur"))
                 ;;
         exec)
                 case $prev in

@@ -1133,3 +1133,80 @@ def test_a_waiting_report_stops_a_host_launch_too(profiles):
     assert r.returncode == 125
     assert "Refusing to start claude on the host for profile work" in r.stderr
     assert not (profiles.project / "host-argv").exists()
+
+
+# --- csandbox add (reference §6.2) -------------------------------------------------------
+
+def _global_claude(profiles, *dirs):
+    g = profiles.home / ".claude"
+    g.mkdir(exist_ok=True)
+    (g / "settings.json").write_text('{"model": "opus"}\n')
+    (g / "CLAUDE.md").write_text("be brief\n")
+    (g / "statusline.sh").write_text("#!/bin/sh\n")
+    for d in dirs:
+        (g / d).mkdir()
+    return g
+
+
+def test_add_seeds_links_and_marks_a_profile_a_run_can_launch(profiles):
+    g = _global_claude(profiles, "commands", "skills")
+    r = cli(profiles, "add", "new", "--sandbox")
+    assert r.returncode == 0, r.stderr
+    d = profiles.base / "new"
+    assert f"Created profile 'new' at {d}" in r.stdout and "csandbox run new" in r.stdout
+    assert (d / ".sandbox").is_file()
+    assert (d / "settings.json").read_text() == '{"model": "opus"}\n'
+    assert (d / "CLAUDE.md").read_text() == "be brief\n"
+    assert os.readlink(d / "statusline.sh") == str(g / "statusline.sh"), "a link, not a copy"
+    assert os.readlink(d / "commands") == str(g / "commands")
+    assert os.readlink(d / "skills") == str(g / "skills")
+    assert (d / "hooks").is_dir() and not (d / "hooks").is_symlink()
+    assert "Not linking hooks" in r.stderr
+    assert not [n for n in os.listdir(profiles.base) if n.startswith(".")]
+    assert "mounts" in profiles.plan("new"), "the marked profile is sandboxed"
+
+
+def test_add_without_sandbox_or_seeds_makes_a_host_profile_with_its_own_dirs(profiles):
+    r = cli(profiles, "add", "plain", "--link")
+    assert r.returncode == 0, r.stderr
+    d = profiles.base / "plain"
+    assert not (d / ".sandbox").exists()
+    assert sorted(os.listdir(d)) == ["commands", "hooks", "skills"]
+    assert profiles.plan("plain")["launch"] == "host"
+
+
+def test_add_asks_on_a_terminal_and_isolate_answers_for_all(profiles):
+    import pty
+    _global_claude(profiles, "commands", "skills", "hooks")
+    master, slave = pty.openpty()
+    os.write(master, b"y\nn\n\n")
+    r = subprocess.run([CSANDBOX, "add", "asked"], stdin=slave, env=profiles.env(),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    os.close(slave)
+    os.close(master)
+    assert r.returncode == 0, r.stderr
+    d = profiles.base / "asked"
+    assert r.stderr.count("[Y/n]") == 3
+    assert (d / "commands").is_symlink() and not (d / "skills").is_symlink()
+    assert (d / "hooks").is_symlink(), "an empty answer is yes"
+    r = cli(profiles, "add", "apart", "--isolate")
+    assert r.returncode == 0, r.stderr
+    assert not any((profiles.base / "apart" / n).is_symlink()
+                   for n in ("commands", "skills", "hooks"))
+
+
+@pytest.mark.parametrize("name", ["build", "sandbox-cache", "shared-settings.json", "../x",
+                                  ".hidden", "run", "a/b", "-x", "x" * 300])
+def test_add_refuses_names_that_cannot_be_profiles_and_creates_nothing(profiles, name):
+    r = cli(profiles, "add", "--", name) if name.startswith("-") else cli(profiles, "add", name)
+    assert r.returncode == 125
+    assert "can't be a profile name" in r.stderr or "unexpected argument" in r.stderr
+    assert os.listdir(profiles.base) == []
+
+
+def test_add_refuses_an_existing_profile_and_leaves_it_as_it_was(profiles):
+    d = profiles.add("taken", settings='{"mine": true}')
+    r = cli(profiles, "add", "taken", "--sandbox")
+    assert r.returncode == 125 and f"Profile 'taken' already exists at {d}" in r.stderr
+    assert (d / "settings.json").read_text() == '{"mine": true}'
+    assert sorted(os.listdir(profiles.base)) == ["taken"]
