@@ -252,14 +252,8 @@ static int add_env_secret_list(struct plan *p, const struct plan_request *req, s
                                    "Warning: %s/.env sets %s, which csandbox sets itself in the "
                                    "sandbox; the .env value is not used.",
                                    p->profile.dir, dotenv.names[i]);
-                else if (spec_env_name_valid(dotenv.names[i]))
+                else if (plan_dotenv_name_ok(p, dotenv.names[i], err))
                         r = spec_env_set(&p->spec, dotenv.names[i], dotenv.values[i], true, err);
-                else
-                        stage_warn(
-                            &p->warnings, err,
-                            "Warning: %s/.env sets `%s`, which is not a valid variable name; "
-                            "it is not passed into the sandbox.",
-                            p->profile.dir, dotenv.names[i]);
         profile_env_free(&dotenv);
         /* Then GH_TOKEN, as the reference orders them (a forwarded GH_TOKEN wins). */
         if (r >= 0)
@@ -276,7 +270,12 @@ static int add_env_secret_list(struct plan *p, const struct plan_request *req, s
                                    "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names %s, which "
                                    "csandbox sets itself in the sandbox; it is not forwarded.",
                                    name);
-                else if (v && spec_env_name_valid(name)) {
+                else if (!spec_env_name_valid(name))
+                        stage_warn(&p->warnings, err,
+                                   "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names `%s`, which "
+                                   "is not a valid variable name; it is skipped.",
+                                   name);
+                else if (v) {
                         r = spec_env_set(&p->spec, name, v, true, err);
                         if (r < 0)
                                 return r;
@@ -499,6 +498,23 @@ static int add_profile_pins(struct plan *p, struct cs_error *err)
         return 0;
 }
 
+bool plan_dotenv_name_ok(struct plan *p, const char *name, struct cs_error *err)
+{
+        if (spec_env_name_valid(name))
+                return true;
+        if (!*name)
+                stage_warn(&p->warnings, err,
+                           "Warning: %s/.env has a line `=...` with no name before the `=`; it is "
+                           "skipped.",
+                           p->profile.dir);
+        else
+                stage_warn(&p->warnings, err,
+                           "Warning: %s/.env sets `%s`, which is not a valid variable name; it is "
+                           "skipped.",
+                           p->profile.dir, name);
+        return false;
+}
+
 /* An earlier session's report waits until the user accepts it (policy/trust.c). */
 int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error *err)
 {
@@ -692,7 +708,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         }
         /* #12 ancestor .mcp.json files. */
         if (r >= 0)
-                r = worktree_ancestor_mcp(&w, &mcp, &n_mcp, err);
+                r = worktree_ancestor_mcp(&w, &mcp, &n_mcp, &p->warnings, err);
         for (size_t i = 0; r >= 0 && i < n_mcp; i++)
                 r = plan_bind_at(s, root_fd, "/", mcp[i], mcp[i], SPEC_MOUNT_RO, err);
         /* The environment's secrets: .env (created empty when missing, so that #17 pins it),

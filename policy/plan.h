@@ -72,6 +72,8 @@ void plan_host_free(struct plan *p);
 int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error *err);
 int plan_shared_settings(struct plan *p, const struct plan_request *req, bool sandbox, char **ret,
                          bool *ret_loopback, struct cs_error *err);
+/* A .env name a launch can set; else a warning naming it (or the line with none). */
+bool plan_dotenv_name_ok(struct plan *p, const char *name, struct cs_error *err);
 /* The host launch as JSON for `plan` (values of .env redacted). */
 char *plan_host_json(const struct plan *p);
 

@@ -128,7 +128,8 @@ int plan_host(struct plan *p, const struct plan_request *req, struct cs_error *e
         if (env_set(p, "CLAUDE_CONFIG_DIR", p->profile.dir) < 0)
                 goto oom;
         for (size_t i = 0; i < dotenv->n; i++)
-                if (env_set(p, dotenv->names[i], dotenv->values[i]) < 0)
+                if (plan_dotenv_name_ok(p, dotenv->names[i], err) &&
+                    env_set(p, dotenv->names[i], dotenv->values[i]) < 0)
                         goto oom;
         p->host_argv = calloc(req->n_args + 4, sizeof(char *));
         if (!p->host_argv || !(p->host_argv[n++] = strdup(c->claude_bin)))
@@ -177,7 +178,8 @@ char *plan_host_json(const struct plan *p)
         for (size_t i = 0; i < p->host_dotenv.n; i++)
                 cJSON_DeleteItemFromObjectCaseSensitive(env, p->host_dotenv.names[i]);
         for (size_t i = 0; i < p->host_dotenv.n; i++)
-                if (!cJSON_GetObjectItemCaseSensitive(env, p->host_dotenv.names[i]))
+                if (spec_env_name_valid(p->host_dotenv.names[i]) &&
+                    !cJSON_GetObjectItemCaseSensitive(env, p->host_dotenv.names[i]))
                         cJSON_AddStringToObject(env, p->host_dotenv.names[i], "<redacted>");
         out = cJSON_Print(o);
         cJSON_Delete(o);

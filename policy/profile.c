@@ -432,9 +432,20 @@ static bool env_space(char ch)
 {
         return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f);
 }
-static bool env_line_break(char ch)
+/* How many bytes at p end a line as Python's str.splitlines() ends one (claude-profile
+ * reads .env that way): the ASCII breaks, and U+0085, U+2028 and U+2029 in UTF-8. 0: none. */
+static size_t env_line_break(const char *p, const char *end)
 {
-        return ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f' || (ch >= 0x1c && ch <= 0x1e);
+        const unsigned char *u = (const unsigned char *)p;
+        char ch = *p;
+
+        if (ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f' || (ch >= 0x1c && ch <= 0x1e))
+                return 1;
+        if (u[0] == 0xc2 && end - p >= 2 && u[1] == 0x85)
+                return 2;
+        if (u[0] == 0xe2 && end - p >= 3 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9))
+                return 3;
+        return 0;
 }
 
 struct env_pair {
@@ -525,13 +536,15 @@ int profile_env_parse(const char *buf, size_t len, struct profile_env *ret)
         while (p < end) {
                 const char *ls = p, *le = p, *eq;
 
-                while (le < end && !env_line_break(*le))
+                size_t brk = 0;
+
+                while (le < end && !(brk = env_line_break(le, end)))
                         le++;
                 p = le;
                 if (p < end && *p == '\r' && p + 1 < end && p[1] == '\n')
                         p++;
                 if (p < end)
-                        p++;
+                        p += brk;
                 while (ls < le && env_space(*ls))
                         ls++;
                 while (le > ls && env_space(le[-1]))
@@ -552,9 +565,7 @@ int profile_env_parse(const char *buf, size_t len, struct profile_env *ret)
                         vs++;
                         ve--;
                 }
-                /* "=value" would give a variable with no name, which no exec can carry. */
-                if (ne == ns)
-                        continue;
+                /* "=value" is kept with its empty name: the launch says it skips it. */
                 if (n == cap) {
                         size_t ncap = cap ? cap * 2 : 16;
                         struct env_pair *np = realloc(pairs, ncap * sizeof(*pairs));

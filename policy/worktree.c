@@ -1,5 +1,6 @@
 /* The work tree a launch mounts (reference §2.3, §2.1, §2.6, §2.4 row 12). */
 #include "worktree.h"
+#include "stage.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -571,7 +572,7 @@ int worktree_refuse(const struct worktree *w, const char *home, const char *prof
 }
 
 int worktree_ancestor_mcp(const struct worktree *w, char ***ret, size_t *ret_n,
-                          struct cs_error *err)
+                          struct stage_warnings *warn, struct cs_error *err)
 {
         _cleanup_free_ char *dir = strdup(w->root);
         char **found = NULL;
@@ -595,6 +596,13 @@ int worktree_ancestor_mcp(const struct worktree *w, char ***ret, size_t *ret_n,
                 /* The reference's is_file() follows a link; csandbox does not mount a linked
                  * .mcp.json at all, so a link cannot bring another file in read-only. */
                 fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode) &&
+                    stage_warn(warn, err,
+                               "Warning: %s is a symlink, so it is not mounted into the sandbox "
+                               "(a link could bring in any file); claude there does not see its "
+                               "MCP servers. Make it a regular file to use them.",
+                               path) < 0)
+                        goto oom;
                 if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
                         continue;
                 char **nf = realloc(found, (n + 1) * sizeof(*nf));

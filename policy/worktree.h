@@ -36,6 +36,8 @@ void worktree_free(struct worktree *w);
 int worktree_refuse(const struct worktree *w, const char *home, const char *profiles_base,
                     struct cs_error *err);
 
-/* Each <ancestor>/.mcp.json of root that is a regular file (nearest first, up to /). */
+/* Each <ancestor>/.mcp.json of root that is a regular file (nearest first, up to /); a
+ * linked one is left out with a warning. */
+struct stage_warnings;
 int worktree_ancestor_mcp(const struct worktree *w, char ***ret, size_t *ret_n,
-                          struct cs_error *err);
+                          struct stage_warnings *warn, struct cs_error *err);

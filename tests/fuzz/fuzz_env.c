@@ -18,8 +18,10 @@ static void check_profile_env(const uint8_t *data, size_t size)
         if (profile_env_parse((const char *)data, size, &e) < 0)
                 return;
         for (size_t i = 0; i < e.n; i++) {
-                FUZZ_CHECK(e.names[i][0] != '\0' && !strchr(e.names[i], '='));
+                FUZZ_CHECK(!strchr(e.names[i], '='));
                 FUZZ_CHECK(!strpbrk(e.names[i], "\n\r") && !strpbrk(e.values[i], "\n\r"));
+                FUZZ_CHECK(!strstr(e.values[i], "\xe2\x80\xa8") &&
+                           !strstr(e.values[i], "\xc2\x85"));
                 for (size_t k = 0; k < i; k++)
                         FUZZ_CHECK(strcmp(e.names[i], e.names[k]) != 0);
         }

@@ -1210,3 +1210,109 @@ def test_add_refuses_an_existing_profile_and_leaves_it_as_it_was(profiles):
     assert r.returncode == 125 and f"Profile 'taken' already exists at {d}" in r.stderr
     assert (d / "settings.json").read_text() == '{"mine": true}'
     assert sorted(os.listdir(profiles.base)) == ["taken"]
+
+
+# --- where csandbox differs from claude-profile (README "Differences from claude-profile") --
+
+ENV_DUMP = 'cd "$PWD"; env -0 > env.bin\n'
+
+
+def _env_inside(profiles, env=None):
+    shell_claude(profiles, ENV_DUMP)
+    r = profiles.run(env=env)
+    assert r.returncode == 0, r.stderr
+    pairs = (profiles.project / "env.bin").read_bytes().split(b"\0")
+    return dict(p.split(b"=", 1) for p in pairs if b"=" in p), r.stderr
+
+
+@pytest.mark.parametrize("name", ["..", ".", "a/b"])
+def test_diff_a_profile_name_that_is_a_path_is_refused(profiles, name):
+    r = profiles.run(name)
+    assert r.returncode == 125 and "can't be a profile name" in r.stderr, r.stderr
+
+
+def test_diff_dotenv_lines_the_reference_fails_on_are_skipped_with_a_warning(profiles):
+    d = profiles.add()
+    (d / ".env").write_text("export X=1\nBAD-NAME=2\n1BAD=3\n=4\nOK=5\n")
+    env, err = _env_inside(profiles)
+    assert env[b"OK"] == b"5"
+    for shown in ("`export X`", "`BAD-NAME`", "`1BAD`", "a line `=...` with no name"):
+        assert shown in err, shown
+    assert not any(k in env for k in (b"export X", b"BAD-NAME", b"1BAD", b""))
+
+
+def test_diff_dotenv_bytes_pass_as_they_are_and_unicode_line_breaks_end_lines(profiles):
+    d = profiles.add()
+    (d / ".env").write_bytes(b"BIN=\xff\xfe\nU1=a\xe2\x80\xa8U2=b\xc2\x85U3=c\n")
+    env, _ = _env_inside(profiles)
+    assert env[b"BIN"] == b"\xff\xfe"
+    assert (env[b"U1"], env[b"U2"], env[b"U3"]) == (b"a", b"b", b"c")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "big"])
+def test_diff_a_dotenv_that_is_no_file_or_too_big_is_refused_at_once(profiles, kind):
+    d = profiles.add()
+    if kind == "fifo":
+        os.mkfifo(d / ".env")
+    elif kind == "dir":
+        (d / ".env").mkdir()
+    else:
+        (d / ".env").write_text("A=" + "x" * (1 << 20) + "\n")
+    r = profiles.run(timeout=30)
+    assert r.returncode == 125
+    assert ("not a regular file" if kind != "big" else "larger than") in r.stderr, r.stderr
+
+
+def test_diff_forward_env_names_skip_with_the_right_reason_and_newlines_pass(profiles):
+    profiles.add()
+    env = profiles.env(CLAUDE_PROFILE_SANDBOX_FORWARD_ENV="BAD-NAME,MULTI",
+                       MULTI="line one\nline two")
+    env["BAD-NAME"] = "set on the host"
+    inside, err = _env_inside(profiles, env)
+    assert "names `BAD-NAME`, which is not a valid variable name" in err
+    assert inside[b"MULTI"] == b"line one\nline two"
+    assert "line one" not in err
+
+
+def test_diff_a_linked_ancestor_mcp_json_is_not_mounted_and_is_named(profiles):
+    profiles.add()
+    real = profiles.home / "elsewhere.json"
+    real.write_text("{}")
+    os.symlink(real, profiles.home / "src" / ".mcp.json")
+    plan = profiles.plan()
+    assert not any(m["dest"].endswith(".mcp.json") and "src" in m["dest"]
+                   for m in plan["mounts"])
+    r = profiles.run(cmd="plan")
+    assert ".mcp.json is a symlink, so it is not mounted" in r.stderr
+
+
+def test_diff_git_hooks_that_is_a_file_gets_no_copy_and_a_warning(profiles):
+    profiles.add()
+    git("init", "-q", cwd=profiles.project)
+    hooks = profiles.project / ".git" / "hooks"
+    shutil.rmtree(hooks)
+    hooks.write_text("not a dir\n")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert ".git/hooks is not a directory, so the sandbox does not give it a copy" in r.stderr
+    assert hooks.read_text() == "not a dir\n"
+
+
+@pytest.mark.parametrize("encoding", ["deep", "utf-16"])
+def test_diff_settings_csandbox_cannot_parse_are_copied_with_their_denies(profiles, encoding):
+    d = profiles.add()
+    rules = {"permissions": {"deny": ["Bash(sudo *)"]}}
+    if encoding == "deep":
+        raw = (json.dumps(rules)[:-1] + ', "x": ' + "[" * 100 + "]" * 100 + "}").encode()
+    else:
+        raw = json.dumps(rules).encode("utf-16")
+    (d / "settings.json").write_bytes(raw)
+    profiles.report()
+    assert (profiles.state() / "settings.json").read_bytes() == raw
+
+
+def test_diff_settings_over_4_mib_are_refused(profiles):
+    d = profiles.add()
+    (d / "settings.json").write_text('{"a": "' + "x" * (4 << 20) + '"}')
+    r = profiles.run()
+    assert r.returncode == 125 and "larger than the limit" in r.stderr

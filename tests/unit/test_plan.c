@@ -80,6 +80,8 @@ static void test_plan_of_a_profile_in_a_git_work_tree(void)
         mkdir(at("home"), 0700);
         mkdir(at("home/.claude-profiles"), 0700);
         mkdir(at("home/.claude-profiles/work"), 0700);
+        close(
+            open(at("home/.claude-profiles/work/.sandbox"), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
         put(at("home/.claude-profiles/work/settings.json"),
             "{\"permissions\": {\"deny\": [\"Bash(sudo x)\", \"WebFetch\"]}}");
         mkdir(at("data"), 0700);

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "policy/profile.h"
 #include "policy/worktree.h"
+#include "policy/stage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -287,8 +288,14 @@ static bool test_env_file_parsing_strips_quotes_and_comments(void)
             {"EMPTY", ""},
             {"KEY7", "\"x"},
             {"Q", "\""},
+            {"", "no name"},
             {"CRLF", "dos"},
             {"INNER", "say \"hi\""},
+            {"U1", "a"},
+            {"U2", "b"},
+            {"U3", "c"},
+            {"U4", "\xe2\x80\xa7 kept"},
+            {"BIN", "\xff\xfe"},
         };
         struct profile_config c = {0};
         struct profile p;
@@ -314,7 +321,12 @@ static bool test_env_file_parsing_strips_quotes_and_comments(void)
                                                              "Q=\"\n"
                                                              "=no name\n"
                                                              "CRLF=dos\r\n"
-                                                             "INNER=\"say \"hi\"\"");
+                                                             "INNER=\"say \"hi\"\"\n"
+                                                             /* U+2028 and U+0085 end lines, as
+                                                              * in Python's splitlines(). */
+                                                             "U1=a\xe2\x80\xa8U2=b\xc2\x85U3=c\n"
+                                                             "U4=\xe2\x80\xa7 kept\n"
+                                                             "BIN=\xff\xfe");
         if (profile_env_load(&p, &e, &err) < 0) {
                 ok = fail("%s", err.msg);
         } else if (e.n != sizeof(want) / sizeof(want[0])) {
@@ -679,6 +691,7 @@ static bool test_submodule_git_dirs_walk_skips_links(void)
 static bool test_ancestor_mcp_nearest_first_and_no_links(void)
 {
         struct worktree w = fake_tree(tpath("a/b/c/d"));
+        struct stage_warnings warn = {0};
         struct cs_error err = {0};
         char **got = NULL;
         size_t n = 0, mine = 0;
@@ -690,8 +703,12 @@ static bool test_ancestor_mcp_nearest_first_and_no_links(void)
                "mkdir '%s/.mcp.json'",
                T, T, T, T, T, T, T) != 0)
                 return fail("set-up failed");
-        if (worktree_ancestor_mcp(&w, &got, &n, &err) < 0)
+        if (worktree_ancestor_mcp(&w, &got, &n, &warn, &err) < 0)
                 return fail("%s", err.msg);
+        /* The linked one is named, not followed. */
+        if (warn.n != 1 || !strstr(warn.msgs[0], "a/b/.mcp.json is a symlink"))
+                return fail("no warning for the linked .mcp.json");
+        stage_warnings_free(&warn);
         /* Files above T (/tmp/.mcp.json, /.mcp.json) are the host's; only count ours. */
         while (mine < n && strncmp(got[mine], T, strlen(T)) == 0)
                 mine++;
