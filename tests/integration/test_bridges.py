@@ -6,11 +6,12 @@ import os
 import signal
 import subprocess
 
+
 import pytest
 
 from conftest import CSANDBOX, TIMEOUT, wait_until
-from test_run import (HOME_IN, Profiles, binds, env_of, git, import_busybox_image,
-                      shell_claude)
+from test_run import (HOME_IN, Profiles, agent, binds, env_of, git,  # noqa: F401 (agent)
+                      import_busybox_image, shell_claude)
 
 
 @pytest.fixture
@@ -137,6 +138,7 @@ case "$*" in
   "--type image/png") printf '\\211PNG\\r\\n\\032\\n\\000\\377' ;;
   "--no-newline") printf 'copied text' ;;
   "--primary --no-newline") printf 'primary text' ;;
+  "--type text/slow") exec sleep 60 ;;
   *) echo "Nothing is copied" >&2; exit 1 ;;
 esac
 """)
@@ -209,6 +211,17 @@ PY
     assert answers[3] == "ERR request too long"
     assert answers[4] == "ERR too many arguments"
     assert log.read_text().splitlines() == ["--list-types"]
+
+
+def test_clipboard_hung_wl_paste_is_cut_at_the_timeout(profiles, tmp_path):
+    profiles.add()
+    env, log = _fake_wl_paste(profiles, tmp_path)
+    shell_claude(profiles, 'cd "$PWD"; wl-paste --type text/slow > out 2> err; echo $? > rc\n')
+    r = profiles.run(env=env, timeout=50)
+    assert r.returncode == 0, r.stderr
+    assert (profiles.project / "rc").read_text().strip() == "1"
+    assert "did not answer within 10 s" in (profiles.project / "err").read_text()
+    assert log.read_text().splitlines() == ["--type text/slow"]
 
 
 def test_clipboard_without_wl_paste_on_the_host_is_a_clear_error(profiles, tmp_path):
@@ -324,3 +337,61 @@ def test_exec_takes_the_same_limits_as_flags():
     r = subprocess.run([CSANDBOX, "exec", "--cpus", "lots", "--", "true"], capture_output=True,
                        text=True, timeout=TIMEOUT)
     assert r.returncode == 125 and "--cpus lots is not a number of CPUs" in r.stderr
+
+
+# --- git push over ssh through the forwarded agent ----------------------------------------
+
+TEST_HOST = os.environ.get("CSANDBOX_TEST_HOST")
+SSH_KEYS = "/run/csbt-ssh/keys"  # tests/testnet's sshd on the test host reads <user> here
+
+
+@pytest.fixture
+def ssh_remote(tmp_path, agent):
+    """A bare repository on the test host's sshd, the test user's key authorised there and
+    held only by the agent; the host key in the home's known_hosts, as after a first ssh."""
+    import getpass
+    user = getpass.getuser()
+    key = tmp_path / "id"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "csb-push", "-f",
+                    str(key)], check=True)
+    subprocess.run(["ssh-add", "-q", str(key)], env={"SSH_AUTH_SOCK": str(agent)}, check=True,
+                   capture_output=True)
+    os.unlink(key)  # from here on only the agent has it
+    authorized = os.path.join(SSH_KEYS, user)
+    with open(authorized, "w") as f:
+        f.write((tmp_path / "id.pub").read_text())
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    hostkey = open("/run/csbt-ssh/host_key.pub").read().split()
+    yield f"ssh://{user}@{TEST_HOST}{bare}", bare, f"{TEST_HOST} {hostkey[0]} {hostkey[1]}\n"
+    os.unlink(authorized)
+
+
+PUSH = """cd "$PWD"
+git -c user.name=S -c user.email=s@example.invalid commit -q --allow-empty -m from-inside
+for url; do :; done  # the last argument: claude's own come first
+git push -q "$url" HEAD:main > push.out 2>&1; echo $? > push.rc
+"""
+
+
+def test_git_push_over_ssh_from_inside_uses_the_forwarded_agent(profiles, agent, ssh_remote):
+    url, bare, known = ssh_remote
+    profiles.add()
+    with open(profiles.home / ".ssh" / "known_hosts", "a") as f:
+        f.write(known)
+    _repo(profiles)
+    shell_claude(profiles, PUSH)
+    env = profiles.env(SSH_AUTH_SOCK=str(agent), CLAUDE_PROFILE_SANDBOX_SSH_AGENT="1")
+    r = profiles.run(args=(url,), env=env)
+    assert r.returncode == 0, r.stderr
+    p = profiles.project
+    assert (p / "push.rc").read_text().strip() == "0", (p / "push.out").read_text()
+    log = subprocess.run(["git", "--git-dir", str(bare), "log", "--format=%s", "main"],
+                         capture_output=True, text=True, check=True).stdout
+    assert log.splitlines()[0] == "from-inside"
+    # Without the agent the same push has no key to offer, and is refused.
+    shell_claude(profiles, PUSH.replace("from-inside", "no-agent"))
+    r = profiles.run(args=(url,), env=profiles.env(SSH_AUTH_SOCK=str(agent)))
+    assert r.returncode == 0, r.stderr
+    assert (p / "push.rc").read_text().strip() != "0"
+    assert "Permission denied" in (p / "push.out").read_text()
