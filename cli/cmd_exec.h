@@ -11,3 +11,6 @@ struct cs_error;
  * gone. */
 int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *img, bool *ret_plan,
                bool *ret_help, struct cs_error *err);
+
+/* `csandbox exec ARGS`: the exit status. */
+int cmd_exec(int argc, char **argv);

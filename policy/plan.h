@@ -72,6 +72,15 @@ void plan_host_free(struct plan *p);
 int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error *err);
 int plan_shared_settings(struct plan *p, const struct plan_request *req, bool sandbox, char **ret,
                          bool *ret_loopback, struct cs_error *err);
+/* plan_session.c: claude's argv (§2.11), whether the session is in bypass-permissions
+ * mode, its environment (.env, GH_TOKEN, the forwarded names), and whether a name was
+ * forwarded from the host. */
+bool plan_info_only(const struct plan_request *req);
+bool plan_bypass(const struct plan_request *req);
+int plan_build_argv(struct plan *p, const struct plan_request *req, const char *shared,
+                    struct cs_error *err);
+int plan_add_env(struct plan *p, const struct plan_request *req, struct cs_error *err);
+bool plan_env_forwarded(const struct profile_config *c, const char *name);
 /* A .env name a launch can set; else a warning naming it (or the line with none). */
 bool plan_dotenv_name_ok(struct plan *p, const char *name, struct cs_error *err);
 /* The host launch as JSON for `plan` (values of .env redacted). */

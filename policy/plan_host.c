@@ -8,6 +8,7 @@
 #include "plan.h"
 
 #include "../common/cleanup.h"
+#include "../common/strv.h"
 #include "../common/error.h"
 #include "../common/path.h"
 
@@ -56,20 +57,6 @@ static int statusline_check(struct plan *p, const struct profile_config *c, stru
                           link, expected, expected, link);
 }
 
-static int env_push(struct plan *p, char *entry)
-{
-        char **v = realloc(p->host_env, (p->n_host_env + 2) * sizeof(*v));
-
-        if (!v || !entry) {
-                free(entry);
-                return -ENOMEM;
-        }
-        p->host_env = v;
-        p->host_env[p->n_host_env++] = entry;
-        p->host_env[p->n_host_env] = NULL;
-        return 0;
-}
-
 /* environ without `name`, as a new array's entries. */
 static int env_unset(struct plan *p, const char *name)
 {
@@ -92,7 +79,8 @@ static int env_set(struct plan *p, const char *name, const char *value)
         char *e;
 
         env_unset(p, name);
-        return asprintf(&e, "%s=%s", name, value) < 0 ? -ENOMEM : env_push(p, e);
+        return asprintf(&e, "%s=%s", name, value) < 0 ? -ENOMEM
+                                                      : strv_push(&p->host_env, &p->n_host_env, e);
 }
 
 int plan_host(struct plan *p, const struct plan_request *req, struct cs_error *err)
@@ -123,7 +111,7 @@ int plan_host(struct plan *p, const struct plan_request *req, struct cs_error *e
         if (r < 0)
                 goto out;
         for (char **e = environ; *e; e++)
-                if (env_push(p, strdup(*e)) < 0)
+                if (strv_push_dup(&p->host_env, &p->n_host_env, *e) < 0)
                         goto oom;
         if (env_set(p, "CLAUDE_CONFIG_DIR", p->profile.dir) < 0)
                 goto oom;

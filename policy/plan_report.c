@@ -6,6 +6,7 @@
 #include "trust.h"
 
 #include "../common/cleanup.h"
+#include "../common/strv.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../common/path.h"
@@ -59,15 +60,10 @@ static void trust_add_file(struct plan_trust *t, const char *kind, const char *d
 
 int plan_track_git_dir(struct plan *p, const char *git_dir)
 {
-        char **n = realloc(p->git_dirs, (p->n_git_dirs + 1) * sizeof(*n));
+        int r = strv_push_dup(&p->git_dirs, &p->n_git_dirs, git_dir);
 
-        if (!n)
-                return -ENOMEM;
-        p->git_dirs = n;
-        p->git_dirs[p->n_git_dirs] = strdup(git_dir);
-        if (!p->git_dirs[p->n_git_dirs])
-                return -ENOMEM;
-        p->n_git_dirs++;
+        if (r < 0)
+                return r;
         return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "stage_util.h"
 
 #include "common/cleanup.h"
+#include "common/strv.h"
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/path.h"
@@ -50,22 +51,15 @@ void stage_warnings_free(struct stage_warnings *w)
 
 int stage_warn(struct stage_warnings *w, struct cs_error *err, const char *fmt, ...)
 {
-        char *msg = NULL, **msgs;
+        char *msg = NULL;
         va_list ap;
         int r;
 
         va_start(ap, fmt);
         r = vasprintf(&msg, fmt, ap);
         va_end(ap);
-        if (r < 0)
+        if (r < 0 || strv_push(&w->msgs, &w->n, msg) < 0)
                 return cs_error_set(err, ENOMEM, "record a warning");
-        msgs = realloc(w->msgs, (w->n + 1) * sizeof(*msgs));
-        if (!msgs) {
-                free(msg);
-                return cs_error_set(err, ENOMEM, "record a warning");
-        }
-        msgs[w->n++] = msg;
-        w->msgs = msgs;
         return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "worktree.h"
 
 #include "../common/cleanup.h"
+#include "../common/strv.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../common/resolve.h"
@@ -42,21 +43,17 @@
 static void trust_add_text(struct plan_trust *t, const char *kind, const char *name,
                            const char *value)
 {
-        char **n = realloc(t->items, (t->n + 1) * sizeof(*n));
-        size_t fields;
+        size_t fields = strlen(kind) + 1 + strlen(name);
+        char *item;
 
-        if (n) {
-                t->items = n;
-                if (asprintf(&t->items[t->n], "%s\t%s\t%s", kind, name, value ? value : "") >= 0) {
-                        /* Kind and name come from the session's files: a tab in them would
-                         * shift the fields the report splits to show them. */
-                        fields = strlen(kind) + 1 + strlen(name);
-                        for (char *c = t->items[t->n]; c < t->items[t->n] + fields; c++)
-                                if (*c == '\t' && c != t->items[t->n] + strlen(kind))
-                                        *c = '?';
-                        t->n++;
-                }
-        }
+        if (asprintf(&item, "%s\t%s\t%s", kind, name, value ? value : "") < 0)
+                return;
+        /* Kind and name come from the session's files: a tab in them would shift the fields
+         * the report splits to show them. */
+        for (char *c = item; c < item + fields; c++)
+                if (*c == '\t' && c != item + strlen(kind))
+                        *c = '?';
+        (void)strv_push(&t->items, &t->n, item); /* dropped on ENOMEM: as if unchanged */
 }
 
 void trust_add(struct plan_trust *t, const char *kind, const char *name, const cJSON *value)

@@ -8,6 +8,7 @@
 #include "worktree.h"
 
 #include "../common/cleanup.h"
+#include "../common/strv.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../common/resolve.h"
@@ -29,23 +30,6 @@
 #include <unistd.h>
 
 #define SETTINGS_FILE_MAX (4u << 20)
-
-static int list_add_unique(char ***list, size_t *n, const char *s)
-{
-        char **nl;
-
-        for (size_t i = 0; i < *n; i++)
-                if (strcmp((*list)[i], s) == 0)
-                        return 0;
-        nl = realloc(*list, (*n + 1) * sizeof(*nl));
-        if (!nl)
-                return -ENOMEM;
-        *list = nl;
-        if (!(nl[*n] = strdup(s)))
-                return -ENOMEM;
-        (*n)++;
-        return 1;
-}
 
 /* A read-only bind of base/rel over itself (base_fd: base, verified), unless something is
  * mounted at dest already. The source is opened once beneath base_fd, like every bind. */
@@ -118,8 +102,8 @@ static int protect_path(struct protect_ctx *x, char *path, struct cs_error *err)
         if (!rel)
                 return 0;
         base = in_profile ? x->p->dir_fd : x->root_fd;
-        r = in_profile ? list_add_unique(&x->w->profile_files, &x->w->n_profile_files, rel)
-                       : list_add_unique(&x->w->tree_files, &x->w->n_tree_files, rel);
+        r = in_profile ? strv_add_unique(&x->w->profile_files, &x->w->n_profile_files, rel)
+                       : strv_add_unique(&x->w->tree_files, &x->w->n_tree_files, rel);
         if (r < 0)
                 return cs_error_set(err, ENOMEM, "watch %s", path);
         {
@@ -321,12 +305,12 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
                 free(w->git_dir);
                 w->git_dir = NULL;
         }
-        if (list_add_unique(&w->tree_files, &w->n_tree_files, ".claude/settings.json") < 0)
+        if (strv_add_unique(&w->tree_files, &w->n_tree_files, ".claude/settings.json") < 0)
                 return cs_error_set(err, ENOMEM, "watch %s", wt->root);
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && r >= 0; i++) {
                 struct stat st;
 
-                if (list_add_unique(&w->profile_files, &w->n_profile_files, fixed[i]) < 0)
+                if (strv_add_unique(&w->profile_files, &w->n_profile_files, fixed[i]) < 0)
                         return cs_error_set(err, ENOMEM, "watch %s", fixed[i]);
                 if (i < 3 && fstatat(p->dir_fd, fixed[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                     (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))

@@ -3,6 +3,7 @@
 #include "stage.h"
 
 #include "../common/cleanup.h"
+#include "../common/strv.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../common/path.h"
@@ -230,22 +231,16 @@ static int dir_names(int dir_fd, const char *path, char ***ret, size_t *ret_n,
                 return cs_error_set(err, errno, "read %s", path);
         }
         while ((errno = 0, de = readdir(d))) {
-                char **nn;
-
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
                 if (++w->entries > MODULES_ENTRY_MAX) {
                         errno = E2BIG;
                         break;
                 }
-                nn = realloc(names, (n + 1) * sizeof(*nn));
-                if (!nn || !(nn[n] = strdup(de->d_name))) {
-                        names = nn ? nn : names;
+                if (strv_push_dup(&names, &n, de->d_name) < 0) {
                         errno = ENOMEM;
                         break;
                 }
-                names = nn;
-                n++;
         }
         if (errno) {
                 int e = errno;
@@ -605,12 +600,8 @@ int worktree_ancestor_mcp(const struct worktree *w, char ***ret, size_t *ret_n,
                         goto oom;
                 if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
                         continue;
-                char **nf = realloc(found, (n + 1) * sizeof(*nf));
-
-                if (!nf)
+                if (strv_push(&found, &n, cs_take_ptr(&path)) < 0)
                         goto oom;
-                found = nf;
-                found[n++] = cs_take_ptr(&path);
         }
         *ret = found;
         *ret_n = n;

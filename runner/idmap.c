@@ -74,13 +74,14 @@ static int subid_find(const char *file, uid_t id, struct subid_range *ret, struc
                              pw ? pw->pw_name : idstr);
 }
 
-static const char *helper_path(const char *name)
+/* newuidmap/newgidmap from the system's own dirs (never PATH: they are setuid), into path;
+ * NULL when missing. */
+static const char *helper_path(const char *name, char path[static 64])
 {
         static const char *const dirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin"};
-        static char path[64];
 
         for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-                snprintf(path, sizeof(path), "%s/%s", dirs[i], name);
+                snprintf(path, 64, "%s/%s", dirs[i], name);
                 if (access(path, X_OK) == 0)
                         return path;
         }
@@ -144,7 +145,8 @@ static bool cap_in_bounding_set(int cap)
  * read. Returns < 0 with err set when one applies. */
 static int range_blocked(const struct subid_range *sub, const char *map, struct cs_error *err)
 {
-        const char *helper = helper_path("newuidmap");
+        char buf[64];
+        const char *helper = helper_path("newuidmap", buf);
         unsigned long total;
         struct statvfs sv;
 
@@ -189,11 +191,12 @@ static int range_blocked(const struct subid_range *sub, const char *map, struct 
 int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err)
 {
         struct subid_range r;
+        char buf[64];
         int ret;
 
         if (!s->map_range)
                 return 0;
-        if (!helper_path("newuidmap") || !helper_path("newgidmap"))
+        if (!helper_path("newuidmap", buf) || !helper_path("newgidmap", buf))
                 return cs_error_setx(err, ENOENT,
                                      "--map-range needs newuidmap and newgidmap, which are not "
                                      "installed: install the uidmap package, or drop --map-range");
@@ -233,7 +236,8 @@ static int range_map_args(unsigned inside, unsigned long host, const struct subi
 static int run_map_helper(const char *name, pid_t child, const unsigned long *v, int n,
                           struct cs_error *err)
 {
-        const char *path = helper_path(name);
+        char buf[64];
+        const char *path = helper_path(name, buf);
         char args[10][32];
         char *argv[12];
         pid_t pid;

@@ -165,22 +165,19 @@ static int submounts_clone(int dir, struct submount **ret, size_t *ret_n, const 
 static int overlay_dir(int dir, const struct stat *sb, uint64_t attrs, const char *dest,
                        int *ret_fd, struct cs_error *err)
 {
-        char lower[64], upper[64], work[64];
+        char stage[64] = STAGE "/ovlXXXXXX", lower[64], upper[80], work[80];
         const char *opts[] = {"lowerdir", lower,       "upperdir", upper, "workdir",
                               work,       "userxattr", NULL,       NULL,  NULL};
-        static unsigned n; /* staging dirs made, refused overlays' included */
         struct submount *subs = NULL;
         size_t n_subs = 0;
         _cleanup_close_ int m = -1;
         int r;
 
-        n++;
-        snprintf(upper, sizeof(upper), STAGE "/ovl%u", n);
-        r = mnt_mkdir_stage(upper, 0700, err);
-        if (r < 0)
-                return r;
-        snprintf(upper, sizeof(upper), STAGE "/ovl%u/upper", n);
-        snprintf(work, sizeof(work), STAGE "/ovl%u/work", n);
+        /* A staging dir of its own (0700), also for an overlay the kernel then refuses. */
+        if (!mkdtemp(stage))
+                return cs_error_set(err, errno, "create a staging dir in " STAGE);
+        snprintf(upper, sizeof(upper), "%s/upper", stage);
+        snprintf(work, sizeof(work), "%s/work", stage);
         snprintf(lower, sizeof(lower), "/proc/self/fd/%d", dir);
         r = mnt_mkdir_stage(upper, 0700, err);
         if (r >= 0)

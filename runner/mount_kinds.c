@@ -150,7 +150,6 @@ static int proc_bind(int *ret)
 int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error *err)
 {
         static const char *const empty[] = {"mode", "0555", "size", "4k", NULL, NULL};
-        static bool warned;
         _cleanup_close_ int m = -1;
         int r;
 
@@ -186,14 +185,11 @@ int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error 
                 r = proc_bind(&m);
                 if (r < 0)
                         return cs_error_set(err, -r, "bind the existing /proc on %s", dest);
-                if (!warned)
-                        fprintf(stderr,
-                                "csandbox: the kernel refused a fresh /proc (the outer /proc has "
+                fprintf(stderr, "csandbox: the kernel refused a fresh /proc (the outer /proc has "
                                 "overmounts, as container engines make); binding the existing "
                                 "/proc read-only instead, so it shows the outer pid namespace "
                                 "(--proc=fresh refuses to launch instead, --proc=none gives an "
                                 "empty /proc)\n");
-                warned = true;
         } else if (r < 0) {
                 return cs_error_set(err, -r, "mount proc on %s", dest);
         }

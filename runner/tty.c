@@ -513,18 +513,20 @@ static void relay_finish(struct relay *r)
 
 int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, struct cs_error *err)
 {
-        static struct relay r; /* 68 KiB: off the stack; one session per process */
+        /* 68 KiB of buffers: on the heap, not the stack. */
+        _cleanup_free_ struct relay *r = calloc(1, sizeof(*r));
         int e;
 
-        memset(&r, 0, sizeof(r));
-        r.t = t;
-        r.pid = pid;
-        r.master = -1;
-        r.in_open = t->in_fd >= 0;
-        ttymodes_init(&r.modes);
-        relay_open_out(&r);
+        if (!r)
+                return cs_error_set(err, ENOMEM, "supervise the sandbox");
+        r->t = t;
+        r->pid = pid;
+        r->master = -1;
+        r->in_open = t->in_fd >= 0;
+        ttymodes_init(&r->modes);
+        relay_open_out(r);
 
-        while (!r.exited) {
+        while (!r->exited) {
                 struct pollfd p[5];
                 int i_in = -1, i_pty = -1, i_out = -1, i_ctl = -1, n = 0;
                 short pty_events = 0;
@@ -534,25 +536,25 @@ int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, stru
                         i_ctl = n;
                         p[n++] = (struct pollfd){.fd = t->ctl[0], .events = POLLIN};
                 }
-                if (r.pty_open) {
-                        if (r.in_open && r.fg && r.in_len < sizeof(r.in_buf)) {
+                if (r->pty_open) {
+                        if (r->in_open && r->fg && r->in_len < sizeof(r->in_buf)) {
                                 i_in = n;
                                 p[n++] = (struct pollfd){.fd = t->in_fd, .events = POLLIN};
                         }
                         /* Read the pty only while there is room: a payload writing faster
                          * than the terminal reads blocks in its write. */
-                        if (r.out_len < sizeof(r.out_buf))
+                        if (r->out_len < sizeof(r->out_buf))
                                 pty_events |= POLLIN;
-                        if (r.in_len)
+                        if (r->in_len)
                                 pty_events |= POLLOUT;
                         if (pty_events) {
                                 i_pty = n;
-                                p[n++] = (struct pollfd){.fd = r.master, .events = pty_events};
+                                p[n++] = (struct pollfd){.fd = r->master, .events = pty_events};
                         }
                 }
-                if (r.out_open && r.out_len) {
+                if (r->out_open && r->out_len) {
                         i_out = n;
-                        p[n++] = (struct pollfd){.fd = r.out, .events = POLLOUT};
+                        p[n++] = (struct pollfd){.fd = r->out, .events = POLLOUT};
                 }
                 if (poll(p, (nfds_t)n, -1) < 0) {
                         if (errno == EINTR)
@@ -561,19 +563,19 @@ int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, stru
                         goto fail;
                 }
                 if (i_ctl >= 0 && p[i_ctl].revents)
-                        ctl_read(&r);
+                        ctl_read(r);
                 /* What was just read is written at once (all fds but the caller's input
                  * are non-blocking): a poll round trip per chunk halves throughput. */
-                if (i_in >= 0 && p[i_in].revents && r.in_open)
-                        in_read(&r);
-                if (i_pty >= 0 && r.master >= 0 && r.pty_open &&
+                if (i_in >= 0 && p[i_in].revents && r->in_open)
+                        in_read(r);
+                if (i_pty >= 0 && r->master >= 0 && r->pty_open &&
                     (p[i_pty].revents & (POLLIN | POLLHUP | POLLERR)))
-                        while (pty_read(&r) > 0 && r.out_len < sizeof(r.out_buf))
+                        while (pty_read(r) > 0 && r->out_len < sizeof(r->out_buf))
                                 ;
-                if (r.in_len && r.master >= 0 && r.pty_open)
-                        pty_write(&r);
-                if (r.out_len && r.out_open && (i_out < 0 || p[i_out].revents || r.own_out >= 0))
-                        out_write(&r);
+                if (r->in_len && r->master >= 0 && r->pty_open)
+                        pty_write(r);
+                if (r->out_len && r->out_open && (i_out < 0 || p[i_out].revents || r->own_out >= 0))
+                        out_write(r);
                 if (p[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
                         ssize_t got = read(sfd, &si, sizeof(si));
@@ -584,15 +586,15 @@ int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, stru
                                 e = got < 0 ? errno : EIO;
                                 goto fail;
                         }
-                        on_signal(&r, &si);
+                        on_signal(r, &si);
                 }
         }
-        relay_finish(&r);
-        *ret_wstatus = r.wstatus;
+        relay_finish(r);
+        *ret_wstatus = r->wstatus;
         return 0;
 fail:
         kill(pid, SIGKILL);
-        waitpid(pid, &r.wstatus, 0);
-        relay_finish(&r);
+        waitpid(pid, &r->wstatus, 0);
+        relay_finish(r);
         return cs_error_set(err, e, "supervise the sandbox");
 }

@@ -89,20 +89,6 @@ static void scenario_teardown(void)
         sh("rm -rf '%s'", T);
 }
 
-static void run(const char *name, bool (*test)(void))
-{
-        why[0] = '\0';
-        scenario_setup();
-        if (test()) {
-                printf("ok %s\n", name);
-        } else {
-                printf("FAIL %s: %s\n", name, why);
-                failures++;
-        }
-        scenario_teardown();
-}
-#define RUN(t) run(#t, t)
-
 static bool write_file(const char *path, const char *content)
 {
         FILE *f = fopen(path, "w");
@@ -725,6 +711,8 @@ static bool test_ancestor_mcp_nearest_first_and_no_links(void)
 
 int main(void)
 {
+        check_setup = scenario_setup;
+        check_teardown = scenario_teardown;
         RUN(test_empty_env_value_is_unset);
         RUN(test_sandbox_override_parses_bool_strings);
         RUN(test_bad_override_names_variable);

@@ -29,18 +29,6 @@
 #define CHILD_LOAD_FAILED 255
 #define CHILD_SIGNALED    1000
 
-static void run(const char *name, bool (*test)(void))
-{
-        why[0] = '\0';
-        if (test()) {
-                printf("ok %s%s%s\n", name, why[0] ? " # " : "", why);
-        } else {
-                printf("FAIL %s: %s\n", name, why);
-                failures++;
-        }
-}
-#define RUN(t) run(#t, t)
-
 struct call {
         long nr;
         unsigned long a[6];
