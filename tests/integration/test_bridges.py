@@ -395,3 +395,57 @@ def test_git_push_over_ssh_from_inside_uses_the_forwarded_agent(profiles, agent,
     assert r.returncode == 0, r.stderr
     assert (p / "push.rc").read_text().strip() != "0"
     assert "Permission denied" in (p / "push.out").read_text()
+
+
+CGROUP2_VIEW = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+uid, gid = os.getuid(), os.getgid()
+# A user, mount and cgroup namespace of the test's own, with a cgroup v2 at /sys/fs/cgroup:
+# what a machine with the unified layout shows csandbox (this host keeps v1 controllers).
+if libc.unshare(0x10000000 | 0x20000 | 0x02000000) != 0:
+    sys.exit("unshare: %s" % os.strerror(ctypes.get_errno()))
+open("/proc/self/setgroups", "w").write("deny")
+open("/proc/self/uid_map", "w").write(f"{uid} {uid} 1")
+open("/proc/self/gid_map", "w").write(f"{gid} {gid} 1")
+for args in ((b"none", b"/", None, 0x4000 | 0x40000, None),
+             (b"cgroup2", b"/sys/fs/cgroup", b"cgroup2", 0, None)):
+    if libc.mount(*args) != 0:
+        sys.exit("mount: %s" % os.strerror(ctypes.get_errno()))
+os.execvp(sys.argv[1], sys.argv[1:])
+"""
+
+
+def test_limits_ask_the_user_manager_for_a_scope_holding_csandbox(profiles, tmp_path):
+    """On a cgroup v2 machine csandbox asks systemd (busctl --user) for a transient scope
+    with MemoryMax and the CPU quota, holding its own pid. The busctl here records the
+    request and does nothing, so csandbox also says the move did not happen."""
+    profiles.add()
+    d = tmp_path / "busbin"
+    d.mkdir()
+    log = tmp_path / "busctl.log"
+    (d / "busctl").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {log}\n')
+    (d / "busctl").chmod(0o755)
+    wrapper = tmp_path / "cgroup2_view.py"
+    wrapper.write_text(CGROUP2_VIEW)
+    env = profiles.env(PATH=f"{d}:{os.environ['PATH']}", DBUS_SESSION_BUS_ADDRESS="unix:path=/x",
+                       CLAUDE_PROFILE_SANDBOX_RAM_MIB="2048", CLAUDE_PROFILE_SANDBOX_CPUS="1.5")
+    # `--version` alone starts claude with no network: pasta is beside the point here.
+    r = subprocess.run(["python3", str(wrapper), CSANDBOX, "run", "work", "--", "--version"],
+                       cwd=str(profiles.project), env=env, capture_output=True, text=True,
+                       timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    args = log.read_text().split("\n")
+    assert args[:8] == ["--user", "--quiet", "call", "org.freedesktop.systemd1",
+                        "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                        "StartTransientUnit", "ssa(sv)a(sa(sv))"]
+    unit, mode, nprops = args[8:11]
+    pid = unit[len("csandbox-"):-len(".scope")]
+    assert unit.startswith("csandbox-") and unit.endswith(".scope") and pid.isdigit()
+    assert (mode, nprops) == ("fail", "4")
+    props = args[11:]
+    assert props[:4] == ["PIDs", "au", "1", pid], "csandbox's own pid goes into the scope"
+    assert props[4:7] == ["MemoryMax", "t", str(2048 << 20)]
+    assert props[7:10] == ["CPUQuotaPerSecUSec", "t", "1500000"]
+    assert props[10:13] == ["CollectMode", "s", "inactive-or-failed"]
+    assert "did not move csandbox into it" in r.stderr
