@@ -56,10 +56,46 @@ int mnt_mkdir_stage(const char *path, mode_t mode, struct cs_error *err)
         return 0;
 }
 
+int mnt_fail(struct cs_error *err, enum mnt_result result, int errnum, const char *dest,
+             const char *source)
+{
+        static const struct {
+                int errnum;      /* when the step has no errno of its own */
+                const char *fmt; /* %1$s: the destination, %2$s: the source */
+        } text[] = {
+            [MNT_SOURCE_GONE] = {ENOENT, "bind %1$s: find the source %2$s again in the "
+                                         "sandbox's mount namespace (it changed since it was "
+                                         "checked: launch again)"},
+            [MNT_SOURCE_SWAPPED] = {ESTALE, "bind %1$s: the source %2$s was replaced between "
+                                            "its check and the mount (something swapped it, or "
+                                            "a directory on its way); refusing to mount what "
+                                            "was not checked. Launch again"},
+            [MNT_SOURCE_CLONE] = {EINVAL, "bind %1$s: clone the mount of %2$s"},
+            [MNT_SOURCE_REPLACED_GONE] = {ENOENT, "bind %1$s: %2$s was replaced and its "
+                                                  "successor is gone; launch again"},
+            [MNT_TARGET_NOT_DIR] = {ENOTDIR, "%1$s is not a directory inside the sandbox, but "
+                                             "%2$s is"},
+            [MNT_TARGET_IS_DIR] = {EISDIR, "%1$s is a directory inside the sandbox, but %2$s "
+                                           "is a file"},
+            [MNT_TARGET_STAT] = {EIO, "stat %1$s"},
+            [MNT_ATTACH] = {EINVAL, "mount %2$s on %1$s"},
+        };
+        int e = errnum ? errnum : text[result].errnum;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+        if (errnum)
+                cs_error_set(err, e, text[result].fmt, dest, source ? source : "the mount");
+        else
+                cs_error_setx(err, e, text[result].fmt, dest, source ? source : "the mount");
+#pragma GCC diagnostic pop
+        return -e;
+}
+
 int mnt_attach(int tree, int dst, const char *what, const char *dest, struct cs_error *err)
 {
         if (move_mount(tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-                return cs_error_set(err, errno, "mount %s on %s", what, dest);
+                return mnt_fail(err, MNT_ATTACH, errno, dest, what);
         return 0;
 }
 

@@ -76,24 +76,14 @@ static int bind_source_clone(int dirfd, const char *path, const struct spec_moun
         if (src < 0 && errno == ENOENT && (m->flags & SPEC_MOUNT_OPTIONAL))
                 return 0;
         if (src < 0 && errno == ESTALE)
-                return cs_error_setx(err, ESTALE,
-                                     "bind %s: the source %s was replaced between its check and "
-                                     "the mount (something swapped it, or a directory on its "
-                                     "way); refusing to mount what was not checked. Launch "
-                                     "again",
-                                     m->dest, m->source);
+                return mnt_fail(err, MNT_SOURCE_SWAPPED, 0, m->dest, m->source);
         if (src < 0)
-                return cs_error_set(err, errno,
-                                    "bind %s: find the source %s (%s) again in the sandbox's "
-                                    "mount namespace (it changed since it was checked: launch "
-                                    "again)",
-                                    m->dest, m->source, m->source_real);
+                return mnt_fail(err, MNT_SOURCE_GONE, errno, m->dest, m->source);
         if (m->flags & SPEC_MOUNT_RO)
                 attrs |= MOUNT_ATTR_RDONLY;
         tree = mnt_clone_tree(src, "", AT_EMPTY_PATH, true, attrs);
         if (tree < 0)
-                return cs_error_set(err, -tree, "bind %s: clone the mount of %s", m->dest,
-                                    m->source);
+                return mnt_fail(err, MNT_SOURCE_CLONE, -tree, m->dest, m->source);
         *ret_tree = tree;
         *ret_is_dir = S_ISDIR(sb.st_mode);
         return 0;
@@ -336,15 +326,11 @@ static int type_check(int dst, bool want_dir, const char *dest, const char *sour
         struct stat sb;
 
         if (fstat(dst, &sb) < 0)
-                return cs_error_set(err, errno, "stat %s", dest);
+                return mnt_fail(err, MNT_TARGET_STAT, errno, dest, source);
         if (want_dir && !S_ISDIR(sb.st_mode))
-                return cs_error_setx(err, ENOTDIR,
-                                     "%s is not a directory inside the sandbox, but %s is", dest,
-                                     source ? source : "the mount");
+                return mnt_fail(err, MNT_TARGET_NOT_DIR, 0, dest, source);
         if (!want_dir && S_ISDIR(sb.st_mode))
-                return cs_error_setx(err, EISDIR,
-                                     "%s is a directory inside the sandbox, but %s is a file", dest,
-                                     source ? source : "the mount");
+                return mnt_fail(err, MNT_TARGET_IS_DIR, 0, dest, source);
         return 0;
 }
 
@@ -383,7 +369,8 @@ static int mount_one(struct mnt_state *st, const struct sandbox_spec *s, size_t 
                                               &is_dir, err);
                         if (r < 0 || st->bind_trees[i] < 0 || is_dir)
                                 return r < 0 ? r
-                                             : cs_error_setx(err, ENOENT, "%s is gone", m->source);
+                                             : mnt_fail(err, MNT_SOURCE_REPLACED_GONE, 0, m->dest,
+                                                        m->source);
                         r = mnt_attach(st->bind_trees[i], dst, m->source, m->dest, err);
                 }
                 close(st->bind_trees[i]);

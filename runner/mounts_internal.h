@@ -14,6 +14,24 @@ struct cs_error;
 #define STAGE_FILES STAGE "/files"
 
 enum want { WANT_DIR, WANT_FILE, WANT_PARENT };
+
+/* How a mount of the spec failed (bubblewrap's bind_mount_result, as csandbox's steps
+ * are): the result and the failing path travel together, and mnt_fail turns them into the
+ * one text each has. */
+enum mnt_result {
+        MNT_SOURCE_GONE,          /* the source is not there any more, in our mount namespace */
+        MNT_SOURCE_SWAPPED,       /* found, but not the object that was opened and checked */
+        MNT_SOURCE_CLONE,         /* the kernel refused to clone the source's mount */
+        MNT_SOURCE_REPLACED_GONE, /* a file replaced by rename since, and its successor gone */
+        MNT_TARGET_NOT_DIR,       /* the destination is not a directory, the source is */
+        MNT_TARGET_IS_DIR,        /* the destination is a directory, the source a file */
+        MNT_TARGET_STAT,          /* the destination cannot be examined */
+        MNT_ATTACH,               /* the kernel refused to attach the mount at the destination */
+};
+/* err from result (errnum: the errno, or 0), naming m's destination and source (or what,
+ * for a mount without one). Returns -errnum (or the result's own errno). */
+int mnt_fail(struct cs_error *err, enum mnt_result result, int errnum, const char *dest,
+             const char *source);
 enum make { MAKE_DIR, MAKE_FILE, MAKE_SYMLINK };
 
 #define N_DEV_NODES 6
