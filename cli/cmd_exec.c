@@ -235,7 +235,7 @@ static int read_env_file(struct sandbox_spec *s, const char *path, struct cs_err
 static int read_env_fd(struct sandbox_spec *s, const char *v, struct cs_error *err)
 {
         _cleanup_free_ char *buf = NULL;
-        unsigned fd;
+        unsigned fd = 0;
         size_t len;
         char what[64];
         int r;

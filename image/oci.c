@@ -251,7 +251,7 @@ int oci_index_select(const char *json, size_t len, const char *ref,
         const cJSON *manifests, *d, *found = NULL;
         char seen[512] = "";
         size_t seen_len = 0;
-        int64_t size;
+        int64_t size = 0;
         int r;
 
         r = json_parse(json, len, "index.json", &j, err);
@@ -324,7 +324,7 @@ int oci_index_select(const char *json, size_t len, const char *ref,
                 if (name && !(*ret_ref_name = strdup(name)))
                         return cs_error_set(err, ENOMEM, "image index");
         }
-        snprintf(ret_digest, OCI_DIGEST_LEN + 1, "%s", json_string(found, "digest"));
+        snprintf(ret_digest, OCI_DIGEST_LEN + 1, "%s", json_string(found, "digest") ?: "");
         *ret_size = size;
         return 0;
 }
@@ -409,11 +409,11 @@ int oci_manifest_parse(const char *json, size_t len, size_t max_layers, struct o
                 if (r < 0)
                         return r;
                 snprintf(layers[i].digest, sizeof(layers[i].digest), "%s",
-                         json_string(d, "digest"));
+                         json_string(d, "digest") ?: "");
                 i++;
         }
         snprintf(ret->config_digest, sizeof(ret->config_digest), "%s",
-                 json_string(config, "digest"));
+                 json_string(config, "digest") ?: "");
         ret->layers = cs_take_ptr(&layers);
         ret->n_layers = n;
         return 0;

@@ -186,7 +186,7 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
 
         v = setting_get("CLAUDE_PROFILE_SANDBOX");
         if (v) {
-                bool on;
+                bool on = false;
 
                 r = bool_parse("CLAUDE_PROFILE_SANDBOX", v, &on, err);
                 if (r < 0) {

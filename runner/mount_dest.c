@@ -51,7 +51,7 @@ static int mount_id_of(int fd, uint64_t *ret)
 
 void mnt_scratch_add(struct mnt_state *st, int fd)
 {
-        uint64_t id;
+        uint64_t id = 0;
 
         if (st->n_scratch < sizeof(st->scratch) / sizeof(st->scratch[0]) &&
             mount_id_of(fd, &id) == 0)
@@ -60,7 +60,7 @@ void mnt_scratch_add(struct mnt_state *st, int fd)
 
 static bool scratch_has(struct mnt_state *st, int fd)
 {
-        uint64_t id;
+        uint64_t id = 0;
 
         if (mount_id_of(fd, &id) < 0)
                 return false;
@@ -141,7 +141,7 @@ int mnt_make_entry(int parent, const char *name, enum make what, const char *tar
 static int mount_root_of(int fd)
 {
         int cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        uint64_t id, pid;
+        uint64_t id = 0, pid = 0;
 
         if (cur < 0 || mount_id_of(cur, &id) < 0)
                 goto fail;
