@@ -1,4 +1,4 @@
-#include "layer.h"
+#include "layer-private.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -18,45 +18,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define IO_BUF (256u << 10)
-
-/* What the image says about one path; the tree on disk is owned by the caller. */
-struct meta_rec {
-        char *path;
-        uint32_t uid, gid, mode;
-        uint32_t layer; /* the layer that last created it: whiteouts only hide lower layers */
-        int64_t mtime_sec;
-        int32_t mtime_nsec;
-        bool mtime_set;
-};
-
-struct layer_tree {
-        int root_fd;
-        struct layer_limits lim;
-        struct layer_stats stats;
-        uint64_t stream_total; /* uncompressed bytes over all layers, against lim.max_size */
-        uint32_t layer;
-        struct meta_rec *slots;
-        size_t cap, n;
-        /* The parent directory of the previous entry: tars list siblings together. */
-        char *cache_path;
-        int cache_fd;
-        char *buf;
-};
-
-/* The decompression pipeline: blob bytes -> libarchive raw format (gunzip/unzstd) ->
- * hashed and counted -> libarchive tar reader. */
-struct layer_pipe {
-        layer_read_fn read;
-        void *opaque;
-        struct cs_error *err;
-        bool input_failed, limit_hit, raw_eof;
-        struct archive *raw;
-        EVP_MD_CTX *md;
-        uint64_t bytes, budget;
-        unsigned char inbuf[IO_BUF];
-};
-
 /* ---- the ownership table: path -> what the image recorded ---- */
 
 static uint64_t path_hash(const char *s)
@@ -68,7 +29,7 @@ static uint64_t path_hash(const char *s)
         return h;
 }
 
-static struct meta_rec *meta_find(struct layer_tree *t, const char *path)
+struct meta_rec *meta_find(struct layer_tree *t, const char *path)
 {
         size_t i;
 
@@ -154,7 +115,7 @@ int layer_tree_new(int root_fd, const struct layer_limits *lim, struct layer_tre
         return 0;
 }
 
-static void cache_drop(struct layer_tree *t)
+void cache_drop(struct layer_tree *t)
 {
         if (t->cache_fd >= 0)
                 close(t->cache_fd);
@@ -461,8 +422,8 @@ static int apply_whiteout(struct layer_tree *t, const char *parent, const char *
         return r < 0 ? cs_error_wrap(err, "whiteout `%s`", shown) : 0;
 }
 
-static int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e,
-                       struct cs_error *err)
+int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e,
+                struct cs_error *err)
 {
         _cleanup_free_ char *rel = NULL, *key = NULL;
         const char *name = archive_entry_pathname(e);
@@ -614,300 +575,4 @@ static int apply_entry(struct layer_tree *t, struct archive *a, struct archive_e
         if (r < 0)
                 return r;
         return meta_set(t, key, &rec, err);
-}
-
-static la_ssize_t raw_read_cb(struct archive *a, void *opaque, const void **buf)
-{
-        struct layer_pipe *p = opaque;
-        ssize_t n = p->read(p->opaque, p->inbuf, sizeof(p->inbuf), p->err);
-
-        if (n < 0) {
-                p->input_failed = true;
-                archive_set_error(a, EIO, "reading the blob failed");
-                return -1;
-        }
-        *buf = p->inbuf;
-        return n;
-}
-
-static la_ssize_t tar_read_cb(struct archive *a, void *opaque, const void **buf)
-{
-        struct layer_pipe *p = opaque;
-        size_t len;
-        la_int64_t off;
-        int r;
-
-        if (p->raw_eof)
-                return 0;
-        r = archive_read_data_block(p->raw, buf, &len, &off);
-        if (r == ARCHIVE_EOF) {
-                p->raw_eof = true;
-                return 0;
-        }
-        if (r < ARCHIVE_WARN) {
-                archive_set_error(a, EIO, "decompression failed");
-                return -1;
-        }
-        p->bytes += len;
-        if (p->bytes > p->budget) {
-                p->limit_hit = true;
-                archive_set_error(a, EFBIG, "over the size limit");
-                return -1;
-        }
-        EVP_DigestUpdate(p->md, *buf, len);
-        return (la_ssize_t)len;
-}
-
-static const char *compression_name(int c)
-{
-        return c == OCI_COMPRESSION_GZIP   ? "gzip"
-               : c == OCI_COMPRESSION_ZSTD ? "zstd"
-                                           : "uncompressed";
-}
-
-/* Turn a libarchive failure into the error that caused it: the blob read, the size limit,
- * or the archive's own complaint. */
-static int pipe_error(struct layer_tree *t, struct layer_pipe *p, struct archive *a,
-                      const char *what, const char *stage, struct cs_error *err)
-{
-        if (p->input_failed)
-                return cs_error_wrap(err, "%s", what);
-        if (p->limit_hit)
-                return cs_error_setx(err, EFBIG,
-                                     "%s expands beyond the limit of %llu unpacked bytes for the "
-                                     "image (a decompression bomb?); raise --max-size if the image "
-                                     "is really that large",
-                                     what, (unsigned long long)t->lim.max_size);
-        return cs_error_setx(err, EINVAL, "%s: %s: %s", what, stage,
-                             archive_error_string(a) ? archive_error_string(a) : "corrupt data");
-}
-
-int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_fn read,
-                void *opaque, unsigned char ret_diff_id[32], struct cs_error *err)
-{
-        struct layer_pipe *p = NULL;
-        struct archive *tar = NULL;
-        struct archive_entry *e;
-        unsigned int mdlen = 32;
-        int r, found;
-
-        if (t->layer + 1 > t->lim.max_layers)
-                return cs_error_setx(err, E2BIG,
-                                     "the image has more than %zu layers (--max-layers)",
-                                     t->lim.max_layers);
-        t->layer++;
-        cache_drop(t);
-        p = calloc(1, sizeof(*p));
-        if (!p || !(p->md = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(p->md, EVP_sha256(), NULL)) {
-                r = cs_error_set(err, ENOMEM, "%s", what);
-                goto out;
-        }
-        p->read = read;
-        p->opaque = opaque;
-        p->err = err;
-        p->budget = t->lim.max_size - t->stream_total;
-        p->raw = archive_read_new();
-        tar = archive_read_new();
-        if (!p->raw || !tar) {
-                r = cs_error_set(err, ENOMEM, "%s", what);
-                goto out;
-        }
-        archive_read_support_filter_gzip(p->raw);
-        archive_read_support_filter_zstd(p->raw);
-        archive_read_support_format_raw(p->raw);
-        if (archive_read_open(p->raw, p, NULL, raw_read_cb, NULL) != ARCHIVE_OK ||
-            archive_read_next_header(p->raw, &e) != ARCHIVE_OK) {
-                r = pipe_error(t, p, p->raw, what, "decompress", err);
-                goto out;
-        }
-        switch (archive_filter_code(p->raw, 0)) {
-        case ARCHIVE_FILTER_GZIP:
-                found = OCI_COMPRESSION_GZIP;
-                break;
-        case ARCHIVE_FILTER_ZSTD:
-                found = OCI_COMPRESSION_ZSTD;
-                break;
-        default:
-                found = OCI_COMPRESSION_NONE;
-        }
-        if (expect >= 0 && found != expect) {
-                r = cs_error_setx(err, EINVAL, "%s: the blob is %s but its media type says %s",
-                                  what, compression_name(found), compression_name(expect));
-                goto out;
-        }
-        archive_read_support_format_tar(tar);
-        if (archive_read_open(tar, p, NULL, tar_read_cb, NULL) != ARCHIVE_OK) {
-                r = pipe_error(t, p, tar, what, "read the tar", err);
-                goto out;
-        }
-        for (;;) {
-                r = archive_read_next_header(tar, &e);
-                if (r == ARCHIVE_EOF)
-                        break;
-                if (r < ARCHIVE_WARN) {
-                        r = pipe_error(t, p, tar, what, "read the tar", err);
-                        goto out;
-                }
-                r = apply_entry(t, tar, e, err);
-                if (r == -EIO) {
-                        r = pipe_error(t, p, tar, what, "read an entry's data", err);
-                        goto out;
-                }
-                if (r < 0) {
-                        r = cs_error_wrap(err, "%s", what);
-                        goto out;
-                }
-        }
-        /* the diff_id covers the whole stream, including padding after the end marker */
-        for (;;) {
-                const void *buf;
-                la_ssize_t n = tar_read_cb(tar, p, &buf);
-
-                if (n < 0) {
-                        r = pipe_error(t, p, tar, what, "read the end of the tar", err);
-                        goto out;
-                }
-                if (n == 0)
-                        break;
-        }
-        t->stream_total += p->bytes;
-        EVP_DigestFinal_ex(p->md, ret_diff_id, &mdlen);
-        r = 0;
-out:
-        cache_drop(t);
-        if (tar)
-                archive_read_free(tar);
-        if (p) {
-                if (p->raw)
-                        archive_read_free(p->raw);
-                EVP_MD_CTX_free(p->md);
-                free(p);
-        }
-        return r;
-}
-
-/* ---- the final pass ---- */
-
-struct finish_ctx {
-        struct layer_tree *t;
-        FILE *meta;
-        char *path; /* grows as the walk descends */
-        size_t path_cap;
-        struct cs_error *err;
-};
-
-static int meta_line(struct finish_ctx *c, const char *path, const struct stat *st,
-                     const struct meta_rec *rec)
-{
-        char esc[4 * 4096 + 8];
-        uint32_t mode = rec ? (rec->mode & 07777) | (st->st_mode & S_IFMT) : st->st_mode;
-
-        if (layer_path_escape(path, esc, sizeof(esc)) < 0)
-                return cs_error_setx(c->err, ENAMETOOLONG, "metadata: path too long");
-        if (fprintf(c->meta, "%o %u %u %s\n", mode, rec ? rec->uid : 0, rec ? rec->gid : 0, esc) <
-            0)
-                return cs_error_set(c->err, errno, "write the image metadata");
-        return 0;
-}
-
-static int finish_dir(struct finish_ctx *c, int dfd, size_t plen)
-{
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-        if (fd < 0 || !(d = fdopendir(fd))) {
-                if (fd >= 0)
-                        close(fd);
-                return cs_error_set(c->err, errno, "read `%s`", plen ? c->path : ".");
-        }
-        while ((errno = 0, de = readdir(d))) {
-                size_t nlen = strlen(de->d_name), np = plen + (plen ? 1 : 0) + nlen;
-                struct meta_rec *rec;
-                struct stat st;
-                int r;
-
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (np + 1 > c->path_cap) {
-                        char *nb = realloc(c->path, np + 256);
-                        if (!nb)
-                                return cs_error_set(c->err, ENOMEM, "metadata");
-                        c->path = nb;
-                        c->path_cap = np + 256;
-                }
-                if (plen)
-                        c->path[plen] = '/';
-                memcpy(c->path + plen + (plen ? 1 : 0), de->d_name, nlen + 1);
-                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        return cs_error_set(c->err, errno, "stat `%s`", c->path);
-                rec = meta_find(c->t, c->path);
-                c->t->stats.files++;
-                r = meta_line(c, c->path, &st, rec);
-                if (r < 0)
-                        return r;
-                if (S_ISDIR(st.st_mode)) {
-                        _cleanup_close_ int sub = openat(
-                            dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub < 0)
-                                return cs_error_set(c->err, errno, "open `%s`", c->path);
-                        r = finish_dir(c, sub, np);
-                        if (r < 0)
-                                return r;
-                        if (rec) {
-                                struct timespec ts[2] = {
-                                    {.tv_nsec = UTIME_OMIT},
-                                    {.tv_sec = rec->mtime_sec, .tv_nsec = rec->mtime_nsec}};
-                                if (fchmod(sub, rec->mode & 07777) < 0)
-                                        return cs_error_set(c->err, errno, "chmod `%s`", c->path);
-                                if (rec->mtime_set)
-                                        (void)futimens(sub, ts);
-                        }
-                        c->path[plen] = '\0';
-                }
-        }
-        if (errno)
-                return cs_error_set(c->err, errno, "read `%s`", plen ? c->path : ".");
-        return 0;
-}
-
-int layer_tree_finish(struct layer_tree *t, int meta_fd, struct cs_error *err)
-{
-        struct finish_ctx c = {.t = t, .err = err};
-        struct meta_rec *root = meta_find(t, ".");
-        struct stat st;
-        int fd, r;
-
-        fd = dup(meta_fd);
-        if (fd < 0 || !(c.meta = fdopen(fd, "w"))) {
-                if (fd >= 0)
-                        close(fd);
-                return cs_error_set(err, errno, "write the image metadata");
-        }
-        c.path_cap = 4096;
-        c.path = calloc(1, c.path_cap);
-        t->stats.files = 0;
-        if (!c.path) {
-                r = cs_error_set(err, ENOMEM, "metadata");
-                goto out;
-        }
-        if (fstat(t->root_fd, &st) < 0) {
-                r = cs_error_set(err, errno, "stat the rootfs");
-                goto out;
-        }
-        r = meta_line(&c, ".", &st, root);
-        if (r == 0)
-                r = finish_dir(&c, t->root_fd, 0);
-        if (r == 0 && root && root->mtime_set) {
-                struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
-                                         {.tv_sec = root->mtime_sec, .tv_nsec = root->mtime_nsec}};
-                (void)futimens(t->root_fd, ts);
-        }
-        if (r == 0 && fflush(c.meta) != 0)
-                r = cs_error_set(err, errno, "write the image metadata");
-out:
-        free(c.path);
-        if (fclose(c.meta) != 0 && r == 0)
-                r = cs_error_set(err, errno, "write the image metadata");
-        return r;
 }

@@ -1,6 +1,10 @@
 /* What image/registry.c takes from image/registry-access.c. Not for use outside image/. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
 
 struct cs_error;
 
@@ -28,3 +32,48 @@ int registry_creds_parse(const char *buf, size_t len, const char *file, const ch
  * such directory. ret_dir gets the directory, for messages. */
 int registry_ca_load(const char *host, char **ret_ca, size_t *ret_len, char *ret_dir,
                      size_t dir_max, struct cs_error *err);
+
+/* ---- internal to registry.c and registry-blobs.c ---- */
+
+struct registry_ref;
+struct pull_options;
+struct pull_blob;
+
+#define PARALLEL   3          /* layer transfers at a time */
+#define ATTEMPTS   5          /* per request, transient failures included */
+#define TOKEN_MAX  (1u << 20) /* a token endpoint's answer */
+#define USER_AGENT "csandbox/" CSANDBOX_VERSION
+#define ACCEPT_MANIFESTS                                                                           \
+        "Accept: application/vnd.oci.image.index.v1+json, "                                        \
+        "application/vnd.oci.image.manifest.v1+json, "                                             \
+        "application/vnd.docker.distribution.manifest.list.v2+json, "                              \
+        "application/vnd.docker.distribution.manifest.v2+json"
+
+/* One pull's connection to its registry. */
+struct reg {
+        const struct registry_ref *ref;
+        const struct pull_options *o;
+        char base[300]; /* scheme://host */
+        struct registry_creds creds;
+        char *token;
+        long auth; /* CURLAUTH_* in use, 0 for none */
+        char *ca;  /* the default CA bundle plus the registry's certs.d CAs, or NULL */
+        size_t ca_len;
+        char ca_dir[4200]; /* where those came from, for messages */
+};
+
+/* What the header callback keeps of the last response (redirects reset it). */
+struct resp {
+        char challenge[2048];
+        char content_type[128];
+        char content_range[128];
+};
+
+CURL *reg_easy(struct reg *g, const char *url, struct resp *h, char errbuf[CURL_ERROR_SIZE]);
+bool curl_transient(CURLcode rc);
+bool http_transient(long code);
+int reg_authenticate(struct reg *g, const char *challenge, struct cs_error *err);
+/* Every blob into dirfd's blobs/sha256/, verified by digest and size while it streams,
+ * PARALLEL at a time, retried and resumed (registry-blobs.c). */
+int reg_get_blobs(struct reg *g, int dirfd, struct pull_blob *blobs, const int64_t *sizes, size_t n,
+                  struct cs_error *err);
