@@ -84,10 +84,12 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter,
         setpgid(payload, payload);
         if (slave >= 0)
                 close(slave);
-        close(errfd);
         /* pid 1 needs no privilege to reap and forward; keep none the payload could borrow. */
-        if (exec_drop_capabilities(&err) < 0)
-                _exit(CS_EXIT_SETUP);
+        if (exec_drop_capabilities(&err) < 0) {
+                kill(payload, SIGKILL);
+                runner_child_fail(errfd, &err);
+        }
+        close(errfd);
         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 

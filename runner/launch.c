@@ -42,9 +42,12 @@ static void child_main(const struct sandbox_spec *s, const struct net_helper *ne
         char go;
 
         /* csandbox dying, even by SIGKILL, takes pid 1 and so the whole pid namespace. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                _exit(CS_EXIT_SETUP);
-        /* EOF here means the parent died or gave up before writing our id maps. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+                cs_error_set(&err, errno, "set the sandbox's parent-death signal");
+                runner_child_fail(errfd, &err);
+        }
+        /* EOF here means the parent died or gave up before writing our id maps: there is
+         * nobody to tell. */
         if (read(syncfd, &go, 1) != 1)
                 _exit(CS_EXIT_SETUP);
         if (!usernet) {
