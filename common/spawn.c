@@ -32,9 +32,14 @@ static void collect(int fd, const struct cs_spawn *sp, struct cs_capture *c)
         for (;;) {
                 struct pollfd p = {.fd = fd, .events = POLLIN};
                 long left = deadline ? deadline - now_ms() : -1;
+                int ready = 1;
                 ssize_t n;
 
-                if (deadline && (left <= 0 || poll(&p, 1, (int)left) == 0)) {
+                if (deadline && left > 0)
+                        ready = poll(&p, 1, (int)left);
+                if (ready < 0 && errno == EINTR)
+                        continue;
+                if (deadline && (left <= 0 || ready == 0)) {
                         c->timed_out = true;
                         return;
                 }
