@@ -92,6 +92,8 @@ static bool ask_link(const char *name, const char *what)
 static int seed_copy(int dfd, const char *gdir, const char *file, struct cs_error *err)
 {
         _cleanup_free_ char *src = cs_path_join(gdir, file), *buf = NULL;
+        /* Dropped: a global file that is missing or unreadable is not seeded, as claude-profile
+         * skips it. */
         struct cs_error ignored;
         size_t len;
 

@@ -219,6 +219,7 @@ static int plan_oci(struct image_source *src, const char *path, const char *ref,
                 return r;
         if (ref_name) {
                 char canon[256];
+                /* Dropped: a ref annotation that is no valid name is not offered as one. */
                 struct cs_error ignored;
 
                 /* a bare tag ("latest") names the layout's image; a full name stands alone */
@@ -310,6 +311,7 @@ static int plan_docker(struct image_source *src, const struct import_options *o,
         oci_strv_free(layers);
         if (r == 0 && tag) {
                 char canon[256];
+                /* Dropped: a RepoTag that is no valid name is not offered as one. */
                 struct cs_error ignored;
                 if (store_name_canonical(tag, canon, &ignored) == 0)
                         p->default_name = strdup(canon);
@@ -631,6 +633,7 @@ static int import_unpack(struct image_store *s, struct image_source *src,
 fail:
         layer_tree_free(tree);
         {
+                /* Dropped: best effort: what is left in tmp/ is swept by the next import. */
                 struct cs_error ignored;
                 (void)store_tmp_remove(s, tname, &ignored);
         }
@@ -723,6 +726,7 @@ int store_import(struct image_store *s, const struct import_options *o, struct i
                 goto out;
         }
         {
+                /* Dropped: best effort: what is left in tmp/ is swept by the next import. */
                 struct cs_error ignored;
                 (void)store_tmp_sweep(s, NULL, &ignored);
         }

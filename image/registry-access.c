@@ -318,6 +318,7 @@ int registry_ca_load(const char *host, char **ret_ca, size_t *ret_len, char *ret
         c = curl_easy_init();
         if (c && curl_easy_getinfo(c, CURLINFO_CAINFO, &bundle) == CURLE_OK && bundle) {
                 _cleanup_free_ char *sys = NULL;
+                /* Dropped: no readable system bundle: only the certs.d CAs go in. */
                 struct cs_error ignored;
                 size_t n;
 

@@ -567,6 +567,7 @@ int store_pull(struct image_store *s, const struct registry_ref *ref, const stru
 {
         struct pull_options p = *po;
         struct import_options o = *io;
+        /* Dropped: best effort: what is left in tmp/ is swept by the next import. */
         struct cs_error ignored;
         char tname[64], path[PATH_MAX];
         /* the download lives in tmp/, flocked: invisible to launches, swept if we die */

@@ -143,6 +143,7 @@ restart:
         for (;;) {
                 _cleanup_free_ char *name = NULL;
                 struct archive_entry *e;
+                /* Dropped: a member name that cannot be normalised is never the one asked for. */
                 struct cs_error ignored;
                 const char *link;
 

@@ -190,6 +190,7 @@ int store_resolve(struct image_store *s, const char *name, char ret[OCI_DIGEST_L
         int r;
 
         if (strncmp(name, "sha256:", 7) == 0) {
+                /* Dropped: not a digest: reported as "no image" below. */
                 struct cs_error ignored;
                 if (oci_digest_check(name, "image", &ignored) == 0 &&
                     store_image_present(s, name)) {
@@ -311,6 +312,7 @@ int store_list(struct image_store *s, struct image_info **ret, size_t *ret_n, st
         cJSON_ArrayForEach(e, names)
         {
                 _cleanup_free_ char *info = NULL;
+                /* Dropped: an entry that is no digest is skipped, as an unreadable one. */
                 struct cs_error ignored;
                 char ipath[100];
                 size_t len;
@@ -457,6 +459,7 @@ int store_prune(struct image_store *s, size_t *ret_images, size_t *ret_tmp, stru
         hfd = -1;
         while ((de = readdir(d))) {
                 char digest[OCI_DIGEST_LEN + 1];
+                /* Dropped: a name that is no digest is not an image of the store. */
                 struct cs_error ignored;
                 bool busy;
 

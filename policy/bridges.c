@@ -381,6 +381,7 @@ int plan_chrome_scopes(const struct profile_config *c, const struct profile *p,
 {
         static const char *const wanted[] = {"user:profile", "user:office", "user:ccr_inference"};
         _cleanup_free_ char *raw = NULL;
+        /* Dropped: no readable login: nothing to warn about yet. */
         struct cs_error ignored;
         const cJSON *scopes, *it;
         cJSON *doc;

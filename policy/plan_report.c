@@ -32,6 +32,7 @@ static void trust_add_file(struct plan_trust *t, const char *kind, const char *d
                            const char *name)
 {
         _cleanup_free_ char *path = NULL, *buf = NULL;
+        /* Dropped: unreadable: recorded as its bare entry, which still shows a change. */
         struct cs_error ignored;
         struct stat st;
         char target[PATH_MAX];
@@ -125,6 +126,7 @@ void plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len)
 void plan_trust_snapshot(struct plan *p, struct plan_trust *t)
 {
         _cleanup_free_ char *raw = NULL;
+        /* Dropped: no readable .claude.json: nothing to compare, as for a new profile. */
         struct cs_error ignored;
         size_t len;
 

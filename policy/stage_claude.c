@@ -22,6 +22,7 @@ static void claude_cache_remove(const struct profile_config *c)
 {
         const char *runtime = getenv("XDG_RUNTIME_DIR");
         const char *bases[] = {c->data_home, runtime && runtime[0] == '/' ? runtime : NULL};
+        /* Dropped: best effort: a leftover of an old version is only disk space. */
         struct cs_error ignored;
 
         for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {

@@ -19,6 +19,7 @@
 
 void stage_hooks_cleanup(int state_fd)
 {
+        /* Dropped: best effort: a leftover of an old version is only disk space. */
         struct cs_error ignored;
         _cleanup_closedir_ DIR *d = NULL;
         int dfd = openat(state_fd, "git-hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

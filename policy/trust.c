@@ -462,6 +462,7 @@ static void walk_modules(struct walk *w, DIR *d, const char *path, int depth)
 static void snapshot_index(struct plan_trust *t, int gd, const char *root)
 {
         _cleanup_free_ char *buf = NULL, *links = NULL;
+        /* Dropped: no readable index: no gitlinks to compare, recorded as such. */
         struct cs_error ignored;
         size_t len, n = 0;
 

@@ -80,6 +80,7 @@ int trust_pending_add(const struct profile *p, const char *work_root, const char
 static bool process_identity(pid_t pid, char boot[40], unsigned long long *ret_start)
 {
         _cleanup_free_ char *b = NULL, *stat = NULL;
+        /* Dropped: unreadable: the process is taken as gone, and its record as stale. */
         struct cs_error ignored;
         char path[64];
         const char *f;
@@ -180,6 +181,7 @@ int trust_pending_take(const struct profile *p, bool accept, char **ret, struct 
         f = open_memstream(&out, &len);
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *text = NULL;
+                /* Dropped: a report that vanished meanwhile was accepted by another launch. */
                 struct cs_error ignored;
 
                 if (f && cs_read_file_at(dirfd(d), names[i], PENDING_FILE_MAX, true, &text, NULL,

@@ -209,6 +209,7 @@ static int protect_settings(struct protect_ctx *x, int dirfd, const char *path,
         static const char *const helpers[] = {"apiKeyHelper", "awsAuthRefresh",
                                               "awsCredentialExport", "otelHeadersHelper"};
         _cleanup_free_ char *raw = NULL;
+        /* Dropped: settings it cannot read name no file to protect; claude reads them no better. */
         struct cs_error ignored;
         const cJSON *events, *ev, *group, *h;
         size_t len;
@@ -256,6 +257,7 @@ static char *linked_index_dir(const struct worktree *wt)
 {
         _cleanup_free_ char *dotgit = NULL, *back = NULL, *want = NULL, *rel = NULL;
         _cleanup_close_ int common = -1, wd = -1;
+        /* Dropped: no readable .git file: not a linked worktree. */
         struct cs_error ignored;
         size_t len;
         char *name;

@@ -119,6 +119,7 @@ int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_
 static char *git_rev_parse(const char *cwd, const char *what)
 {
         char *args[] = {"rev-parse", (char *)what, NULL};
+        /* Dropped: git failing means "not a repository", as for claude-profile. */
         struct cs_error ignored;
         char *out = NULL;
 
@@ -161,6 +162,7 @@ static bool maybe_in_repo(const char *dir)
 static char *git_rev_parse2(const char *cwd, char **ret_common)
 {
         char *args[] = {"rev-parse", "--show-toplevel", "--git-common-dir", NULL};
+        /* Dropped: git failing means "not a repository", as for claude-profile. */
         struct cs_error ignored;
         char *out = NULL, *nl;
 
@@ -482,6 +484,7 @@ static bool common_dir_points_back(const char *common_dir, const char *root)
         d = opendir(wt);
         while (d && (de = readdir(d)) && seen++ < MODULES_ENTRY_MAX) {
                 _cleanup_free_ char *buf = NULL;
+                /* Dropped: a module dir without a readable gitdir does not point back. */
                 struct cs_error ignored;
                 _cleanup_close_ int fd = -1;
                 size_t len;

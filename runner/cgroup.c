@@ -32,6 +32,7 @@
 static char *own_cgroup(void)
 {
         _cleanup_free_ char *buf = NULL;
+        /* Dropped: unreadable: the caller says the limits are not applied, and why. */
         struct cs_error ignored;
         size_t len;
         char *line, *nl;
@@ -52,6 +53,7 @@ static char *own_cgroup(void)
 static bool has_controllers(const char *cgroup, bool memory, bool cpu)
 {
         _cleanup_free_ char *path = NULL, *buf = NULL;
+        /* Dropped: unreadable: counted as not delegated, which the warning then says. */
         struct cs_error ignored;
         size_t len;
         char *tok, *save = NULL;

@@ -95,6 +95,7 @@ static bool ids_mapped(const char *map, unsigned long start, unsigned long count
                        unsigned long *ret_total)
 {
         _cleanup_free_ char *buf = NULL;
+        /* Dropped: an unreadable map: taken as mapped; the map helper then says what fails. */
         struct cs_error ignored;
         unsigned long in[340], len[340], want = start;
         size_t n = 0;
@@ -127,6 +128,7 @@ static bool ids_mapped(const char *map, unsigned long start, unsigned long count
 static bool cap_in_bounding_set(int cap)
 {
         _cleanup_free_ char *buf = NULL;
+        /* Dropped: unreadable: treated as present, so no cause is named that is not certain. */
         struct cs_error ignored;
         unsigned long long bnd;
         const char *p;

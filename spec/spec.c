@@ -346,6 +346,8 @@ int spec_add_host_hides(struct sandbox_spec *s, const char *home, struct cs_erro
         }
         if (home && home[0] == '/' && strcmp(home, "/") != 0) {
                 _cleanup_free_ char *h = NULL;
+                /* Dropped: a $HOME that cannot be normalised is not hidden by name; /home is hidden
+                 * anyway. */
                 struct cs_error ignored;
 
                 /* A $HOME that cannot be a destination (relative, with ..) is not hidden
