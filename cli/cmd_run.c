@@ -195,10 +195,24 @@ static int host_launch(struct plan *p, const char *name, bool plan_only,
                 free(json);
                 return 0;
         }
-        fprintf(stderr,
-                "csandbox: profile %s launches on the host, not in a sandbox (%s); `csandbox run "
-                "--sandbox %s` sandboxes this launch, `csandbox sandbox %s --on` every launch\n",
-                name, p->host_why, name, name);
+        /* One line, with the way back that fits what decided it. */
+        if (strcmp(p->host_why, "run --host") == 0)
+                fprintf(stderr,
+                        "csandbox: profile %s launches on the host, not in a sandbox (run "
+                        "--host)\n",
+                        name);
+        else if (strncmp(p->host_why, "CLAUDE_PROFILE_SANDBOX=", 23) == 0)
+                fprintf(stderr,
+                        "csandbox: profile %s launches on the host, not in a sandbox (%s, which "
+                        "overrides every profile's marker); `csandbox run --sandbox %s` "
+                        "sandboxes this launch\n",
+                        name, p->host_why, name);
+        else
+                fprintf(stderr,
+                        "csandbox: profile %s launches on the host, not in a sandbox (%s); "
+                        "`csandbox run --sandbox %s` sandboxes this launch, `csandbox sandbox %s "
+                        "--on` every launch\n",
+                        name, p->host_why, name, name);
         found = cs_find_program(p->host_argv[0]);
         if (!found) {
                 fprintf(stderr,
