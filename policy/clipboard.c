@@ -130,19 +130,27 @@ int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_
         snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", p->state_fd, name);
         sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (sock < 0)
-                return cs_error_set(err, errno, "the clipboard relay's socket");
+                return cs_error_set(err, errno,
+                                    "make the clipboard relay's socket (unset "
+                                    "CLAUDE_PROFILE_SANDBOX_CLIPBOARD to launch without it)");
         clipboard_sweep(p->state_fd);
         old = umask(0177);
         r = bind(sock, (struct sockaddr *)&sa, sizeof(sa));
         umask(old);
         if (r < 0 || listen(sock, 16) < 0)
-                return cs_error_set(err, errno, "the clipboard relay's socket in %s", p->state_dir);
+                return cs_error_set(err, errno,
+                                    "make the clipboard relay's socket in %s (unset "
+                                    "CLAUDE_PROFILE_SANDBOX_CLIPBOARD to launch without it)",
+                                    p->state_dir);
         b->clipboard_dir = fcntl(p->state_fd, F_DUPFD_CLOEXEC, 3);
         snprintf(b->clipboard_name, sizeof(b->clipboard_name), "%s", name);
         fd = openat(p->state_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
-                return cs_error_setx(
-                    err, EIO, "the clipboard relay's socket in %s changed under us", p->state_dir);
+                return cs_error_setx(err, EIO,
+                                     "the clipboard relay's socket in %s was replaced as it "
+                                     "was made (something else writes that directory); launch "
+                                     "again",
+                                     p->state_dir);
         r = bridge_dir(s, err);
         if (r >= 0)
                 r = spec_add_bind(s, 0, &fd, "clipboard relay", BRIDGE_CLIPBOARD_SOCK, err);

@@ -73,7 +73,7 @@ static char *briefing_with_bridges(const struct sandbox_spec *s, const struct pr
         if (c->clipboard)
                 sb_puts(&b, " The host's clipboard can be read (wl-paste), not written.");
         if (spec_env_get(s, "GH_TOKEN"))
-                sb_puts(&b, " GH_TOKEN holds the host's GitHub CLI token.");
+                sb_puts(&b, " GH_TOKEN is set, so gh can use GitHub.");
         if (b.oom) {
                 free(b.s);
                 return NULL;

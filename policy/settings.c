@@ -66,12 +66,26 @@ static int copy_verbatim(const char *raw, size_t len, char **ret, size_t *ret_le
         return 0;
 }
 
-int settings_profile_copy(const char *raw, size_t len, char **ret, size_t *ret_len,
-                          bool *ret_stripped, struct cs_error *err)
+/* Whether root now says bypass mode was accepted, having been changed to (a false or a
+ * repeated key replaced by one true at the end). */
+static bool accept_bypass_in(cJSON *root)
+{
+        cJSON *have = pyjson_member_get(root, SETTINGS_BYPASS_ACCEPTED);
+
+        if (!cJSON_IsObject(root) || cJSON_IsTrue(have))
+                return false;
+        while ((have = pyjson_member_get(root, SETTINGS_BYPASS_ACCEPTED)))
+                cJSON_Delete(cJSON_DetachItemViaPointer(root, have));
+        return cJSON_AddTrueToObject(root, SETTINGS_BYPASS_ACCEPTED) != NULL;
+}
+
+int settings_profile_copy(const char *raw, size_t len, bool accept_bypass, char **ret,
+                          size_t *ret_len, bool *ret_stripped, struct cs_error *err)
 {
         struct pyjson_parser ps = {0};
         cJSON *root = NULL;
         struct strbuf out = {0};
+        bool stripped, accepted;
         int r;
 
         if (len > SETTINGS_MAX_BYTES)
@@ -87,8 +101,10 @@ int settings_profile_copy(const char *raw, size_t len, char **ret, size_t *ret_l
         r = pyjson_parse(&ps, &root);
         if (r < 0)
                 return cs_error_set(err, -r, "parse settings.json");
-        /* Unparseable (or deeper than we parse): the copy is the file as it is. */
-        if (!root || !strip_sandbox_denies(root)) {
+        stripped = root && strip_sandbox_denies(root);
+        accepted = root && accept_bypass && accept_bypass_in(root);
+        /* Unparseable (or deeper than we parse), or nothing to change: the file as it is. */
+        if (!stripped && !accepted) {
                 cJSON_Delete(root);
                 r = copy_verbatim(raw, len, ret, ret_len);
                 if (r < 0)
@@ -104,43 +120,7 @@ int settings_profile_copy(const char *raw, size_t len, char **ret, size_t *ret_l
         }
         *ret = out.s;
         *ret_len = out.len;
-        *ret_stripped = true;
-        return 0;
-}
-
-int settings_accept_bypass(char **content, size_t *len, struct cs_error *err)
-{
-        struct pyjson_parser ps = {0};
-        struct strbuf out = {0};
-        cJSON *root = NULL, *have;
-        int r;
-
-        ps.start = ps.p = (const unsigned char *)*content;
-        ps.end = ps.p + *len;
-        ps.surrogatepass = true;
-        if (*len >= 3 && memcmp(*content, "\xef\xbb\xbf", 3) == 0)
-                ps.p += 3;
-        if (pyjson_parse(&ps, &root) < 0 || !cJSON_IsObject(root)) {
-                cJSON_Delete(root);
-                return 0; /* claude cannot read it either: nothing to add to */
-        }
-        have = pyjson_member_get(root, SETTINGS_BYPASS_ACCEPTED);
-        if (cJSON_IsTrue(have)) {
-                cJSON_Delete(root);
-                return 0;
-        }
-        while ((have = pyjson_member_get(root, SETTINGS_BYPASS_ACCEPTED)))
-                cJSON_Delete(cJSON_DetachItemViaPointer(root, have));
-        r = cJSON_AddTrueToObject(root, SETTINGS_BYPASS_ACCEPTED) ? pyjson_print(&out, root, 2, 0)
-                                                                  : -ENOMEM;
-        cJSON_Delete(root);
-        if (r < 0) {
-                free(out.s);
-                return cs_error_set(err, ENOMEM, "settings.json");
-        }
-        free(*content);
-        *content = out.s;
-        *len = out.len;
+        *ret_stripped = stripped;
         return 0;
 }
 

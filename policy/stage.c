@@ -149,10 +149,9 @@ int stage_settings(const struct profile *p, bool accept_bypass, char **ret_path,
                                src);
                 if (r < 0)
                         return r;
-                content = strdup("{}\n");
-                if (!content)
-                        return cs_error_set(err, ENOMEM, "stage settings.json");
-                len = 3;
+                r = settings_profile_copy("{}\n", 3, accept_bypass, &content, &len, &stripped, err);
+                if (r < 0)
+                        return r;
         } else {
                 if (fd < 0)
                         return cs_error_set(err, errno, "Could not read %s", src);
@@ -164,14 +163,10 @@ int stage_settings(const struct profile *p, bool accept_bypass, char **ret_path,
                 r = cs_read_fd(fd, src, SETTINGS_MAX, &raw, &raw_len, err);
                 if (r < 0)
                         return cs_error_wrap(err, "Could not read the profile's settings");
-                r = settings_profile_copy(raw, raw_len, &content, &len, &stripped, err);
+                r = settings_profile_copy(raw, raw_len, accept_bypass, &content, &len, &stripped,
+                                          err);
                 if (r < 0)
                         return cs_error_wrap(err, "%s", src);
-        }
-        if (accept_bypass) {
-                r = settings_accept_bypass(&content, &len, err);
-                if (r < 0)
-                        return r;
         }
         r = cs_write_file_atomic(p->state_fd, "settings.json", content, len, 0600, err);
         if (r < 0)

@@ -59,36 +59,54 @@ int mnt_mkdir_stage(const char *path, mode_t mode, struct cs_error *err)
 int mnt_fail(struct cs_error *err, enum mnt_result result, int errnum, const char *dest,
              const char *source)
 {
-        static const struct {
-                int errnum;      /* when the step has no errno of its own */
-                const char *fmt; /* %1$s: the destination, %2$s: the source */
-        } text[] = {
-            [MNT_SOURCE_GONE] = {ENOENT, "bind %1$s: find the source %2$s again in the "
-                                         "sandbox's mount namespace (it changed since it was "
-                                         "checked: launch again)"},
-            [MNT_SOURCE_SWAPPED] = {ESTALE, "bind %1$s: the source %2$s was replaced between "
-                                            "its check and the mount (something swapped it, or "
-                                            "a directory on its way); refusing to mount what "
-                                            "was not checked. Launch again"},
-            [MNT_SOURCE_CLONE] = {EINVAL, "bind %1$s: clone the mount of %2$s"},
-            [MNT_SOURCE_REPLACED_GONE] = {ENOENT, "bind %1$s: %2$s was replaced and its "
-                                                  "successor is gone; launch again"},
-            [MNT_TARGET_NOT_DIR] = {ENOTDIR, "%1$s is not a directory inside the sandbox, but "
-                                             "%2$s is"},
-            [MNT_TARGET_IS_DIR] = {EISDIR, "%1$s is a directory inside the sandbox, but %2$s "
-                                           "is a file"},
-            [MNT_TARGET_STAT] = {EIO, "stat %1$s"},
-            [MNT_ATTACH] = {EINVAL, "mount %2$s on %1$s"},
-        };
-        int e = errnum ? errnum : text[result].errnum;
+        const char *src = source ? source : "the mount";
+        int e = errnum;
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-        if (errnum)
-                cs_error_set(err, e, text[result].fmt, dest, source ? source : "the mount");
-        else
-                cs_error_setx(err, e, text[result].fmt, dest, source ? source : "the mount");
-#pragma GCC diagnostic pop
+/* Each result's text, checked by the compiler; with the errno's text when there is one. */
+#define MNT_TEXT(own_errno, ...)                                                                   \
+        do {                                                                                       \
+                e = errnum ? errnum : (own_errno);                                                 \
+                if (errnum)                                                                        \
+                        cs_error_set(err, e, __VA_ARGS__);                                         \
+                else                                                                               \
+                        cs_error_setx(err, e, __VA_ARGS__);                                        \
+        } while (0)
+        switch (result) {
+        case MNT_SOURCE_GONE:
+                MNT_TEXT(ENOENT,
+                         "bind %s: find the source %s again in the sandbox's mount namespace (it "
+                         "changed since it was checked: launch again)",
+                         dest, src);
+                break;
+        case MNT_SOURCE_SWAPPED:
+                MNT_TEXT(ESTALE,
+                         "bind %s: the source %s was replaced between its check and the mount "
+                         "(something swapped it, or a directory on its way); refusing to mount "
+                         "what was not checked. Launch again",
+                         dest, src);
+                break;
+        case MNT_SOURCE_CLONE:
+                MNT_TEXT(EINVAL, "bind %s: clone the mount of %s", dest, src);
+                break;
+        case MNT_SOURCE_REPLACED_GONE:
+                MNT_TEXT(ENOENT, "bind %s: %s was replaced and its successor is gone; launch again",
+                         dest, src);
+                break;
+        case MNT_TARGET_NOT_DIR:
+                MNT_TEXT(ENOTDIR, "%s is not a directory inside the sandbox, but %s is", dest, src);
+                break;
+        case MNT_TARGET_IS_DIR:
+                MNT_TEXT(EISDIR, "%s is a directory inside the sandbox, but %s is a file", dest,
+                         src);
+                break;
+        case MNT_TARGET_STAT:
+                MNT_TEXT(EIO, "stat %s", dest);
+                break;
+        case MNT_ATTACH:
+                MNT_TEXT(EINVAL, "mount %s on %s", src, dest);
+                break;
+        }
+#undef MNT_TEXT
         return -e;
 }
 

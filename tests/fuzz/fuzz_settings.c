@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t len;
         char *out;
 
-        if (settings_profile_copy(raw, size, &out, &len, &stripped, &err) == 0) {
+        if (settings_profile_copy(raw, size, false, &out, &len, &stripped, &err) == 0) {
                 FUZZ_CHECK(out[len] == '\0');
                 if (stripped)
                         check_output(out, len, true);

@@ -76,12 +76,18 @@ def _identity(plan):
     return open(src[0]).read()
 
 
-def test_gpg_forwarding_carries_the_signing_identity_and_the_socket(profiles, gpg):
+def _signing_repo(profiles, **config):
+    """A profile and a repository whose own config holds these keys (dots as "__")."""
     profiles.add()
     repo = _repo(profiles)
-    git("config", "user.email", "me@example.invalid", cwd=repo)
-    git("config", "user.signingkey", "signer@example.invalid", cwd=repo)
-    git("config", "commit.gpgsign", "true", cwd=repo)
+    for key, value in config.items():
+        git("config", key.replace("__", "."), value, cwd=repo)
+    return repo
+
+
+def test_gpg_forwarding_carries_the_signing_identity_and_the_socket(profiles, gpg):
+    _signing_repo(profiles, user__email="me@example.invalid",
+                  user__signingkey="signer@example.invalid", commit__gpgsign="true")
     plan = profiles.plan(env=_gpg_env(profiles, gpg))
     assert env_of(plan)["GNUPGHOME"] == HOME_IN + "/.gnupg"
     assert "gpg-agent is forwarded" in plan["argv"][plan["argv"].index("--append-system-prompt") + 1]
@@ -97,11 +103,8 @@ def test_gpg_forwarding_carries_the_signing_identity_and_the_socket(profiles, gp
 
 
 def test_gpg_signing_keys_that_cannot_work_inside_are_dropped(profiles, gpg):
-    profiles.add()
-    repo = _repo(profiles)
-    git("config", "user.email", "me@example.invalid", cwd=repo)
-    git("config", "user.signingkey", "~/.ssh/id.pub", cwd=repo)
-    git("config", "gpg.format", "ssh", cwd=repo)
+    _signing_repo(profiles, user__email="me@example.invalid", user__signingkey="~/.ssh/id.pub",
+                  gpg__format="ssh")
     plan = profiles.plan(env=_gpg_env(profiles, gpg))
     text = _identity(plan)
     assert "me@example.invalid" in text

@@ -15,7 +15,7 @@ static void profile_copy(const char *raw, size_t len, char **out, size_t *out_le
         struct cs_error err = {0};
 
         *out = NULL;
-        *r = settings_profile_copy(raw, len, out, out_len, stripped, &err);
+        *r = settings_profile_copy(raw, len, false, out, out_len, stripped, &err);
 }
 
 static char *shared(const char *raw, const char *name, bool sandbox, bool *loopback, int *r,
