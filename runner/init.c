@@ -38,7 +38,8 @@ static void reap(const struct tty_link *tty, pid_t payload)
 }
 
 void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter,
-              const struct tty_link *tty, int errfd, int netready_fd)
+              const struct tty_link *tty, int errfd, const struct net_helper *net, int netready_fd,
+              int tap_watch)
 {
         static const int forwarded[] = RUNNER_FORWARDED_SIGNALS;
         struct cs_error err = {0};
@@ -62,7 +63,11 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter,
 
         /* The user-mode network is configured while we mounted; the payload starts only
          * once it is there. EOF: the helper failed and csandbox reports why. */
-        if (netready_fd >= 0) {
+        if (tap_watch >= 0) {
+                if (netconf_tap_up(&net->tap, tap_watch, &err) < 0)
+                        runner_child_fail(errfd, &err);
+                close(tap_watch);
+        } else if (netready_fd >= 0) {
                 char c;
 
                 if (read(netready_fd, &c, 1) != 1)

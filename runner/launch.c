@@ -38,7 +38,10 @@ static void child_main(const struct sandbox_spec *s, const struct net_helper *ne
                        int errfd)
 {
         struct cs_error err = {0};
-        bool usernet = s->net == SPEC_NET_PASTA;
+        /* The helper configures the network and says so (netready), or pid 1 configures
+         * pasta's tap itself as soon as it appears (tap_watch). */
+        bool netready = s->net == SPEC_NET_PASTA && !net->tap.early;
+        int tap_watch = -1;
         char go;
 
         /* csandbox dying, even by SIGKILL, takes pid 1 and so the whole pid namespace. */
@@ -50,13 +53,18 @@ static void child_main(const struct sandbox_spec *s, const struct net_helper *ne
          * nobody to tell. */
         if (read(syncfd, &go, 1) != 1)
                 _exit(CS_EXIT_SETUP);
-        if (!usernet) {
+        if (!netready) {
                 close(syncfd);
                 syncfd = -1;
         }
 
         if (s->net != SPEC_NET_HOST && netns_setup(s, net, &err) < 0)
                 runner_child_fail(errfd, &err);
+        if (s->net == SPEC_NET_PASTA && net->tap.early) {
+                tap_watch = netconf_tap_watch(&err);
+                if (tap_watch < 0)
+                        runner_child_fail(errfd, &err);
+        }
         /* Container engines' seccomp profiles allow sethostname only with CAP_SYS_ADMIN in
          * the outer namespace; the name is cosmetic, so keep the one we have. */
         if (sethostname(s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME,
@@ -71,7 +79,7 @@ static void child_main(const struct sandbox_spec *s, const struct net_helper *ne
                         diagnose_setup(&err);
                 runner_child_fail(errfd, &err);
         }
-        init_run(s, filter, tty, errfd, syncfd);
+        init_run(s, filter, tty, errfd, net, syncfd, tap_watch);
 }
 
 /* The message a failed child left, if any; sets err and its status. */
@@ -203,8 +211,8 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         /* Release the child: it assembles the root while the network helper starts. */
         if (r >= 0 && write(syncp[1], "g", 1) != 1)
                 r = cs_error_set(err, errno, "release the sandbox");
-        if (r >= 0 && s->net == SPEC_NET_PASTA) {
-                r = netns_helper_wait_ready(&net, err);
+        if (r >= 0 && s->net == SPEC_NET_PASTA && !net.tap.early) {
+                r = netns_helper_wait_ready(&net, NET_HELPER_TIMEOUT_MS, err);
                 if (r >= 0 && write(syncp[1], "n", 1) != 1)
                         r = cs_error_set(err, errno, "release the sandbox");
         }
@@ -221,7 +229,13 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
                 return r;
         }
 
-        r = tty_supervise(&tty, pid, sfd, &wstatus, err);
+        /* With pid 1 configuring pasta's tap, pasta may still fail after the payload
+         * started: then the session ends with pasta's reason, as if it had never started. */
+        r = tty_supervise(&tty, pid, sfd,
+                          s->net == SPEC_NET_PASTA && net.tap.early ? net.ready_fd : -1, &wstatus,
+                          err);
+        if (r == 1)
+                r = netns_helper_wait_ready(&net, 0, err);
         if (r < 0) {
                 netns_helper_stop(&net);
                 close(errp[0]);

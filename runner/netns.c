@@ -112,12 +112,10 @@ static int rule_add_unreachable(int nl, const struct net_host_addr *a, uint32_t 
         uint32_t priority = 1; /* right after the local table: the sandbox's own addresses */
         struct fib_rule_hdr *frh = NLMSG_DATA(&req.nh);
         struct rtattr *rta;
-        char ack[NLMSG_SPACE(sizeof(struct nlmsgerr)) + 256];
-        ssize_t n;
 
         req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(*frh));
         req.nh.nlmsg_type = RTM_NEWRULE;
-        req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE;
+        req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE;
         req.nh.nlmsg_seq = seq;
         frh->family = (unsigned char)a->family;
         frh->dst_len = (unsigned char)(alen * 8);
@@ -132,18 +130,7 @@ static int rule_add_unreachable(int nl, const struct net_host_addr *a, uint32_t 
         rta->rta_len = (unsigned short)RTA_LENGTH(sizeof(priority));
         memcpy(RTA_DATA(rta), &priority, sizeof(priority));
         req.nh.nlmsg_len += RTA_ALIGN(rta->rta_len);
-
-        if (send(nl, &req, req.nh.nlmsg_len, 0) < 0)
-                return -errno;
-        do
-                n = recv(nl, ack, sizeof(ack), 0);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return -errno;
-        if ((size_t)n < NLMSG_SPACE(sizeof(struct nlmsgerr)) ||
-            ((struct nlmsghdr *)ack)->nlmsg_type != NLMSG_ERROR)
-                return -EPROTO;
-        return ((struct nlmsgerr *)NLMSG_DATA((struct nlmsghdr *)ack))->error;
+        return netlink_request(nl, &req.nh);
 }
 
 /* Inside the new netns, before the payload exists: every host address unreachable. Rules
@@ -241,6 +228,8 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
                 diagnose_tun(err, e);
                 return cs_error_hint(err, "%s", net_alternatives);
         }
+        if (ret->kind == NET_HELPER_PASTA)
+                netconf_host_pick(s, &ret->tap);
         return host_addrs_gather(s, ret, err);
 }
 
@@ -276,9 +265,9 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_hel
                        struct cs_error *err)
 {
         int readyp[2], errp[2], exitp[2] = {-1, -1};
-        char pidstr[16], readyarg[64], exitarg[32];
+        char pidstr[16], readyarg[64], exitarg[32], tap_text[5][INET6_ADDRSTRLEN];
         pid_t parent = getpid();
-        char *argv[32];
+        char *argv[48];
         int n = 0;
 
         if (pipe2(readyp, O_CLOEXEC) < 0)
@@ -294,24 +283,29 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_hel
                  * (-T/-U auto would expose every host loopback port on the sandbox's own
                  * loopback); the gateway address maps to the host's loopback only when
                  * asked, and then it is 169.254.1.2; DNS to 169.254.1.3 goes to the host's
-                 * resolver. pasta writes the pid file once the namespace is configured. */
-                static char *const fixed[] = {"--config-net", "--quiet", "--foreground",
-                                              /* addresses come from --config-net */
-                                              "--no-dhcp", "--no-dhcpv6", "--no-ra", "-t", "none",
-                                              "-u", "none", "-T", "none", "-U", "none",
-                                              "--dns-forward", SPEC_NET_DNS};
+                 * resolver. pasta writes the pid file once it is ready. Its interface is
+                 * configured by pid 1 with the addresses given here (netconf.c), or by
+                 * pasta itself (--config-net) where the host's routes do not fit that. */
+                static char *const fixed[] = {
+                    "--quiet", "--foreground", "--no-dhcp", "--no-dhcpv6",   "--no-ra",
+                    "-t",      "none",         "-u",        "none",          "-T",
+                    "none",    "-U",           "none",      "--dns-forward", SPEC_NET_DNS};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         argv[n++] = fixed[i];
+                if (h->tap.early)
+                        n = netconf_pasta_args(&h->tap, argv, (size_t)n, tap_text);
+                else
+                        argv[n++] = "--config-net";
                 /* As root, pasta would drop to nobody, who cannot enter a user namespace
                  * that root owns. */
                 if (geteuid() == 0) {
                         argv[n++] = "--runas";
                         argv[n++] = "0:0";
                 }
-                if (s->map_host_loopback) {
+                if (s->map_host_loopback && !h->tap.early) {
                         argv[n++] = "--gateway";
                         argv[n++] = SPEC_NET_HOST_LOOPBACK;
-                } else {
+                } else if (!s->map_host_loopback) {
                         argv[n++] = "--no-map-gw";
                 }
                 snprintf(readyarg, sizeof(readyarg), "/proc/self/fd/%d", readyp[1]);
@@ -391,7 +385,7 @@ static void helper_said(int fd, char *out, size_t size)
         }
 }
 
-int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err)
+int netns_helper_wait_ready(struct net_helper *h, int timeout_ms, struct cs_error *err)
 {
         const char *name = h->kind == NET_HELPER_PASTA ? "pasta" : "slirp4netns";
         struct pollfd p = {.fd = h->ready_fd, .events = POLLIN};
@@ -399,7 +393,7 @@ int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err)
         int r;
 
         do
-                r = poll(&p, 1, NET_HELPER_TIMEOUT_MS);
+                r = poll(&p, 1, timeout_ms);
         while (r < 0 && errno == EINTR);
         if (r == 0)
                 return cs_error_setx(err, ETIMEDOUT,

@@ -1,6 +1,7 @@
 /* Internal interface of runner/: the steps that execute a struct sandbox_spec. */
 #pragma once
 #include <linux/filter.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/ioctl.h>
@@ -10,6 +11,7 @@
 #include "../spec/spec.h"
 
 struct cs_error;
+struct nlmsghdr;
 
 /* Signals csandbox and its pid 1 pass on to the payload. */
 #define RUNNER_FORWARDED_SIGNALS                                                                   \
@@ -51,8 +53,11 @@ void tty_child_report_stopped(const struct tty_link *t);
 bool tty_child_continue_wanted(const struct tty_link *t);
 /* csandbox, once the child is released: relay the pty, pass signals on, follow the
  * session's job control, until pid 1 is reaped (*ret_wstatus); the caller's terminal is
- * restored when it returns. */
-int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, struct cs_error *err);
+ * restored when it returns. helper_fd (or -1): the network helper's ready pipe, watched
+ * until a byte comes; when it closes first or nothing comes within NET_HELPER_TIMEOUT_MS,
+ * the sandbox is killed and 1 returned (the caller says why). */
+int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int *ret_wstatus,
+                  struct cs_error *err);
 
 /* Put csandbox (and so everything it starts next) under the spec's memory and CPU limits,
  * in a transient scope of the user's systemd; when that cannot be done, a warning saying
@@ -79,6 +84,15 @@ struct net_host_addr {
         unsigned char bytes[16];
 };
 #define NET_HELPER_TIMEOUT_MS 10000
+/* The sandbox's interface as csandbox configures it (netconf.c); early false: pasta
+ * configures it (--config-net) and the payload waits for pasta to be ready. */
+struct net_tap_conf {
+        bool early;
+        bool has4, has6;
+        char ifname[16];
+        unsigned char addr4[4], gw4[4], prefix4;
+        unsigned char addr6[16], gw6[16], prefix6;
+};
 struct net_helper {
         enum net_helper_kind kind;
         char path[4096];
@@ -89,23 +103,41 @@ struct net_helper {
         /* The host's addresses, gathered before clone, made unreachable inside. */
         struct net_host_addr *host_addrs;
         size_t n_host_addrs;
+        struct net_tap_conf tap; /* pasta only */
 };
 /* Before anything exists: which helper, and can it work (/dev/net/tun)? */
 int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, struct cs_error *err);
 /* Attach the helper to the network namespace of child. */
 int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_helper *h,
                        struct cs_error *err);
-int netns_helper_wait_ready(struct net_helper *h, struct cs_error *err);
+/* timeout_ms 0: it has failed already (the ready pipe closed, or nothing in time): say why. */
+int netns_helper_wait_ready(struct net_helper *h, int timeout_ms, struct cs_error *err);
 /* Kill the helper (if started) and release what find gathered; safe to repeat. */
 void netns_helper_stop(struct net_helper *h);
 /* Child side, in the new netns: loopback up; with a helper, every host address gets an
  * unreachable rule so the helper cannot carry a connection to the host itself. */
 int netns_setup(const struct sandbox_spec *s, const struct net_helper *h, struct cs_error *err);
 
+/* One netlink request answered by an acknowledgement: 0 or -errno. */
+int netlink_request(int nl, struct nlmsghdr *req);
+/* Parent, before clone: the configuration pasta would choose, from the host's routes. */
+void netconf_host_pick(const struct sandbox_spec *s, struct net_tap_conf *ret);
+/* pasta's options that make it agree with c; n: argv entries used so far; returns the new
+ * count (at most 12 added). text holds the strings. */
+int netconf_pasta_args(const struct net_tap_conf *c, char **argv, size_t n,
+                       char text[5][INET6_ADDRSTRLEN]);
+/* Child, in the new netns before anything else: a socket woken by new links (an fd). */
+int netconf_tap_watch(struct cs_error *err);
+/* pid 1: wait for pasta's tap, then bring it up with c's addresses and routes. */
+int netconf_tap_up(const struct net_tap_conf *c, int watch, struct cs_error *err);
+
 /* pid 1 of the sandbox: start the payload, forward signals, reap, exit with its status. */
+/* netready_fd: a byte once the helper configured the network (EOF: it failed); tap_watch:
+ * configure pasta's tap here (netconf_tap_up) instead. Both -1 without a helper. */
 __attribute__((noreturn)) void init_run(const struct sandbox_spec *s,
                                         const struct sock_fprog *filter, const struct tty_link *tty,
-                                        int errfd, int netready_fd);
+                                        int errfd, const struct net_helper *net, int netready_fd,
+                                        int tap_watch);
 /* The payload's last steps: cwd, capabilities, no_new_privs, seccomp, execve. */
 __attribute__((noreturn)) void exec_payload(const struct sandbox_spec *s,
                                             const struct sock_fprog *filter, int errfd);

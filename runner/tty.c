@@ -21,6 +21,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RELAY_IN_BUF  4096
@@ -511,8 +512,23 @@ static void relay_finish(struct relay *r)
                 close(r->own_out);
 }
 
-int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, struct cs_error *err)
+/* The helper's ready pipe: true once it says ready (stop watching), false when it failed. */
+static bool helper_ready(int fd)
 {
+        char buf[64];
+        ssize_t n;
+
+        do
+                n = read(fd, buf, sizeof(buf));
+        while (n < 0 && errno == EINTR);
+        return n > 0;
+}
+
+int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int *ret_wstatus,
+                  struct cs_error *err)
+{
+        struct timespec t0;
+        bool helper_failed = false;
         /* 68 KiB of buffers: on the heap, not the stack. */
         _cleanup_free_ struct relay *r = calloc(1, sizeof(*r));
         int e;
@@ -525,13 +541,27 @@ int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, stru
         r->in_open = t->in_fd >= 0;
         ttymodes_init(&r->modes);
         relay_open_out(r);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
 
         while (!r->exited) {
-                struct pollfd p[5];
-                int i_in = -1, i_pty = -1, i_out = -1, i_ctl = -1, n = 0;
+                struct pollfd p[6];
+                int i_in = -1, i_pty = -1, i_out = -1, i_ctl = -1, i_helper = -1, n = 0;
+                int timeout = -1;
                 short pty_events = 0;
 
                 p[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+                if (helper_fd >= 0) {
+                        struct timespec now;
+
+                        clock_gettime(CLOCK_MONOTONIC, &now);
+                        timeout =
+                            NET_HELPER_TIMEOUT_MS - (int)((now.tv_sec - t0.tv_sec) * 1000 +
+                                                          (now.tv_nsec - t0.tv_nsec) / 1000000);
+                        if (timeout < 0)
+                                timeout = 0;
+                        i_helper = n;
+                        p[n++] = (struct pollfd){.fd = helper_fd, .events = POLLIN};
+                }
                 if (t->ctl[0] >= 0) {
                         i_ctl = n;
                         p[n++] = (struct pollfd){.fd = t->ctl[0], .events = POLLIN};
@@ -556,11 +586,23 @@ int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, stru
                         i_out = n;
                         p[n++] = (struct pollfd){.fd = r->out, .events = POLLOUT};
                 }
-                if (poll(p, (nfds_t)n, -1) < 0) {
+                int ready = poll(p, (nfds_t)n, timeout);
+
+                if (ready < 0) {
                         if (errno == EINTR)
                                 continue;
                         e = errno;
                         goto fail;
+                }
+                if (i_helper >= 0 && (ready == 0 || p[i_helper].revents)) {
+                        if (ready > 0 && helper_ready(helper_fd)) {
+                                helper_fd = -1;
+                        } else if (!helper_failed) {
+                                /* No network is coming: end the session; it is reaped below. */
+                                helper_failed = true;
+                                helper_fd = -1;
+                                kill(pid, SIGKILL);
+                        }
                 }
                 if (i_ctl >= 0 && p[i_ctl].revents)
                         ctl_read(r);
@@ -591,7 +633,7 @@ int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int *ret_wstatus, stru
         }
         relay_finish(r);
         *ret_wstatus = r->wstatus;
-        return 0;
+        return helper_failed ? 1 : 0;
 fail:
         kill(pid, SIGKILL);
         waitpid(pid, &r->wstatus, 0);

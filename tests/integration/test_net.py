@@ -418,6 +418,101 @@ def test_pasta_dying_silently_is_reported_with_its_signal(csb, tmp_path):
     assert "pasta failed to set up the sandbox's network (it was killed by signal 9)" in r.stderr
 
 
+def test_first_connection_right_after_exec_never_fails(csb):
+    """pid 1 starts the payload as soon as pasta's interface exists, before pasta reads it:
+    what the payload sends first (ARP, neighbour solicitation, SYN, a DNS query) waits in the
+    tap's queue. 200 launches whose payload connects at once: none may fail."""
+    failures = []
+    for i in range(200):
+        if i % 3 == 2:
+            r = probe(csb, "dns-a", "www.csandbox.test", DNS)
+            ok = r == {"errno": "ok", "address": TEST_HOST}
+        else:
+            r = probe(csb, "connect", TEST_HOST if i % 3 == 0 else TEST_HOST6, "8080")
+            ok = r["errno"] == "ok"
+        if not ok:
+            failures.append((i, r))
+    assert failures == []
+
+
+def parent_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
+def pasta_cmdline(csb, marker, *opts):
+    proc = csb.popen([*opts, "--net", "pasta", "--ro-bind", csb.probe_path, HOST_PROBE, "--",
+                      HOST_PROBE, "spawn-sleeper", "300", marker])
+    try:
+        assert read_line(proc.stdout) == "ready\n", proc.stderr.read1().decode()
+        found = [p for p in pasta_procs() if parent_of(p) == proc.pid]
+        assert len(found) == 1, found
+        with open(f"/proc/{found[0]}/cmdline", "rb") as f:
+            return f.read().decode().split("\0")[:-1]
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def test_pasta_gets_the_addresses_pid_1_configures(csb, marker):
+    """The host's default-route interface, address and gateway (what pasta would pick) are
+    given to pasta explicitly and set by pid 1, so both sides agree; pasta does not
+    configure the namespace itself."""
+    args = pasta_cmdline(csb, marker)
+    assert "--config-net" not in args, args
+    assert args[args.index("-I") + 1] == "csbt-h0", args
+    assert ["-a", "198.51.100.2", "-n", "24", "-g", "198.51.100.1"] == args[
+        args.index("-a"):args.index("-a") + 6], args
+    six = args[args.index("-a", args.index("-a") + 1):][:4]
+    assert six[0] == "-a" and six[1] in ("2001:db8:51::2", "2001:db8:51::3"), args
+    assert six[2:] == ["-g", "2001:db8:51::1"], args
+    inside = csb.run(["--net", "pasta", "--", "ip", "-j", "addr", "show", "csbt-h0"])
+    assert inside.returncode == 0, inside.stderr
+    link = json.loads(inside.stdout)[0]
+    addrs = {a["local"]: a for a in link["addr_info"]}
+    assert addrs["198.51.100.2"]["prefixlen"] == 24, addrs
+    assert addrs[six[1]].get("nodad") is True, addrs
+    assert link["mtu"] == 65520 and "UP" in link["flags"], link
+
+
+def test_map_host_loopback_makes_169_254_1_2_the_gateway(csb, marker):
+    args = pasta_cmdline(csb, marker, "--map-host-loopback")
+    assert args[args.index("-g") + 1] == MAPPED and "--no-map-gw" not in args, args
+    r = csb.run(["--net", "pasta", "--map-host-loopback", "--", "ip", "-j", "route", "show",
+                 "default"])
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)[0]["gateway"] == MAPPED, r.stdout
+
+
+def test_pasta_failing_after_the_payload_started_ends_the_session(csb, tmp_path):
+    """The tap appears, pid 1 starts the payload, then pasta dies before it is ready: the
+    session ends at once with pasta's reason and 125, as if it had never started."""
+    env = fake_pasta(tmp_path, """exec python3 - "$@" <<'PY'
+import ctypes, fcntl, os, struct, sys, time
+args = sys.argv[1:]
+ifname, pid = args[args.index("-I") + 1], args[-1]
+libc = ctypes.CDLL(None, use_errno=True)
+for ns in ("user", "net"):
+    fd = os.open(f"/proc/{pid}/ns/{ns}", os.O_RDONLY)
+    assert libc.setns(fd, 0) == 0, ctypes.get_errno()
+tun = os.open("/dev/net/tun", os.O_RDWR)
+fcntl.ioctl(tun, 0x400454ca, struct.pack("16sH", ifname.encode(), 0x0002 | 0x1000))  # TUNSETIFF, IFF_TAP|IFF_NO_PI
+time.sleep(0.5)
+print("Couldn't set up the tap's queue: No buffer space available", file=sys.stderr)
+sys.exit(1)
+PY
+""")
+    r = csb.run(["--net", "pasta", "--", "sh", "-c", "echo started; exec sleep 20"], env=env,
+                timeout=15)
+    assert r.returncode == 125, r.stderr
+    assert r.stdout == "started\n", "the payload should start once the interface exists"
+    assert ("pasta failed to set up the sandbox's network (Couldn't set up the tap's queue: "
+            "No buffer space available)") in r.stderr, r.stderr
+
+
 def test_unusable_tun_is_a_clear_error(csb):
     """/dev/net/tun as a user without access sees it (here: a root-only file over it, in an
     outer sandbox, as a desktop without udev's 0666 would have it)."""

@@ -1,0 +1,397 @@
+/* The sandbox's network interface, configured by csandbox rather than by pasta.
+ *
+ * pasta needs about 24 ms before it reports ready (its own start-up: socket pools, its
+ * sandbox), but its tap device exists after about 8. csandbox decides the configuration in
+ * the host's namespace before clone (what pasta would pick: the host's default-route
+ * interface, its first address and gateway in each family), hands the same values to pasta
+ * explicitly, and pid 1 waits only for the tap, configures it and starts the payload. Every
+ * frame the payload sends before pasta reads the tap (the first ARP or neighbour
+ * solicitation, a SYN) waits in the tap's queue: nothing is lost or refused, only delayed
+ * until pasta is up. When the host's routes do not fit this (no gateway, a multipath
+ * default), pasta configures the namespace itself as before and the payload waits for it. */
+#include "runner.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NET_TAP_MTU 65520
+
+struct nl_msg {
+        union {
+                struct nlmsghdr nh;
+                char raw[320];
+        };
+};
+
+static void *nl_begin(struct nl_msg *m, unsigned short type, unsigned short flags, size_t hdr)
+{
+        memset(m, 0, sizeof(*m));
+        m->nh.nlmsg_len = (unsigned)NLMSG_LENGTH(hdr);
+        m->nh.nlmsg_type = type;
+        m->nh.nlmsg_flags = (unsigned short)(NLM_F_REQUEST | flags);
+        return NLMSG_DATA(&m->nh);
+}
+
+static void nl_attr(struct nl_msg *m, unsigned short type, const void *data, size_t len)
+{
+        struct rtattr *rta = (struct rtattr *)(m->raw + NLMSG_ALIGN(m->nh.nlmsg_len));
+
+        rta->rta_type = type;
+        rta->rta_len = (unsigned short)RTA_LENGTH(len);
+        memcpy(RTA_DATA(rta), data, len);
+        m->nh.nlmsg_len = NLMSG_ALIGN(m->nh.nlmsg_len) + (unsigned)RTA_ALIGN(rta->rta_len);
+}
+
+int netlink_request(int nl, struct nlmsghdr *req)
+{
+        char ack[NLMSG_SPACE(sizeof(struct nlmsgerr)) + 256];
+        ssize_t n;
+
+        req->nlmsg_flags |= NLM_F_ACK;
+        if (send(nl, req, req->nlmsg_len, 0) < 0)
+                return -errno;
+        do
+                n = recv(nl, ack, sizeof(ack), 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if ((size_t)n < NLMSG_SPACE(sizeof(struct nlmsgerr)) ||
+            ((struct nlmsghdr *)ack)->nlmsg_type != NLMSG_ERROR)
+                return -EPROTO;
+        return ((struct nlmsgerr *)NLMSG_DATA((struct nlmsghdr *)ack))->error;
+}
+
+/* One dump request; each message of the answer goes to fn. */
+static int nl_dump(int nl, unsigned short type, unsigned char family,
+                   void (*fn)(const struct nlmsghdr *nh, void *opaque), void *opaque)
+{
+        struct nl_msg m;
+        struct rtgenmsg *g = nl_begin(&m, type, NLM_F_DUMP, sizeof(*g));
+        _Alignas(struct nlmsghdr) char buf[16384];
+
+        g->rtgen_family = family;
+        if (send(nl, &m, m.nh.nlmsg_len, 0) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = recv(nl, buf, sizeof(buf), 0);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EPROTO;
+                for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
+                     nh = NLMSG_NEXT(nh, n)) {
+                        if (nh->nlmsg_type == NLMSG_DONE)
+                                return 0;
+                        if (nh->nlmsg_type == NLMSG_ERROR)
+                                return -EPROTO;
+                        fn(nh, opaque);
+                }
+        }
+}
+
+/* The host's default routes, per family: the first with the lowest metric. A default
+ * route without a single gateway and interface makes the family unusable here. */
+struct route_pick {
+        int oif;
+        uint32_t metric;
+        unsigned char gw[16];
+        bool seen, found, odd;
+};
+
+static void route_each(const struct nlmsghdr *nh, void *opaque)
+{
+        struct route_pick *p = opaque;
+        const struct rtmsg *rt = NLMSG_DATA(nh);
+        int len = (int)RTM_PAYLOAD(nh);
+        uint32_t table = rt->rtm_table, metric = 0;
+        const void *gw = NULL;
+        int oif = 0;
+
+        if (nh->nlmsg_type != RTM_NEWROUTE || rt->rtm_dst_len != 0 || rt->rtm_type != RTN_UNICAST)
+                return;
+        for (const struct rtattr *a = RTM_RTA(rt); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+                if (a->rta_type == RTA_TABLE && RTA_PAYLOAD(a) == 4)
+                        memcpy(&table, RTA_DATA(a), 4);
+                else if (a->rta_type == RTA_GATEWAY)
+                        gw = RTA_DATA(a);
+                else if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == 4)
+                        memcpy(&oif, RTA_DATA(a), 4);
+                else if (a->rta_type == RTA_PRIORITY && RTA_PAYLOAD(a) == 4)
+                        memcpy(&metric, RTA_DATA(a), 4);
+        }
+        if (table != RT_TABLE_MAIN || (p->seen && metric >= p->metric))
+                return;
+        p->seen = true;
+        p->metric = metric;
+        p->found = gw && oif > 0;
+        p->odd = !p->found;
+        if (!p->found)
+                return;
+        p->oif = oif;
+        memcpy(p->gw, gw, rt->rtm_family == AF_INET ? 4 : 16);
+}
+
+struct addr_pick {
+        int index;
+        unsigned char addr[16];
+        unsigned char prefix;
+        bool found;
+};
+
+static void addr_each(const struct nlmsghdr *nh, void *opaque)
+{
+        struct addr_pick *p = opaque;
+        const struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+        int len = (int)IFA_PAYLOAD(nh);
+        const void *addr = NULL, *local = NULL;
+        uint32_t flags = ifa->ifa_flags;
+
+        if (p->found || nh->nlmsg_type != RTM_NEWADDR || (int)ifa->ifa_index != p->index ||
+            ifa->ifa_scope != RT_SCOPE_UNIVERSE)
+                return;
+        for (const struct rtattr *a = IFA_RTA(ifa); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+                if (a->rta_type == IFA_ADDRESS)
+                        addr = RTA_DATA(a);
+                else if (a->rta_type == IFA_LOCAL)
+                        local = RTA_DATA(a);
+                else if (a->rta_type == IFA_FLAGS && RTA_PAYLOAD(a) == 4)
+                        memcpy(&flags, RTA_DATA(a), 4);
+        }
+        if (flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED | IFA_F_DEPRECATED))
+                return;
+        if (local) /* point-to-point: IFA_ADDRESS is the peer */
+                addr = local;
+        if (!addr)
+                return;
+        memcpy(p->addr, addr, ifa->ifa_family == AF_INET ? 4 : 16);
+        p->prefix = ifa->ifa_prefixlen;
+        p->found = true;
+}
+
+/* 1: the family has a usable default route (filled in); 0: none at all; -1: one that does
+ * not fit (pasta must then decide). */
+static int family_pick(int nl, unsigned char family, int *ret_oif, unsigned char *ret_addr,
+                       unsigned char *ret_prefix, unsigned char *ret_gw)
+{
+        struct route_pick rp = {0};
+        struct addr_pick ap = {0};
+
+        if (nl_dump(nl, RTM_GETROUTE, family, route_each, &rp) < 0)
+                return -1;
+        if (rp.odd)
+                return -1;
+        if (!rp.found)
+                return 0;
+        ap.index = rp.oif;
+        if (nl_dump(nl, RTM_GETADDR, family, addr_each, &ap) < 0 || !ap.found)
+                return -1;
+        *ret_oif = rp.oif;
+        memcpy(ret_addr, ap.addr, family == AF_INET ? 4 : 16);
+        memcpy(ret_gw, rp.gw, family == AF_INET ? 4 : 16);
+        *ret_prefix = ap.prefix;
+        return 1;
+}
+
+void netconf_host_pick(const struct sandbox_spec *s, struct net_tap_conf *ret)
+{
+        _cleanup_close_ int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        int oif4 = 0, oif6 = 0, r4, r6;
+
+        memset(ret, 0, sizeof(*ret));
+        if (nl < 0)
+                return;
+        r4 = family_pick(nl, AF_INET, &oif4, ret->addr4, &ret->prefix4, ret->gw4);
+        r6 = family_pick(nl, AF_INET6, &oif6, ret->addr6, &ret->prefix6, ret->gw6);
+        if (r4 < 0 || r6 < 0 || (r4 == 0 && r6 == 0))
+                return;
+        if (!if_indextoname((unsigned)(r4 ? oif4 : oif6), ret->ifname))
+                return;
+        ret->has4 = r4 == 1;
+        ret->has6 = r6 == 1;
+        /* The gateway is what maps to the host's loopback when that is asked for. */
+        if (ret->has4 && s->map_host_loopback)
+                inet_pton(AF_INET, SPEC_NET_HOST_LOOPBACK, ret->gw4);
+        ret->early = true;
+}
+
+int netconf_tap_watch(struct cs_error *err)
+{
+        struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK};
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+
+        if (fd < 0)
+                return cs_error_set(err, errno, "watch for the sandbox's network interface");
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                cs_error_set(err, errno, "watch for the sandbox's network interface");
+                close(fd);
+                return -err->err;
+        }
+        return fd;
+}
+
+static long ms_since(const struct timespec *t0)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* The tap's index once pasta has made it (a link notification wakes us). */
+static int tap_wait(const struct net_tap_conf *c, int watch, struct cs_error *err)
+{
+        struct timespec t0;
+
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+                unsigned idx = if_nametoindex(c->ifname);
+                struct pollfd p = {.fd = watch, .events = POLLIN};
+                char buf[8192];
+                long left = NET_HELPER_TIMEOUT_MS - ms_since(&t0);
+
+                if (idx)
+                        return (int)idx;
+                if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
+                        return cs_error_setx(err, ETIMEDOUT,
+                                             "pasta did not create the sandbox's network "
+                                             "interface %s within %d s",
+                                             c->ifname, NET_HELPER_TIMEOUT_MS / 1000);
+                while (recv(watch, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+                        ;
+        }
+}
+
+static int addr_add(int nl, int idx, int family, const unsigned char *addr, unsigned char prefix)
+{
+        struct nl_msg m;
+        struct ifaddrmsg *ifa = nl_begin(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifa));
+        size_t alen = family == AF_INET ? 4 : 16;
+
+        ifa->ifa_family = (unsigned char)family;
+        ifa->ifa_prefixlen = prefix;
+        ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+        ifa->ifa_index = (unsigned)idx;
+        nl_attr(&m, IFA_LOCAL, addr, alen);
+        nl_attr(&m, IFA_ADDRESS, addr, alen);
+        if (family == AF_INET6) {
+                /* No duplicate detection: the address is usable at once, as pasta's is. */
+                uint32_t flags = IFA_F_NODAD;
+
+                ifa->ifa_flags = IFA_F_NODAD;
+                nl_attr(&m, IFA_FLAGS, &flags, sizeof(flags));
+        }
+        return netlink_request(nl, &m.nh);
+}
+
+static int default_route_add(int nl, int idx, int family, const unsigned char *gw)
+{
+        struct nl_msg m;
+        struct rtmsg *rt = nl_begin(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, sizeof(*rt));
+        uint32_t oif = (uint32_t)idx;
+
+        rt->rtm_family = (unsigned char)family;
+        rt->rtm_table = RT_TABLE_MAIN;
+        rt->rtm_protocol = RTPROT_BOOT;
+        rt->rtm_scope = RT_SCOPE_UNIVERSE;
+        rt->rtm_type = RTN_UNICAST;
+        /* The gateway need not be in the address's prefix (169.254.1.2 when the host's
+         * loopback is mapped, a /32 address): pasta answers for every address on the link. */
+        rt->rtm_flags = RTNH_F_ONLINK;
+        nl_attr(&m, RTA_GATEWAY, gw, family == AF_INET ? 4 : 16);
+        nl_attr(&m, RTA_OIF, &oif, sizeof(oif));
+        return netlink_request(nl, &m.nh);
+}
+
+static int link_up(int nl, int idx)
+{
+        struct nl_msg m;
+        struct ifinfomsg *ifi = nl_begin(&m, RTM_NEWLINK, 0, sizeof(*ifi));
+        uint32_t mtu = NET_TAP_MTU;
+
+        ifi->ifi_family = AF_UNSPEC;
+        ifi->ifi_index = idx;
+        ifi->ifi_flags = IFF_UP;
+        ifi->ifi_change = IFF_UP;
+        nl_attr(&m, IFLA_MTU, &mtu, sizeof(mtu));
+        return netlink_request(nl, &m.nh);
+}
+
+int netconf_tap_up(const struct net_tap_conf *c, int watch, struct cs_error *err)
+{
+        _cleanup_close_ int nl = -1;
+        const char *step;
+        int idx, r;
+
+        idx = tap_wait(c, watch, err);
+        if (idx < 0)
+                return idx;
+        nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        if (nl < 0)
+                return cs_error_set(err, errno, "configure the sandbox's network: netlink");
+        step = "bring it up";
+        r = link_up(nl, idx);
+        if (r >= 0 && c->has4) {
+                step = "add its IPv4 address";
+                r = addr_add(nl, idx, AF_INET, c->addr4, c->prefix4);
+        }
+        if (r >= 0 && c->has6) {
+                step = "add its IPv6 address";
+                r = addr_add(nl, idx, AF_INET6, c->addr6, c->prefix6);
+        }
+        if (r >= 0 && c->has4) {
+                step = "add its IPv4 default route";
+                r = default_route_add(nl, idx, AF_INET, c->gw4);
+        }
+        if (r >= 0 && c->has6) {
+                step = "add its IPv6 default route";
+                r = default_route_add(nl, idx, AF_INET6, c->gw6);
+        }
+        if (r < 0)
+                return cs_error_set(err, -r, "configure the sandbox's network interface %s: %s",
+                                    c->ifname, step);
+        return 0;
+}
+
+int netconf_pasta_args(const struct net_tap_conf *c, char **argv, size_t n,
+                       char text[5][INET6_ADDRSTRLEN])
+{
+        argv[n++] = "-I";
+        argv[n++] = (char *)c->ifname;
+        if (c->has4) {
+                inet_ntop(AF_INET, c->addr4, text[0], INET6_ADDRSTRLEN);
+                snprintf(text[1], INET6_ADDRSTRLEN, "%u", c->prefix4);
+                inet_ntop(AF_INET, c->gw4, text[2], INET6_ADDRSTRLEN);
+                argv[n++] = "-a";
+                argv[n++] = text[0];
+                argv[n++] = "-n";
+                argv[n++] = text[1];
+                argv[n++] = "-g";
+                argv[n++] = text[2];
+        } else {
+                argv[n++] = "-6";
+        }
+        if (c->has6) {
+                inet_ntop(AF_INET6, c->addr6, text[3], INET6_ADDRSTRLEN);
+                inet_ntop(AF_INET6, c->gw6, text[4], INET6_ADDRSTRLEN);
+                argv[n++] = "-a";
+                argv[n++] = text[3];
+                argv[n++] = "-g";
+                argv[n++] = text[4];
+        } else {
+                argv[n++] = "-4";
+        }
+        return (int)n;
+}
