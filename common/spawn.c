@@ -23,10 +23,9 @@ static long now_ms(void)
         return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Read fd until EOF, the deadline or more than max; the buffer grows as needed. */
-static void collect(int fd, const struct cs_spawn *sp, struct cs_capture *c)
+/* Read fd until EOF, the deadline (0: none) or more than max; the buffer grows as needed. */
+static void collect(int fd, long deadline, size_t max, struct cs_capture *c)
 {
-        long deadline = sp->timeout_ms ? now_ms() + sp->timeout_ms : 0;
         size_t cap = 0;
 
         for (;;) {
@@ -47,8 +46,8 @@ static void collect(int fd, const struct cs_spawn *sp, struct cs_capture *c)
                         size_t want = cap ? 2 * cap : 8192;
                         char *b;
 
-                        if (want > sp->max + 4096 + 1)
-                                want = sp->max + 4096 + 1;
+                        if (want > max + 4096 + 1)
+                                want = max + 4096 + 1;
                         if (want <= cap) {
                                 c->too_big = true;
                                 return;
@@ -72,21 +71,21 @@ static void collect(int fd, const struct cs_spawn *sp, struct cs_capture *c)
                 if (n <= 0)
                         return;
                 c->len += (size_t)n;
-                if (c->len > sp->max) {
+                if (c->len > max) {
                         c->too_big = true;
                         return;
                 }
         }
 }
 
-int cs_spawn_capture(const struct cs_spawn *sp, struct cs_capture *ret)
+int cs_spawn_start(const struct cs_spawn *sp, struct cs_spawned *ret)
 {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         int out[2], in[2] = {-1, -1}, r;
         pid_t pid;
 
-        *ret = (struct cs_capture){.status = -1};
+        *ret = (struct cs_spawned){.pid = -1, .out = -1};
         if (pipe2(out, O_CLOEXEC) < 0)
                 return -errno;
         if (sp->input && pipe2(in, O_CLOEXEC) < 0) {
@@ -136,16 +135,49 @@ int cs_spawn_capture(const struct cs_spawn *sp, struct cs_capture *ret)
                 close(in[1]);
                 signal(SIGPIPE, old);
         }
-        collect(out[0], sp, ret);
-        close(out[0]);
+        ret->pid = pid;
+        ret->out = out[0];
+        ret->deadline = sp->timeout_ms ? now_ms() + sp->timeout_ms : 0;
+        ret->max = sp->max;
+        return 0;
+}
+
+void cs_spawn_finish(struct cs_spawned *h, struct cs_capture *ret)
+{
+        *ret = (struct cs_capture){.status = -1};
+        collect(h->out, h->deadline, h->max, ret);
+        close(h->out);
         if (ret->timed_out || ret->too_big)
-                kill(-pid, SIGKILL);
-        while (waitpid(pid, &ret->status, 0) < 0 && errno == EINTR)
+                kill(-h->pid, SIGKILL);
+        while (waitpid(h->pid, &ret->status, 0) < 0 && errno == EINTR)
                 ;
         if (!ret->out)
                 ret->out = calloc(1, 1);
         if (ret->out)
                 ret->out[ret->len] = '\0';
+        *h = (struct cs_spawned){.pid = -1, .out = -1};
+}
+
+void cs_spawn_abort(struct cs_spawned *h)
+{
+        if (h->pid > 0) {
+                close(h->out);
+                kill(-h->pid, SIGKILL);
+                while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        }
+        *h = (struct cs_spawned){.pid = -1, .out = -1};
+}
+
+int cs_spawn_capture(const struct cs_spawn *sp, struct cs_capture *ret)
+{
+        struct cs_spawned h;
+        int r = cs_spawn_start(sp, &h);
+
+        *ret = (struct cs_capture){.status = -1};
+        if (r < 0)
+                return r;
+        cs_spawn_finish(&h, ret);
         return 0;
 }
 

@@ -69,6 +69,17 @@ bool clipboard_args_allowed(char *const *argv, size_t n, const char **ret_bad)
 }
 
 /* Remove the relay sockets of launches that were killed: nothing listens on them. */
+/* clipboard-PID.sock: whether csandbox PID (of this pid namespace) still runs. */
+static bool launch_alive(const char *name)
+{
+        char *end;
+        long pid = strtol(name + 10, &end, 10);
+
+        if (pid <= 0 || strcmp(end, ".sock") != 0)
+                return true;
+        return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
 static void clipboard_sweep(int state_fd)
 {
         int dfd = openat(state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -89,8 +100,11 @@ static void clipboard_sweep(int state_fd)
                 snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%.60s", dfd,
                          e->d_name);
                 s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                if (s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
-                    errno == ECONNREFUSED)
+                /* Nobody listens; or the launch that made it is gone and its relay, killed
+                 * with it, is still on its way out (its backlog would accept). */
+                if (s >= 0 && ((connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+                                errno == ECONNREFUSED) ||
+                               !launch_alive(e->d_name)))
                         unlinkat(dfd, e->d_name, 0);
                 if (s >= 0)
                         close(s);

@@ -393,6 +393,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         const char *term = getenv("TERM"), *colorterm = getenv("COLORTERM");
         _cleanup_close_ int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         _cleanup_close_ int work_fd = -1, claude_fd = -1;
+        _cleanup_(cs_spawn_abort) struct cs_spawned identity_git = {.pid = -1, .out = -1};
         int r;
 
         memset(p, 0, sizeof(*p));
@@ -408,8 +409,11 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                   (req->where == PLAN_WHERE_DECIDE && !profile_sandboxed(c, &p->profile));
         if (p->host)
                 return plan_host(p, req, err);
+        /* The identity's `git config` runs beside the work tree's `git rev-parse`. */
+        r = stage_git_identity_start(req->cwd, &identity_git, err);
         /* Refusals come before anything is created or copied. */
-        r = worktree_detect(req->cwd, &w, err);
+        if (r >= 0)
+                r = worktree_detect(req->cwd, &w, err);
         if (r >= 0)
                 r = worktree_refuse(&w, c->home, c->profiles_base, err);
         /* The image is looked up before anything is created, too. */
@@ -544,7 +548,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 r = trust_protect(s, c, &p->profile, PLAN_CONFIG, &w, &p->watch, err);
         /* §2.10 the git identity. */
         if (r >= 0)
-                r = stage_git_identity(c, w.cwd, p->bridges.gpg, &identity, err);
+                r = stage_git_identity(c, &identity_git, p->bridges.gpg, &identity, err);
         if (r >= 0 && identity) {
                 r = plan_bind_host(s, identity, PLAN_HOME "/.gitconfig-identity", SPEC_MOUNT_RO,
                                    err);

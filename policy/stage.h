@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 struct cs_error;
+struct cs_spawned;
 struct profile;
 struct profile_config;
 
@@ -55,7 +56,10 @@ int stage_local_settings(const struct profile *p, int dir_fd, const char *local_
  * installed. Removes the copies earlier csandbox versions staged under <data>/csandbox/claude. */
 int stage_claude(const struct profile_config *c, int *ret_fd, char **ret_path, bool *ret_missing,
                  struct cs_error *err);
-/* §2.10: the git identity file for cwd under <data_home>/claude-profile/git/; NULL when
- * git knows no user.name/user.email. */
-int stage_git_identity(const struct profile_config *c, const char *cwd, bool signing,
+/* §2.10: `git config` for the identity keys, started in cwd while the plan goes on; end it
+ * with stage_git_identity, or cs_spawn_abort on a path that does not get there. */
+int stage_git_identity_start(const char *cwd, struct cs_spawned *ret, struct cs_error *err);
+/* What git said, as the identity file under <data_home>/claude-profile/git/; NULL when git
+ * knows no user.name/user.email. The signing keys only with signing. */
+int stage_git_identity(const struct profile_config *c, struct cs_spawned *git, bool signing,
                        char **ret_path, struct cs_error *err);

@@ -43,20 +43,24 @@ static const char *const identity_keys[][2] = {{"user", "name"},
 #define IDENTITY_PLAIN  2 /* the first two; the rest sign */
 #define IDENTITY_FORMAT 4
 
-/* The keys' values for cwd as `git config --get` gives them (the last value of each), from
- * one `git config -z --get-regexp`: records "key\nvalue\0". */
-static int git_identity_get(const char *cwd, bool signing, char *values[IDENTITY_KEYS],
-                            struct cs_error *err)
+int stage_git_identity_start(const char *cwd, struct cs_spawned *ret, struct cs_error *err)
 {
         char *args[] = {"config", "-z", "--get-regexp",
-                        signing ? "^(user\\.(name|email|signingkey)|commit\\.gpgsign|gpg\\.format)$"
-                                : "^user\\.(name|email)$",
-                        NULL};
+                        "^(user\\.(name|email|signingkey)|commit\\.gpgsign|gpg\\.format)$", NULL};
+
+        return worktree_git_start(cwd, args, ret, err);
+}
+
+/* The keys' values as `git config --get` gives them (the last value of each), from one
+ * `git config -z --get-regexp`: records "key\nvalue\0". */
+static int git_identity_get(struct cs_spawned *git, bool signing, char *values[IDENTITY_KEYS],
+                            struct cs_error *err)
+{
         _cleanup_free_ char *out = NULL;
         size_t len = 0;
         int r;
 
-        r = worktree_git(cwd, args, true, &out, &len, err);
+        r = worktree_git_finish(git, true, &out, &len, err);
         if (r < 0 || !out)
                 return r;
         for (char *rec = out; rec < out + len;) {
@@ -79,8 +83,9 @@ static int git_identity_get(const char *cwd, bool signing, char *values[IDENTITY
                 }
                 rec = end + 1;
         }
-        /* SSH or X.509 signing needs what the sandbox does not have. */
-        if (values[IDENTITY_FORMAT] && strcmp(values[IDENTITY_FORMAT], "openpgp") != 0)
+        /* Signing needs the agent; SSH or X.509 signing what the sandbox does not have. */
+        if (!signing ||
+            (values[IDENTITY_FORMAT] && strcmp(values[IDENTITY_FORMAT], "openpgp") != 0))
                 for (size_t i = IDENTITY_PLAIN; i < IDENTITY_KEYS; i++) {
                         free(values[i]);
                         values[i] = NULL;
@@ -116,7 +121,7 @@ static int append_identity(char **content, const char *section, const char *name
         return 0;
 }
 
-int stage_git_identity(const struct profile_config *c, const char *cwd, bool signing,
+int stage_git_identity(const struct profile_config *c, struct cs_spawned *git, bool signing,
                        char **ret_path, struct cs_error *err)
 {
         _cleanup_free_ char *content = strdup("[include]\n\tpath = " SANDBOX_GITCONFIG "\n");
@@ -131,7 +136,7 @@ int stage_git_identity(const struct profile_config *c, const char *cwd, bool sig
 
         if (!content)
                 return cs_error_set(err, ENOMEM, "git identity");
-        r = git_identity_get(cwd, signing, values, err);
+        r = git_identity_get(git, signing, values, err);
         for (size_t i = 0; r >= 0 && i < IDENTITY_KEYS; i++) {
                 if (!values[i])
                         continue;

@@ -53,18 +53,16 @@ static const char *const git_hardening[] = {
 };
 #define GIT_HARDENING_N (sizeof(git_hardening) / sizeof(git_hardening[0]))
 
-int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_t *ret_len,
-                 struct cs_error *err)
+int worktree_git_start(const char *cwd, char *const *args, struct cs_spawned *ret,
+                       struct cs_error *err)
 {
-        _cleanup_free_ char *env_path = NULL, *env_home = NULL, *out = NULL, *git = NULL;
+        _cleanup_free_ char *env_path = NULL, *env_home = NULL, *git = NULL;
         const char *path = getenv("PATH"), *home = getenv("HOME");
         char *argv[2 * GIT_HARDENING_N + 16] = {"git", "--no-pager"};
         char *envp[5] = {NULL};
-        _cleanup_(cs_capture_free) struct cs_capture c = {0};
-        size_t n = 2, n_env = 0, len = 0;
-        int r;
+        size_t n = 2, n_env = 0;
 
-        *ret = NULL;
+        *ret = (struct cs_spawned){.pid = -1, .out = -1};
         for (size_t i = 0; i < GIT_HARDENING_N; i++) {
                 argv[n++] = "-c";
                 argv[n++] = (char *)git_hardening[i];
@@ -94,10 +92,24 @@ int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_
         git = cs_find_program("git");
         if (!git)
                 return 0; /* no git: as outside a repository */
-        r = cs_spawn_capture(
-            &(struct cs_spawn){.path = git, .argv = argv, .envp = envp, .max = GIT_OUTPUT_MAX}, &c);
-        if (r < 0)
+        /* Dropped: git that cannot be started is git that is not there. */
+        (void)cs_spawn_start(
+            &(struct cs_spawn){.path = git, .argv = argv, .envp = envp, .max = GIT_OUTPUT_MAX},
+            ret);
+        return 0;
+}
+
+int worktree_git_finish(struct cs_spawned *h, bool raw, char **ret, size_t *ret_len,
+                        struct cs_error *err)
+{
+        _cleanup_(cs_capture_free) struct cs_capture c = {0};
+        _cleanup_free_ char *out = NULL;
+        size_t len;
+
+        *ret = NULL;
+        if (h->pid < 0)
                 return 0;
+        cs_spawn_finish(h, &c);
         if (c.too_big)
                 return cs_error_setx(err, EFBIG, "git's output is larger than %u bytes",
                                      GIT_OUTPUT_MAX);
@@ -113,6 +125,16 @@ int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_
                 *ret_len = len;
         *ret = cs_take_ptr(&out);
         return 0;
+}
+
+int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_t *ret_len,
+                 struct cs_error *err)
+{
+        struct cs_spawned h;
+        int r = worktree_git_start(cwd, args, &h, err);
+
+        *ret = NULL;
+        return r < 0 ? r : worktree_git_finish(&h, raw, ret, ret_len, err);
 }
 
 /* `git -C cwd rev-parse <what>`, or NULL (outside a repository, no git, any failure). */

@@ -4,6 +4,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../common/spawn.h"
+
 struct cs_error;
 
 struct worktree {
@@ -24,6 +26,13 @@ struct worktree {
  * when git could not be run or waited for. */
 int worktree_git(const char *cwd, char *const *args, bool raw, char **ret, size_t *ret_len,
                  struct cs_error *err);
+/* The same in two halves: git runs while the caller does other work. A start that finds
+ * no git leaves ret->pid -1, which finish takes as "no output". On every other path the
+ * caller ends a started git with worktree_git_finish or cs_spawn_abort. */
+int worktree_git_start(const char *cwd, char *const *args, struct cs_spawned *ret,
+                       struct cs_error *err);
+int worktree_git_finish(struct cs_spawned *h, bool raw, char **ret, size_t *ret_len,
+                        struct cs_error *err);
 
 /* Run git (found on PATH; its absence means "not a repo") for cwd. */
 int worktree_detect(const char *cwd, struct worktree *ret, struct cs_error *err);

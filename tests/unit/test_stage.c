@@ -3,6 +3,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/spawn.h"
 #include "common/sha256.h"
 #include "policy/profile.h"
 #include "policy/stage.h"
@@ -481,7 +482,13 @@ static void test_git_identity_file(void)
         }
         setenv("GIT_CONFIG_GLOBAL", "/nonexistent-must-be-ignored", 1);
         c.data_home = data;
-        r = stage_git_identity(&c, repo, false, &out, &err);
+        {
+                struct cs_spawned git;
+
+                r = stage_git_identity_start(repo, &git, &err);
+                if (r == 0)
+                        r = stage_git_identity(&c, &git, false, &out, &err);
+        }
         unsetenv("GIT_CONFIG_GLOBAL");
         CHECKF(r == 0 && out, "%s", err.msg);
         CHECKF(strcmp(slurp(out), want) == 0, "content <%s>", slurp(out));
