@@ -9,6 +9,7 @@
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../image/store.h"
+#include "../policy/bridges.h"
 #include "../policy/seccomp.h"
 
 #include <cjson/cJSON.h>
@@ -51,6 +52,9 @@ static const char usage_exec[] =
     "Identity and namespaces:\n"
     "  --uid N, --gid N        ids inside (default: your own)\n"
     "  --map-range             map 65536 ids through newuidmap/newgidmap (/etc/subuid)\n"
+    "  --package-broker        let /run/csandbox/sudo run a package manager (apt-get, dnf,\n"
+    "                          apk, ...) as the namespace's root, to install packages into\n"
+    "                          the session's writable layer; maps the subordinate range\n"
     "  --hostname NAME         hostname inside (default: csandbox)\n"
     "  --net none|pasta|host   own network namespace with loopback only (default);\n"
     "                          own namespace with internet through pasta (slirp4netns\n"
@@ -98,7 +102,7 @@ static const struct exec_flag exec_flags[] = {
     {"--tmpfs", 1},     {"--dir", 1},
     {"--symlink", 2},   {"--file", 2},
     {"--uid", 1},       {"--gid", 1},
-    {"--map-range", 0}, {"--map-host-loopback", 0},
+    {"--map-range", 0}, {"--package-broker", 0}, {"--map-host-loopback", 0},
     {"--hostname", 1},  {"--net", 1},
     {"--chdir", 1},     {"--setenv", 2},
     {"--unsetenv", 1},  {"--env-file", 1},
@@ -420,6 +424,8 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                         r = parse_id(a, v1, &s->gid, err);
                 } else if (strcmp(a, "--map-range") == 0) {
                         s->map_range = true;
+                } else if (strcmp(a, "--package-broker") == 0) {
+                        r = packages_plan(s, NULL, err);
                 } else if (strcmp(a, "--hostname") == 0) {
                         if (strlen(v1) == 0 || strlen(v1) > 64)
                                 return cs_error_setx(err, EINVAL,

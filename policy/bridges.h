@@ -48,6 +48,14 @@ int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_
                    struct cs_error *err);
 /* Ensure the sandbox's own BRIDGE_DIR (0700). */
 int bridge_dir(struct sandbox_spec *s, struct cs_error *err);
+
+/* One of csandbox's static helpers for inside (name, beside csandbox), opened once by fd and
+ * checked: a regular executable only its owner can change. purpose starts the error. */
+int plan_shim_open(const char *name, const char *purpose, int *ret_fd, char **ret_path,
+                   struct cs_error *err);
+/* The package broker (runner/broker.c) with csandbox's sudo at SPEC_BROKER_DIR/sudo and,
+ * when also_at is set, there too (a run's ~/.local/bin/sudo). */
+int packages_plan(struct sandbox_spec *s, const char *also_at, struct cs_error *err);
 /* A host socket of this user's, opened once (O_PATH) and checked; -errno. */
 int bridge_socket_open(const char *path);
 

@@ -116,7 +116,7 @@ int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_
                    struct cs_error *err)
 {
         _cleanup_free_ char *wl = cs_find_program("wl-paste");
-        _cleanup_free_ char *shim = cs_self_sibling(CLIPBOARD_SHIM);
+        _cleanup_free_ char *shim = NULL;
         _cleanup_close_ int shim_fd = -1, sock = -1, fd = -1;
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         char name[64];
@@ -131,15 +131,10 @@ int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_
                                      "sandbox reads the clipboard through the host's wl-paste: "
                                      "install wl-clipboard, or unset "
                                      "CLAUDE_PROFILE_SANDBOX_CLIPBOARD");
-        shim_fd = shim ? open(shim, O_PATH | O_CLOEXEC) : -1;
-        if (shim_fd < 0 || fstat(shim_fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 022) ||
-            !(st.st_mode & 0111))
-                return cs_error_setx(err, ENOENT,
-                                     "the clipboard needs %s, csandbox's wl-paste for inside the "
-                                     "sandbox, beside csandbox as an executable only its owner "
-                                     "can change; it is built and installed with csandbox "
-                                     "(ninja -C build)",
-                                     shim ? shim : CLIPBOARD_SHIM);
+        r = plan_shim_open(CLIPBOARD_SHIM, "the clipboard (csandbox's wl-paste for inside)",
+                           &shim_fd, &shim, err);
+        if (r < 0)
+                return r;
         snprintf(name, sizeof(name), "clipboard-%d.sock", (int)getpid());
         snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", p->state_fd, name);
         sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -157,6 +157,9 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
             0)
                 return cs_error_set(err, ENOMEM, "PATH");
         r = spec_env_set(s, "PATH", newpath, false, err);
+        /* sudo for the image's package manager, as the reference's image has it. */
+        if (r >= 0)
+                r = packages_plan(s, PLAN_HOME "/.local/bin/sudo", err);
         if (r < 0)
                 return r;
         /* The host user lands on the image's appuser (1000 when it has none, then added). */

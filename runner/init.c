@@ -74,6 +74,7 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter,
                         _exit(CS_EXIT_SETUP);
                 close(netready_fd);
         }
+        broker_start(s, filter);
         payload = fork();
         if (payload < 0) {
                 cs_error_set(&err, errno, "pid 1: fork the payload");

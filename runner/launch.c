@@ -128,6 +128,7 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         __attribute__((cleanup(netns_helper_stop))) struct net_helper net = {
             .pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
         __attribute__((cleanup(tty_link_close))) struct tty_link tty = {.ctl = {-1, -1}};
+        struct sandbox_spec ranged;
         int syncp[2] = {-1, -1}, errp[2] = {-1, -1};
         _cleanup_close_ int sfd = -1;
         sigset_t mask, oldmask;
@@ -140,6 +141,22 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
                 r = idmap_check_range(s, err);
         if (r < 0)
                 return r;
+        if (s->package_broker && !s->map_range) {
+                /* The broker needs uid 0 mapped, which only the subordinate range gives. */
+                struct cs_error why = {0};
+
+                ranged = *s;
+                ranged.map_range = true;
+                if (idmap_check_range(&ranged, &why) < 0) {
+                        fprintf(stderr,
+                                "csandbox: sudo cannot install packages in this session: it "
+                                "needs the subordinate id range that --map-range maps, and %s\n",
+                                why.msg);
+                        ranged.map_range = false;
+                        ranged.package_broker = false;
+                }
+                s = &ranged;
+        }
         if (s->net == SPEC_NET_PASTA) {
                 r = netns_helper_find(s, &net, err);
                 if (r < 0)

@@ -138,6 +138,12 @@ __attribute__((noreturn)) void init_run(const struct sandbox_spec *s,
                                         const struct sock_fprog *filter, const struct tty_link *tty,
                                         int errfd, const struct net_helper *net, int netready_fd,
                                         int tap_watch);
+/* pid 1, before the payload starts: the package broker of an image session (broker.c). */
+void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter);
+/* Whether the broker runs argv (a package manager's base name and its words): 0 with the
+ * manager's path, or -errno with why. */
+int broker_check(char *const *argv, const char **ret_path, char *why, size_t why_len);
+
 /* The payload's last steps: cwd, capabilities, no_new_privs, seccomp, execve. */
 __attribute__((noreturn)) void exec_payload(const struct sandbox_spec *s,
                                             const struct sock_fprog *filter, int errfd);

@@ -523,6 +523,11 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
         if ((s->seccomp == SPEC_SECCOMP_FILE) != (s->seccomp_path != NULL))
                 return cs_error_setx(err, EINVAL,
                                      "spec: a seccomp file needs its path, and only it");
+        if (s->package_broker && s->root != SPEC_ROOT_DIR)
+                return cs_error_setx(err, EINVAL,
+                                     "--package-broker needs --rootfs or --image: packages are "
+                                     "installed into the session's own writable layer, and the "
+                                     "host's root is read-only");
         if (s->map_host_loopback && s->net != SPEC_NET_PASTA)
                 return cs_error_setx(err, EINVAL,
                                      "--map-host-loopback needs --net pasta (with --net host the "

@@ -106,6 +106,10 @@ struct sandbox_spec {
         uid_t host_uid; /* the caller's ids, mapped onto uid/gid */
         gid_t host_gid;
         bool map_range; /* 65536 ids through newuidmap/newgidmap */
+        /* The package broker (runner/broker.c) at SPEC_BROKER_SOCKET, which needs uid 0
+         * mapped: the range is then mapped when the caller has one; without one, a warning
+         * says why and the session has no broker. */
+        bool package_broker;
 
         char *hostname; /* NULL: keep "csandbox" */
         enum spec_net net;
@@ -138,8 +142,10 @@ struct sandbox_spec {
 
 /* The user-mode network's fixed addresses inside (pasta and slirp4netns alike). */
 #define SPEC_NET_CIDR          "169.254.1.0/24"
-#define SPEC_NET_HOST_LOOPBACK "169.254.1.2" /* the host's 127.0.0.1, when mapped */
-#define SPEC_NET_DNS           "169.254.1.3" /* forwarded to the host's resolver */
+#define SPEC_NET_HOST_LOOPBACK "169.254.1.2"   /* the host's 127.0.0.1, when mapped */
+#define SPEC_NET_DNS           "169.254.1.3"   /* forwarded to the host's resolver */
+#define SPEC_BROKER_DIR        "/run/csandbox" /* a tmpfs with the broker's socket */
+#define SPEC_BROKER_SOCKET     SPEC_BROKER_DIR "/packages.sock"
 
 void spec_init(struct sandbox_spec *s);
 void spec_free(struct sandbox_spec *s);

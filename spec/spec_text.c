@@ -140,6 +140,7 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
         cJSON_AddNumberToObject(ids, "host_uid", s->host_uid);
         cJSON_AddNumberToObject(ids, "host_gid", s->host_gid);
         cJSON_AddBoolToObject(ids, "map_range", s->map_range);
+        cJSON_AddBoolToObject(o, "package_broker", s->package_broker);
 
         cJSON_AddStringToObject(o, "hostname", s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME);
         cJSON_AddStringToObject(o, "net", spec_net_name(s->net));

@@ -71,7 +71,7 @@ _csandbox()
                 if [[ $cur == -* ]]; then
                         words="--rootfs --image --writable --bind --ro-bind --bind-try
                                --ro-bind-try --dev-bind --dev-bind-try --tmpfs --dir --symlink
-                               --file --uid --gid --map-range --hostname --net
+                               --file --uid --gid --map-range --package-broker --hostname --net
                                --map-host-loopback --chdir --setenv --unsetenv --env-file
                                --env-fd --seccomp --tty=auto --tty=pty --tty=inherit
                                --proc=auto --proc=fresh --proc=bind --proc=none --memory

@@ -1,0 +1,371 @@
+/* The package broker of an image session: `sudo apt-get install NAME` inside, without
+ * setuid and without giving the payload any privilege.
+ *
+ * pid 1 starts it before it drops its capabilities. The broker becomes uid 0 of the
+ * sandbox's user namespace (the subordinate range maps it), keeps only what a package
+ * manager needs to own and write the image's files (CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH,
+ * FOWNER, FSETID, SETUID, SETGID, SETFCAP, KILL; never SYS_ADMIN, so no mount can be
+ * changed), sets no_new_privs, takes the payload's seccomp filter, and listens on
+ * SPEC_BROKER_SOCKET. csandbox's sudo (cli/sudo_shim.c) sends it an argv and its three stdio
+ * descriptors; the broker runs the package manager only when the request is one of
+ * broker_check's forms, in a session of its own, with a fixed environment, and answers
+ * with the exit status. What it installs lands in the session's writable layer and goes
+ * with the session. */
+#include "runner.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+
+#include <cap-ng.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BROKER_MAX_ARGS 256
+#define BROKER_MAX_MSG  (64u << 10)
+
+/* The package managers, where images keep them; the request's argv[0] is a base name only. */
+static const char *const managers[][2] = {
+    {"apt-get", "/usr/bin/apt-get"}, {"apt", "/usr/bin/apt"},           {"dnf", "/usr/bin/dnf"},
+    {"yum", "/usr/bin/yum"},         {"microdnf", "/usr/bin/microdnf"}, {"apk", "/sbin/apk"},
+};
+#define N_MANAGERS (sizeof(managers) / sizeof(managers[0]))
+
+/* What each family may be asked: the subcommands, then the options (an option ending in '='
+ * takes the rest of the word as its value, from a fixed set for the dnf ones). */
+static const char *const apt_subcommands[] = {"install", "reinstall", "remove",     "purge",
+                                              "update",  "upgrade",   "autoremove", NULL};
+static const char *const apt_options[] = {"-y",
+                                          "--yes",
+                                          "--assume-yes",
+                                          "-q",
+                                          "-qq",
+                                          "--quiet",
+                                          "--no-install-recommends",
+                                          "--install-suggests",
+                                          "--fix-broken",
+                                          "-f",
+                                          NULL};
+static const char *const dnf_subcommands[] = {"install", "reinstall", "remove",    "erase",
+                                              "upgrade", "update",    "makecache", NULL};
+static const char *const dnf_options[] = {"-y",
+                                          "--assumeyes",
+                                          "-q",
+                                          "--quiet",
+                                          "--nodocs",
+                                          "--refresh",
+                                          "--setopt=install_weak_deps=False",
+                                          "--setopt=install_weak_deps=0",
+                                          NULL};
+static const char *const apk_subcommands[] = {"add", "del", "update", "upgrade", NULL};
+static const char *const apk_options[] = {"--no-cache", "-q", "--quiet", "--no-progress", NULL};
+
+static bool in_list(const char *const *list, const char *word)
+{
+        for (; *list; list++)
+                if (strcmp(*list, word) == 0)
+                        return true;
+        return false;
+}
+
+/* A package name (with a version or architecture): never a path, an option or a URL. */
+static bool package_name(const char *w)
+{
+        size_t n = strlen(w);
+
+        if (n == 0 || n > 255 ||
+            !((w[0] >= 'a' && w[0] <= 'z') || (w[0] >= 'A' && w[0] <= 'Z') ||
+              (w[0] >= '0' && w[0] <= '9')))
+                return false;
+        return strspn(w,
+                      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+._~:=@-") ==
+               n;
+}
+
+int broker_check(char *const *argv, const char **ret_path, char *why, size_t why_len)
+{
+        const char *const *subs = NULL, *const *opts = NULL;
+        const char *sub = NULL;
+
+        *ret_path = NULL;
+        if (!argv[0]) {
+                snprintf(why, why_len, "no command given");
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < N_MANAGERS; i++)
+                if (strcmp(argv[0], managers[i][0]) == 0)
+                        *ret_path = managers[i][1];
+        if (!*ret_path) {
+                snprintf(why, why_len,
+                         "sudo here runs only a package manager (apt-get, apt, dnf, yum, "
+                         "microdnf or apk), not %.64s",
+                         argv[0]);
+                return -EPERM;
+        }
+        if (argv[0][0] == 'a' && argv[0][1] == 'p' && argv[0][2] == 't')
+                subs = apt_subcommands, opts = apt_options;
+        else if (strcmp(argv[0], "apk") == 0)
+                subs = apk_subcommands, opts = apk_options;
+        else
+                subs = dnf_subcommands, opts = dnf_options;
+        for (size_t i = 1; argv[i]; i++) {
+                const char *w = argv[i];
+
+                if (w[0] == '-') {
+                        if (!in_list(opts, w)) {
+                                snprintf(why, why_len,
+                                         "%s: the option %.64s is not one sudo passes here "
+                                         "(allowed: the assume-yes, quiet and recommends "
+                                         "options)",
+                                         argv[0], w);
+                                return -EPERM;
+                        }
+                } else if (!sub) {
+                        if (!in_list(subs, w)) {
+                                snprintf(why, why_len,
+                                         "%s %.64s: sudo here installs, removes and updates "
+                                         "packages only",
+                                         argv[0], w);
+                                return -EPERM;
+                        }
+                        sub = w;
+                } else if (!package_name(w)) {
+                        snprintf(why, why_len,
+                                 "%s %s: %.64s is not a package name (a file, a URL or an "
+                                 "option is not taken: packages come from the image's own "
+                                 "repositories)",
+                                 argv[0], sub, w);
+                        return -EPERM;
+                }
+        }
+        if (!sub) {
+                snprintf(why, why_len, "%s: say what to do (for example: %s install NAME)", argv[0],
+                         argv[0]);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* The broker's own privilege: uid 0 of the namespace, the few capabilities above, bounded. */
+static int broker_become_root(const struct sock_fprog *filter)
+{
+        static const unsigned caps[] = {CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+                                        CAP_FOWNER, CAP_FSETID,       CAP_SETUID,
+                                        CAP_SETGID, CAP_SETFCAP,      CAP_KILL};
+
+        if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+                return -errno;
+        capng_clear(CAPNG_SELECT_ALL);
+        for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+                if (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
+                                 caps[i]) != 0)
+                        return -EINVAL;
+        if (capng_apply(CAPNG_SELECT_ALL) != 0)
+                return -EPERM;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        if (filter && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, filter) < 0)
+                return -errno;
+        return 0;
+}
+
+/* One request: NUL-separated words, with the caller's stdin, stdout and stderr. */
+static int broker_receive(int conn, char *buf, size_t len, char **argv, int fds[3])
+{
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(3 * sizeof(int))];
+        } ctl;
+        struct iovec iov = {.iov_base = buf, .iov_len = len - 1};
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = ctl.space,
+                            .msg_controllen = sizeof(ctl.space)};
+        struct cmsghdr *c;
+        ssize_t n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC);
+        size_t argc = 0;
+
+        fds[0] = fds[1] = fds[2] = -1;
+        if (n <= 0)
+                return -EIO;
+        c = CMSG_FIRSTHDR(&mh);
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                size_t got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+                memcpy(fds, CMSG_DATA(c), (got < 3 ? got : 3) * sizeof(int));
+                for (size_t i = 3; i < got; i++) {
+                        int extra;
+
+                        memcpy(&extra, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                        close(extra);
+                }
+        }
+        if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+            buf[n - 1] != '\0')
+                return -EINVAL;
+        buf[n] = '\0';
+        for (char *w = buf; w < buf + n && argc < BROKER_MAX_ARGS; w += strlen(w) + 1)
+                argv[argc++] = w;
+        argv[argc] = NULL;
+        return argc == 0 || argc >= BROKER_MAX_ARGS ? -E2BIG : 0;
+}
+
+static void broker_env_add(const struct sandbox_spec *s, char **env, size_t *n, const char *name)
+{
+        const char *v = spec_env_get(s, name);
+
+        if (v && asprintf(&env[*n], "%s=%s", name, v) >= 0)
+                (*n)++;
+}
+
+static int broker_run(const struct sandbox_spec *s, const char *path, char *const *argv, int fds[3],
+                      int conn)
+{
+        char *env[16] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                         "HOME=/root", "USER=root", "LOGNAME=root"};
+        size_t n_env = 4;
+        int status = 0, pidfd;
+        pid_t pid;
+
+        broker_env_add(s, env, &n_env, "TERM");
+        broker_env_add(s, env, &n_env, "LANG");
+        broker_env_add(s, env, &n_env, "http_proxy");
+        broker_env_add(s, env, &n_env, "https_proxy");
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                /* Its own session: the terminal it was given is not its controlling one, so
+                 * it reads and writes it as a file, and the session's job control is not
+                 * its. */
+                setsid();
+                if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0 ||
+                    chdir("/") < 0)
+                        _exit(126);
+                execve(path, argv, env);
+                dprintf(2, "sudo: %s: %s\n", path, strerror(errno));
+                _exit(errno == ENOENT ? 127 : 126);
+        }
+        /* The caller going away (its sudo killed) ends the package manager too. */
+        pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        for (;;) {
+                struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = conn, .events = 0}};
+
+                if (pidfd < 0 || poll(p, 2, -1) < 0) {
+                        if (pidfd >= 0 && errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (p[0].revents)
+                        break;
+                if (p[1].revents & (POLLHUP | POLLERR))
+                        kill(-pid, SIGKILL);
+        }
+        if (pidfd >= 0)
+                close(pidfd);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        return status;
+}
+
+static void broker_serve(const struct sandbox_spec *s, int lfd)
+{
+        static char buf[BROKER_MAX_MSG + 1];
+
+        for (;;) {
+                char *argv[BROKER_MAX_ARGS + 1];
+                int fds[3], status = 0x7f00; /* exit 127 */
+                const char *path;
+                char why[512];
+                int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+                if (conn < 0) {
+                        if (errno == EINTR || errno == ECONNABORTED)
+                                continue;
+                        _exit(0);
+                }
+                if (broker_receive(conn, buf, sizeof(buf), argv, fds) < 0) {
+                        status = 125 << 8;
+                } else if (broker_check(argv, &path, why, sizeof(why)) < 0) {
+                        dprintf(fds[2], "sudo: %s\n", why);
+                        status = 1 << 8;
+                } else {
+                        status = broker_run(s, path, argv, fds, conn);
+                }
+                for (int i = 0; i < 3; i++)
+                        if (fds[i] >= 0)
+                                close(fds[i]);
+                (void)!write(conn, &status, sizeof(status));
+                close(conn);
+        }
+}
+
+void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        pid_t pid;
+        int lfd, r;
+
+        if (!s->package_broker || !s->map_range)
+                return;
+        /* Listening before the payload exists: its first sudo must find the socket. */
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", SPEC_BROKER_SOCKET);
+        lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        r = lfd < 0 ? -errno : 0;
+        if (r >= 0 && (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+                       chmod(SPEC_BROKER_SOCKET, 0666) < 0 || listen(lfd, 8) < 0))
+                r = -errno;
+        pid = r < 0 ? -1 : fork();
+        if (pid < 0) {
+                fprintf(stderr,
+                        "csandbox: the package broker did not start (%s): sudo cannot install "
+                        "packages in this session\n",
+                        strerror(r < 0 ? -r : errno));
+                if (lfd >= 0)
+                        close(lfd);
+                unlink(SPEC_BROKER_SOCKET);
+                return;
+        }
+        if (pid > 0) {
+                close(lfd);
+                return;
+        }
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* Nothing of pid 1's (its pipe to csandbox, the terminal's control socket). */
+        if (lfd != 3) {
+                if (dup3(lfd, 3, O_CLOEXEC) < 0)
+                        _exit(0);
+                lfd = 3;
+        }
+        syscall(SYS_close_range, 4, ~0U, 0);
+        signal(SIGPIPE, SIG_IGN);
+        {
+                sigset_t none;
+
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+        }
+        r = broker_become_root(filter);
+        if (r < 0) {
+                fprintf(stderr,
+                        "csandbox: the package broker did not start (%s): sudo cannot install "
+                        "packages in this session\n",
+                        strerror(-r));
+                _exit(0);
+        }
+        broker_serve(s, lfd);
+        _exit(0);
+}
