@@ -3,9 +3,12 @@
 #pragma once
 #include "layer.h"
 
+#include "../common/error.h"
+
 #include <archive.h>
 #include <archive_entry.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,16 +39,36 @@ struct layer_tree {
 };
 
 /* The decompression pipeline: blob bytes -> libarchive raw format (gunzip/unzstd) ->
- * hashed and counted -> libarchive tar reader. */
+ * hashed and counted -> libarchive tar reader. The first three run on a thread of their
+ * own (the producer), a few slots ahead of the tar reader, which creates the files: the
+ * digests and the decompression overlap the file system's work. */
+#define PIPE_SLOTS     4
+#define PIPE_SLOT_SIZE (512u << 10)
+
+struct pipe_slot {
+        size_t len;
+        unsigned char data[PIPE_SLOT_SIZE];
+};
+
 struct layer_pipe {
         layer_read_fn read;
         void *opaque;
-        struct cs_error *err;
-        bool input_failed, limit_hit, raw_eof;
+        struct cs_error *err; /* &read_err: the producer's own, copied out on failure */
+        struct cs_error read_err;
+        bool input_failed, limit_hit, raw_eof, decompress_failed;
         struct archive *raw;
         EVP_MD_CTX *md;
         uint64_t bytes, budget;
         unsigned char inbuf[IO_BUF];
+        /* The slots, filled in order by the producer, taken in order by the reader. The
+         * mutex guards the counters and flags below it. */
+        struct pipe_slot *slots;
+        pthread_mutex_t lock;
+        pthread_cond_t changed;
+        size_t filled, taken; /* slots ever filled / released */
+        bool holding;         /* the reader holds slot taken % PIPE_SLOTS */
+        bool done;            /* the producer has ended (raw_eof, or a failure flag) */
+        bool stop;            /* the reader gives up: the producer ends at its next step */
 };
 
 /* The table's record of path, or NULL. */

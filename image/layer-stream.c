@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,32 +35,137 @@ static la_ssize_t raw_read_cb(struct archive *a, void *opaque, const void **buf)
         return n;
 }
 
+/* The producer: decompressed bytes, counted against the limit, into the next free slot. Ends at the stream's end, on a failure (its flag set), or when
+ * the reader stops. */
+static void *produce(void *opaque)
+{
+        struct layer_pipe *p = opaque;
+
+        for (;;) {
+                struct pipe_slot *slot;
+                bool failed = false;
+
+                pthread_mutex_lock(&p->lock);
+                while (!p->stop && p->filled - p->taken >= PIPE_SLOTS)
+                        pthread_cond_wait(&p->changed, &p->lock);
+                if (p->stop) {
+                        p->done = true;
+                        pthread_cond_broadcast(&p->changed);
+                        pthread_mutex_unlock(&p->lock);
+                        return NULL;
+                }
+                slot = &p->slots[p->filled % PIPE_SLOTS];
+                pthread_mutex_unlock(&p->lock);
+
+                /* Outside the lock: only this thread writes a slot that is not filled. */
+                slot->len = 0;
+                while (slot->len < PIPE_SLOT_SIZE / 2 && !p->raw_eof && !failed) {
+                        const void *buf;
+                        size_t len;
+                        la_int64_t off;
+                        int r = archive_read_data_block(p->raw, &buf, &len, &off);
+
+                        if (r == ARCHIVE_EOF) {
+                                p->raw_eof = true;
+                                break;
+                        }
+                        if (r < ARCHIVE_WARN) {
+                                p->decompress_failed = !p->input_failed;
+                                failed = true;
+                                break;
+                        }
+                        p->bytes += len;
+                        if (p->bytes > p->budget) {
+                                p->limit_hit = failed = true;
+                                break;
+                        }
+                        while (len > 0) {
+                                size_t n = PIPE_SLOT_SIZE - slot->len;
+
+                                if (n == 0)
+                                        break;
+                                if (n > len)
+                                        n = len;
+                                memcpy(slot->data + slot->len, buf, n);
+                                slot->len += n;
+                                buf = (const char *)buf + n;
+                                len -= n;
+                        }
+                        if (len > 0) {
+                                /* A block larger than the slot's room: hand this slot over
+                                 * and carry the rest into the next (rare: blocks are
+                                 * smaller than half a slot). */
+                                pthread_mutex_lock(&p->lock);
+                                p->filled++;
+                                pthread_cond_broadcast(&p->changed);
+                                while (!p->stop && p->filled - p->taken >= PIPE_SLOTS)
+                                        pthread_cond_wait(&p->changed, &p->lock);
+                                slot = &p->slots[p->filled % PIPE_SLOTS];
+                                pthread_mutex_unlock(&p->lock);
+                                if (p->stop)
+                                        break;
+                                memcpy(slot->data, buf, len);
+                                slot->len = len;
+                        }
+                }
+                pthread_mutex_lock(&p->lock);
+                if (slot->len > 0)
+                        p->filled++;
+                if (p->raw_eof || failed || p->stop)
+                        p->done = true;
+                pthread_cond_broadcast(&p->changed);
+                pthread_mutex_unlock(&p->lock);
+                if (p->done)
+                        return NULL;
+        }
+}
+
+/* The tar reader's input: the next filled slot, valid until the next call. */
 static la_ssize_t tar_read_cb(struct archive *a, void *opaque, const void **buf)
 {
         struct layer_pipe *p = opaque;
-        size_t len;
-        la_int64_t off;
-        int r;
+        struct pipe_slot *slot;
 
-        if (p->raw_eof)
-                return 0;
-        r = archive_read_data_block(p->raw, buf, &len, &off);
-        if (r == ARCHIVE_EOF) {
-                p->raw_eof = true;
-                return 0;
+        pthread_mutex_lock(&p->lock);
+        if (p->holding) {
+                p->taken++;
+                p->holding = false;
+                pthread_cond_broadcast(&p->changed);
         }
-        if (r < ARCHIVE_WARN) {
-                archive_set_error(a, EIO, "decompression failed");
+        while (p->filled == p->taken && !p->done)
+                pthread_cond_wait(&p->changed, &p->lock);
+        if (p->filled == p->taken) {
+                /* The producer ended and everything it made has been read. */
+                bool failed = p->input_failed || p->limit_hit || p->decompress_failed;
+
+                pthread_mutex_unlock(&p->lock);
+                if (!failed)
+                        return 0;
+                archive_set_error(a, p->limit_hit ? EFBIG : EIO,
+                                  p->limit_hit ? "over the size limit" : "decompression failed");
                 return -1;
         }
-        p->bytes += len;
-        if (p->bytes > p->budget) {
-                p->limit_hit = true;
-                archive_set_error(a, EFBIG, "over the size limit");
-                return -1;
-        }
-        EVP_DigestUpdate(p->md, *buf, len);
-        return (la_ssize_t)len;
+        slot = &p->slots[p->taken % PIPE_SLOTS];
+        p->holding = true;
+        pthread_mutex_unlock(&p->lock);
+        /* The diff_id here, in order, on the thread with time to spare: the producer's
+         * decompression is the longer half. */
+        EVP_DigestUpdate(p->md, slot->data, slot->len);
+        *buf = slot->data;
+        return (la_ssize_t)slot->len;
+}
+
+/* Stop the producer (if it runs) and wait for it. */
+static void pipe_join(struct layer_pipe *p, pthread_t *thread, bool *running)
+{
+        if (!*running)
+                return;
+        pthread_mutex_lock(&p->lock);
+        p->stop = true;
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(*thread, NULL);
+        *running = false;
 }
 
 static const char *compression_name(int c)
@@ -70,12 +176,15 @@ static const char *compression_name(int c)
 }
 
 /* Turn a libarchive failure into the error that caused it: the blob read, the size limit,
- * or the archive's own complaint. */
+ * or the archive's own complaint. The producer has ended (pipe_join) before its flags and
+ * its own error are read. */
 static int pipe_error(struct layer_tree *t, struct layer_pipe *p, struct archive *a,
                       const char *what, const char *stage, struct cs_error *err)
 {
-        if (p->input_failed)
+        if (p->input_failed) {
+                *err = p->read_err;
                 return cs_error_wrap(err, "%s", what);
+        }
         if (p->limit_hit)
                 return cs_error_setx(err, EFBIG,
                                      "%s expands beyond the limit of %llu unpacked bytes for the "
@@ -93,6 +202,8 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
         struct archive *tar = NULL;
         struct archive_entry *e;
         unsigned int mdlen = 32;
+        pthread_t thread;
+        bool running = false, sync_made = false;
         int r, found;
 
         if (t->layer + 1 > t->lim.max_layers)
@@ -102,13 +213,24 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
         t->layer++;
         cache_drop(t);
         p = calloc(1, sizeof(*p));
-        if (!p || !(p->md = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(p->md, EVP_sha256(), NULL)) {
+        if (!p || !(p->slots = malloc(PIPE_SLOTS * sizeof(*p->slots))) ||
+            !(p->md = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(p->md, EVP_sha256(), NULL)) {
                 r = cs_error_set(err, ENOMEM, "%s", what);
                 goto out;
         }
+        if (pthread_mutex_init(&p->lock, NULL) != 0) {
+                r = cs_error_set(err, ENOMEM, "%s", what);
+                goto out;
+        }
+        if (pthread_cond_init(&p->changed, NULL) != 0) {
+                pthread_mutex_destroy(&p->lock);
+                r = cs_error_set(err, ENOMEM, "%s", what);
+                goto out;
+        }
+        sync_made = true;
         p->read = read;
         p->opaque = opaque;
-        p->err = err;
+        p->err = &p->read_err;
         p->budget = t->lim.max_size - t->stream_total;
         p->raw = archive_read_new();
         tar = archive_read_new();
@@ -140,7 +262,15 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
                 goto out;
         }
         archive_read_support_format_tar(tar);
+        /* From here the producer alone reads the blob and the decompressor. */
+        r = pthread_create(&thread, NULL, produce, p);
+        if (r != 0) {
+                r = cs_error_set(err, r, "%s: start the decompression thread", what);
+                goto out;
+        }
+        running = true;
         if (archive_read_open(tar, p, NULL, tar_read_cb, NULL) != ARCHIVE_OK) {
+                pipe_join(p, &thread, &running);
                 r = pipe_error(t, p, tar, what, "read the tar", err);
                 goto out;
         }
@@ -149,15 +279,18 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
                 if (r == ARCHIVE_EOF)
                         break;
                 if (r < ARCHIVE_WARN) {
+                        pipe_join(p, &thread, &running);
                         r = pipe_error(t, p, tar, what, "read the tar", err);
                         goto out;
                 }
                 r = apply_entry(t, tar, e, err);
                 if (r == -EIO) {
+                        pipe_join(p, &thread, &running);
                         r = pipe_error(t, p, tar, what, "read an entry's data", err);
                         goto out;
                 }
                 if (r < 0) {
+                        pipe_join(p, &thread, &running);
                         r = cs_error_wrap(err, "%s", what);
                         goto out;
                 }
@@ -168,23 +301,32 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
                 la_ssize_t n = tar_read_cb(tar, p, &buf);
 
                 if (n < 0) {
+                        pipe_join(p, &thread, &running);
                         r = pipe_error(t, p, tar, what, "read the end of the tar", err);
                         goto out;
                 }
                 if (n == 0)
                         break;
         }
+        pipe_join(p, &thread, &running);
         t->stream_total += p->bytes;
         EVP_DigestFinal_ex(p->md, ret_diff_id, &mdlen);
         r = 0;
 out:
+        if (p)
+                pipe_join(p, &thread, &running);
         cache_drop(t);
         if (tar)
                 archive_read_free(tar);
         if (p) {
                 if (p->raw)
                         archive_read_free(p->raw);
+                if (sync_made) {
+                        pthread_cond_destroy(&p->changed);
+                        pthread_mutex_destroy(&p->lock);
+                }
                 EVP_MD_CTX_free(p->md);
+                free(p->slots);
                 free(p);
         }
         return r;
