@@ -1,11 +1,22 @@
 /* `csandbox image import|pull|ls|inspect|rm|prune`. */
 #pragma once
+#include <stddef.h>
+#include <stdint.h>
 
 /* argv[0] is the subcommand ("import", ...). Returns the exit status. */
 int cmd_image(int argc, char **argv);
 
 /* `image pull`, in the csandbox-import helper (runner/pull_main.c). */
 int cmd_image_pull(int argc, char **argv);
-/* The import's progress line on a terminal (runner/import_main.c), for pull too. */
+/* The import's progress line on a terminal (cli/import_main.c), for pull too. */
 struct import_progress;
 void image_import_progress(void *opaque, const struct import_progress *p);
+
+/* Progress on a terminal (cli/import_main.c): the size of the terminal on stderr (80x24
+ * when it does not say); text as one cleared line cut to fit cols (no newline: a line never
+ * wraps, so moving the cursor up over drawn lines stays exact); a monotonic clock in
+ * seconds; bytes over seconds as a human size (0 while under 50 ms). */
+void progress_term_size(int *cols, int *rows);
+void progress_put(const char *text, int cols);
+double progress_now(void);
+void progress_rate(uint64_t bytes, double seconds, char *buf, size_t len);

@@ -18,60 +18,108 @@
 #include <string.h>
 #include <unistd.h>
 
+/* On a terminal: a line of its own for each layer as it finishes, and below them a live
+ * area redrawn in place: the layers in transfer and a total. Otherwise (a log) only the
+ * lines of the finished layers. No line is wider than the terminal, and the live area is
+ * shorter than it. */
 struct pull_display {
         bool tty;
-        int lines; /* drawn last time, to move back over */
-        bool *printed;
-        size_t n;
+        int lines;     /* of the live area drawn last time, to move back over */
+        bool *printed; /* the layers whose finished line is out */
+        double t0;     /* the first report, when the transfers start */
 };
 
-static void show_blob_line(const struct pull_blob *b)
+static void blob_line(const struct pull_blob *b, char *buf, size_t len)
 {
         char done[32], total[32], rate[32];
 
         cs_human_size(b->done, done, sizeof(done));
         cs_human_size(b->total, total, sizeof(total));
-        cs_human_size(b->seconds > 0.05 ? (uint64_t)((double)b->done / b->seconds) : 0, rate,
-                      sizeof(rate));
+        progress_rate(b->done, b->seconds, rate, sizeof(rate));
         if (b->finished && b->seconds < 0.05)
-                fprintf(stderr, "layer %.19s  %s done", b->digest, total);
+                snprintf(buf, len, "layer %.19s  %s done", b->digest, total);
         else if (b->finished)
-                fprintf(stderr, "layer %.19s  %s in %.1f s (%s/s)", b->digest, total, b->seconds,
-                        rate);
-        else if (b->started)
-                fprintf(stderr, "layer %.19s  %s / %s  %s/s", b->digest, done, total, rate);
+                snprintf(buf, len, "layer %.19s  %s in %.1f s (%s/s)", b->digest, total, b->seconds,
+                         rate);
         else
-                fprintf(stderr, "layer %.19s  waiting (%s)", b->digest, total);
+                snprintf(buf, len, "layer %.19s  %s / %s  %s/s", b->digest, done, total, rate);
+}
+
+static void total_line(const struct pull_blob *blobs, size_t n, double seconds, char *buf,
+                       size_t len)
+{
+        char done[32], total[32], rate[32];
+        uint64_t d = 0, t = 0;
+        size_t layers = 0, finished = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (blobs[i].is_config)
+                        continue;
+                layers++;
+                finished += blobs[i].finished;
+                d += blobs[i].finished ? blobs[i].total : blobs[i].done;
+                t += blobs[i].total;
+        }
+        cs_human_size(d, done, sizeof(done));
+        cs_human_size(t, total, sizeof(total));
+        progress_rate(d, seconds, rate, sizeof(rate));
+        if (finished == layers)
+                snprintf(buf, len, "total %s in %.1f s (%s/s), %zu layer%s", total, seconds, rate,
+                         layers, layers == 1 ? "" : "s");
+        else
+                snprintf(buf, len, "total %s / %s  %s/s  %zu of %zu layers done", done, total, rate,
+                         finished, layers);
 }
 
 static void show_pull(void *opaque, const struct pull_blob *blobs, size_t n)
 {
         struct pull_display *d = opaque;
+        char line[256];
+        size_t layers = 0;
+        int cols = 80, rows = 24, room;
 
-        if (!d->tty) {
-                /* a log: one line per finished layer */
-                if (!d->printed && !(d->printed = calloc(n + 1, sizeof(bool))))
-                        return;
-                for (size_t i = 0; i < n; i++) {
-                        if (blobs[i].is_config || !blobs[i].finished || d->printed[i])
-                                continue;
-                        d->printed[i] = true;
-                        show_blob_line(&blobs[i]);
-                        fputc('\n', stderr);
-                }
+        if (!d->printed && !(d->printed = calloc(n + 1, sizeof(bool))))
                 return;
+        for (size_t i = 0; i < n; i++)
+                layers += !blobs[i].is_config;
+        if (layers == 0) /* the image is stored already: only its config is fetched */
+                return;
+        if (d->tty) {
+                if (d->t0 == 0)
+                        d->t0 = progress_now();
+                progress_term_size(&cols, &rows);
+                if (d->lines > 0)
+                        fprintf(stderr, "\033[%dA", d->lines);
+                fputs("\r\033[J", stderr); /* the old live area goes */
+                d->lines = 0;
         }
-        if (d->lines > 0)
-                fprintf(stderr, "\033[%dA", d->lines);
-        d->lines = 0;
+        /* each finished layer once: on a terminal above the live area, otherwise as a log */
         for (size_t i = 0; i < n; i++) {
-                if (blobs[i].is_config)
+                if (blobs[i].is_config || !blobs[i].finished || d->printed[i])
                         continue;
-                fputs("\r\033[K", stderr);
-                show_blob_line(&blobs[i]);
+                d->printed[i] = true;
+                blob_line(&blobs[i], line, sizeof(line));
+                if (d->tty)
+                        progress_put(line, cols);
+                else
+                        fputs(line, stderr);
+                fputc('\n', stderr);
+        }
+        if (!d->tty)
+                return;
+        room = rows - 2; /* the live area's layer lines: the total and the cursor below */
+        for (size_t i = 0; i < n && d->lines < room; i++) {
+                if (blobs[i].is_config || !blobs[i].started || blobs[i].finished)
+                        continue;
+                blob_line(&blobs[i], line, sizeof(line));
+                progress_put(line, cols);
                 fputc('\n', stderr);
                 d->lines++;
         }
+        total_line(blobs, n, progress_now() - d->t0, line, sizeof(line));
+        progress_put(line, cols);
+        fputc('\n', stderr);
+        d->lines++;
         fflush(stderr);
 }
 

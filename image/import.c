@@ -364,6 +364,7 @@ struct blob_reader {
         bool eof;
         const struct import_options *o;
         struct import_progress prog;
+        uint64_t before; /* blob bytes of the layers before this one */
         uint64_t next_report;
         struct timespec start;
 };
@@ -406,6 +407,7 @@ static ssize_t blob_read(void *opaque, void *buf, size_t len, struct cs_error *e
                 EVP_DigestUpdate(b->md, buf, (size_t)n);
         if (b->o->progress && b->n >= b->next_report) {
                 b->prog.done = b->n;
+                b->prog.all_done = b->before + b->n;
                 b->prog.seconds = seconds_since(&b->start);
                 b->o->progress(b->o->progress_opaque, &b->prog);
                 b->next_report = b->n + (4u << 20);
@@ -416,6 +418,15 @@ static ssize_t blob_read(void *opaque, void *buf, size_t len, struct cs_error *e
 static int import_layers(struct image_source *src, const struct import_options *o,
                          struct import_plan *p, struct layer_tree *tree, struct cs_error *err)
 {
+        uint64_t all_total = 0, before = 0; /* all_total 0: some layer's size is unknown */
+
+        for (size_t i = 0; i < p->n_layers; i++) {
+                if (p->layers[i].size < 0 || all_total + (uint64_t)p->layers[i].size < all_total) {
+                        all_total = 0;
+                        break;
+                }
+                all_total += (uint64_t)p->layers[i].size;
+        }
         for (size_t i = 0; i < p->n_layers; i++) {
                 struct import_layer *l = &p->layers[i];
                 _cleanup_md_ EVP_MD_CTX *md = NULL;
@@ -432,7 +443,10 @@ static int import_layers(struct image_source *src, const struct import_options *
                 b.prog = (struct import_progress){.layer = i + 1,
                                                   .n_layers = p->n_layers,
                                                   .total = l->size > 0 ? (uint64_t)l->size : 0,
-                                                  .what = l->digest[0] ? l->digest : l->member};
+                                                  .what = l->digest[0] ? l->digest : l->member,
+                                                  .all_done = before,
+                                                  .all_total = all_total};
+                b.before = before;
                 clock_gettime(CLOCK_MONOTONIC, &b.start);
                 if (p->format == IMAGE_FORMAT_ROOTFS_TAR) {
                         fd = open(l->member, O_RDONLY | O_CLOEXEC);
@@ -521,10 +535,12 @@ static int import_layers(struct image_source *src, const struct import_options *
                 if (o->progress) {
                         b.prog.done = b.n;
                         b.prog.total = b.n;
+                        b.prog.all_done = before + b.n;
                         b.prog.seconds = seconds_since(&b.start);
                         b.prog.finished = true;
                         o->progress(o->progress_opaque, &b.prog);
                 }
+                before += b.n;
         }
         return 0;
 }

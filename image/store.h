@@ -36,11 +36,12 @@ void store_close(struct image_store *s);
 int store_default_root(char **ret, struct cs_error *err);
 
 struct import_progress {
-        size_t layer, n_layers; /* 1-based */
-        uint64_t done, total;   /* blob bytes of this layer (total 0: unknown) */
-        const char *what;       /* the layer's blob digest, or its member name */
-        double seconds;         /* since this layer's import started */
-        bool finished;          /* the layer is verified and unpacked (reported once) */
+        size_t layer, n_layers;       /* 1-based */
+        uint64_t done, total;         /* blob bytes of this layer (total 0: unknown) */
+        uint64_t all_done, all_total; /* blob bytes of all layers (all_total 0: unknown) */
+        const char *what;             /* the layer's blob digest, or its member name */
+        double seconds;               /* since this layer's import started */
+        bool finished;                /* the layer is verified and unpacked (reported once) */
 };
 
 struct import_options {

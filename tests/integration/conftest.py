@@ -105,31 +105,110 @@ def procs_with(marker):
     return pids
 
 
-def run_stderr_on_pty(argv, env, timeout=TIMEOUT):
-    """Run argv with stderr on a fresh terminal (stdout a pipe); returns the process and all
-    the terminal received, as text."""
+def run_stderr_on_pty(argv, env, timeout=TIMEOUT, cols=80, rows=24):
+    """Run argv with stderr on a fresh terminal of cols x rows (stdout a pipe); returns the
+    process and all the terminal received, as text (read as it comes: a program that
+    redraws a lot must not block on a full terminal)."""
+    import fcntl
     import pty
+    import struct
+    import termios
 
     master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    out = b""
     try:
-        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=slave,
-                           stdin=subprocess.DEVNULL, timeout=timeout)
+        p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=slave,
+                             stdin=subprocess.DEVNULL)
         os.close(slave)
         slave = -1
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every writer is gone
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        else:
+            p.kill()
+        stdout = p.communicate(timeout=30)[0]
+        p = subprocess.CompletedProcess(argv, p.returncode, stdout, None)
     finally:
         if slave >= 0:
             os.close(slave)
         os.close(master)
     return p, out.decode(errors="replace")
+
+
+class Screen:
+    """What a terminal of cols x rows shows after receiving text: printable characters (with
+    the automatic wrap at the last column), CR, LF, and the sequences a progress display
+    uses (ESC [ n A, ESC [ K, ESC [ J). `lines` holds every line, scrolled off or not;
+    `wraps` counts lines that were too long for the width; `unknown` lists any other escape
+    sequence."""
+
+    def __init__(self, text, cols=80, rows=24):
+        import re
+
+        self.lines, self.wraps, self.unknown = [""], 0, []
+        row = col = top = 0  # top: the first line of the visible screen
+        pending = False  # the last column was written: the next character wraps
+
+        def down():
+            nonlocal row, top
+            row += 1
+            if row == len(self.lines):
+                self.lines.append("")
+            if row - top >= rows:
+                top = row - rows + 1
+
+        i = 0
+        while i < len(text):
+            ch = text[i]
+            if ch == "\x1b":
+                m = re.match(r"\x1b\[([0-9]*)([A-Za-z])", text[i:])
+                if not m:
+                    self.unknown.append(text[i:i + 8])
+                    i += 1
+                    continue
+                n, op = int(m.group(1) or 1), m.group(2)
+                if op == "A":
+                    row = max(top, row - n)
+                elif op == "K":
+                    self.lines[row] = self.lines[row][:col]
+                elif op == "J":
+                    self.lines[row] = self.lines[row][:col]
+                    del self.lines[row + 1:]
+                else:
+                    self.unknown.append(m.group(0))
+                pending = False
+                i += m.end()
+                continue
+            if ch == "\r":
+                col, pending = 0, False
+            elif ch == "\n":
+                down()
+                pending = False
+            elif ch >= " ":
+                if pending:
+                    self.wraps += 1
+                    down()
+                    col, pending = 0, False
+                line = self.lines[row].ljust(col)
+                self.lines[row] = line[:col] + ch + line[col + 1:]
+                if col == cols - 1:
+                    pending = True
+                else:
+                    col += 1
+            i += 1
+
+    def text(self):
+        """The lines that hold anything, in order."""
+        return [line.rstrip() for line in self.lines if line.strip()]
 
 
 def wait_until(predicate, deadline=15.0):

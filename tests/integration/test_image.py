@@ -7,6 +7,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -19,7 +20,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import oci  # noqa: E402
 
-from conftest import (CSANDBOX, PROBE, base_env, read_line, run_stderr_on_pty,  # noqa: E402
+from conftest import (CSANDBOX, PROBE, Screen, base_env, read_line, run_stderr_on_pty,  # noqa: E402
                       wait_until)
 
 TIMEOUT = 120
@@ -369,14 +370,35 @@ def test_import_quiet_prints_no_progress(store, images):
     assert p.stderr == "" and p.stdout.startswith("imported bb:latest")
 
 
-def test_import_progress_on_a_terminal_draws_one_line_in_place(store, big_image):
+def test_import_quiet_on_a_terminal_prints_nothing(store, images):
+    p, text = run_stderr_on_pty([CSANDBOX, "image", "import", "--quiet", images["oci"],
+                                 "--name", "bb"], store.env())
+    assert p.returncode == 0 and text == "", repr(text)
+    assert p.stdout.startswith(b"imported bb:latest")
+
+
+@pytest.mark.parametrize("cols", [80, 40])
+def test_import_progress_on_a_terminal_draws_one_line_in_place(store, big_image, cols):
+    """One line redrawn in place: the layer, its bytes, size and rate, and the bytes of all
+    layers; cut to the terminal's width (a wrapped line would not be redrawn in place), and
+    cleared at the end."""
     p, text = run_stderr_on_pty([CSANDBOX, "image", "import", big_image, "--name", "big"],
-                                store.env())
+                                store.env(), cols=cols)
     assert p.returncode == 0, text
-    assert "\r\x1b[Kimporting layer 1/3 sha256:" in text and "importing layer 3/3" in text, text
-    assert "/s" in text and " of " in text, text
-    assert text.endswith("\r\x1b[K"), "the progress line is cleared at the end"
     assert "\n" not in text, "a terminal gets one line redrawn, never a log"
+    screen = Screen(text, cols)
+    assert screen.unknown == [] and screen.wraps == 0, (screen.unknown, screen.wraps, text)
+    assert screen.text() == [], "the progress line is cleared at the end"
+    assert text.endswith("\r\x1b[K"), text
+    drawn = text.split("\r\x1b[K")
+    assert all(len(d) < cols for d in drawn), drawn
+    size = r"[0-9.]+ [KMGT]?B"
+    line = re.compile(rf"^importing layer ([1-3])/3  {size} / {size}  {size}/s  "
+                      rf"total {size} / {size}$")
+    if cols >= 80:
+        assert {line.match(d).group(1) for d in drawn if line.match(d)} == {"1", "2", "3"}, drawn
+    else:
+        assert any(d.startswith("importing layer 3/3  ") for d in drawn), drawn
 
 
 def test_bad_flags_and_sources_exit_125(store, tmp_path):

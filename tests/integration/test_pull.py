@@ -10,6 +10,7 @@ import http.client
 import http.server
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -25,7 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import oci  # noqa: E402
 
 import test_image  # noqa: E402
-from conftest import CSANDBOX, PROBE, base_env, run_stderr_on_pty, wait_until  # noqa: E402
+from conftest import (CSANDBOX, PROBE, Screen, base_env, run_stderr_on_pty,  # noqa: E402
+                      wait_until)
 
 TIMEOUT = 120
 USER, PASSWORD = "alice", "s3cret pass:word"
@@ -100,14 +102,15 @@ class Registry:
 class Proxy:
     """A reverse proxy to the registry. mode: None (pass through), "tamper" (flip a byte of
     blob `target`), "drop" (close the connection halfway through `target` the first time),
-    "slow" (trickle `target`), "bearer" (require a token from its own /token endpoint),
+    "slow" (trickle `target`: pace bytes every 50 ms), "bearer" (require a token from its own /token endpoint),
     "redirect" (send blob requests to the host `target`), "storage" (send `target` as the
     Authorization upstream, whatever the client sent)."""
 
     TOKEN = "test-token-1234"
 
-    def __init__(self, upstream, mode=None, target=None, ranges=True):
+    def __init__(self, upstream, mode=None, target=None, ranges=True, pace=4096):
         self.upstream, self.mode, self.target, self.ranges = upstream, mode, target, ranges
+        self.pace = pace
         self.requests, self.token_requests, self.authorizations = [], [], []
         self.dropped = False
         proxy = self
@@ -187,8 +190,8 @@ class Proxy:
                 h.send_header(k, v)
             h.send_header("Content-Length", str(len(body)))
             h.end_headers()
-            for i in range(0, len(body), 4096):
-                h.wfile.write(body[i:i + 4096])
+            for i in range(0, len(body), self.pace):
+                h.wfile.write(body[i:i + self.pace])
                 h.wfile.flush()
                 time.sleep(0.05)
             return
@@ -200,8 +203,8 @@ class Proxy:
 
 
 @contextlib.contextmanager
-def proxy_to(registry, mode, target=None, ranges=True):
-    proxy = Proxy(registry.host, mode, target, ranges)
+def proxy_to(registry, mode, target=None, ranges=True, pace=4096):
+    proxy = Proxy(registry.host, mode, target, ranges, pace)
     try:
         yield proxy
     finally:
@@ -555,6 +558,13 @@ def test_sigkill_during_a_pull_leaves_nothing_a_launch_could_use(store, registry
 
 # --- progress ----------------------------------------------------------------------------
 
+SIZE = r"[0-9.]+ [KMGT]?B"
+FINISHED = re.compile(rf"^layer sha256:[0-9a-f]{{12}}  {SIZE} (done|in [0-9.]+ s \({SIZE}/s\))$")
+LIVE = re.compile(rf"^layer sha256:[0-9a-f]{{12}}  {SIZE} / {SIZE}  {SIZE}/s$")
+LIVE_TOTAL = re.compile(rf"^total {SIZE} / {SIZE}  {SIZE}/s  [0-2] of 3 layers done$")
+TOTAL = re.compile(rf"^total {SIZE} in [0-9.]+ s \({SIZE}/s\), 3 layers$")
+
+
 def test_pull_progress_without_a_terminal_is_one_line_per_layer(store, registry):
     p = store.pull(f"{registry.host}/test/bb:v1")
     assert p.returncode == 0, p.stderr
@@ -562,7 +572,8 @@ def test_pull_progress_without_a_terminal_is_one_line_per_layer(store, registry)
     _, m = registry.manifest("test/bb", "v1")
     assert sorted(line.split()[1] for line in lines) == sorted(
         d["digest"][:19] for d in m["layers"]), p.stderr
-    assert "\x1b" not in p.stderr
+    assert all(FINISHED.match(line) for line in lines), p.stderr
+    assert "\x1b" not in p.stderr and "\r" not in p.stderr
 
 
 def test_pull_quiet_prints_no_progress(store, registry):
@@ -571,12 +582,39 @@ def test_pull_quiet_prints_no_progress(store, registry):
     assert p.stdout.startswith("pulled ")
 
 
-def test_pull_progress_on_a_terminal_redraws_in_place(store, registry):
-    p, text = run_stderr_on_pty([CSANDBOX, "image", "pull", "--tls-verify=false",
+def test_pull_quiet_on_a_terminal_prints_nothing(store, registry):
+    p, text = run_stderr_on_pty([CSANDBOX, "image", "pull", "--quiet", "--tls-verify=false",
                                  f"{registry.host}/test/bb:v1"], store.env())
+    assert p.returncode == 0 and text == "", repr(text)
+    assert p.stdout.startswith(b"pulled ")
+
+
+@pytest.mark.parametrize("cols, rows", [(80, 24), (40, 24), (80, 3)])
+def test_pull_progress_on_a_terminal_redraws_in_place(store, registry, cols, rows):
+    """A line for each layer as it finishes; below them the layers in transfer (bytes, size,
+    rate) and a total, redrawn in place. No line is wider than the terminal and the redrawn
+    part fits in its height, so the screen ends with exactly those lines, whatever its size."""
+    _, m = registry.manifest("test/bb", "v1")
+    target = biggest_layer(registry)
+    with proxy_to(registry, "slow", target, pace=32 << 10) as proxy:
+        p, text = run_stderr_on_pty([CSANDBOX, "image", "pull", "--tls-verify=false",
+                                     f"{proxy.host}/test/bb:v1"], store.env(), cols=cols,
+                                    rows=rows)
     assert p.returncode == 0, text
-    assert "\x1b[K" in text and "layer sha256:" in text, text
-    assert "\x1b[3A" in text, text  # the three layer lines redrawn in place
+    screen = Screen(text, cols, rows)
+    assert screen.unknown == [] and screen.wraps == 0, (screen.unknown, screen.wraps, text)
+    final = screen.text()
+    assert len(final) == 4 and all(len(line) < cols for line in final), final
+    assert sorted(line.split()[1] for line in final[:3]) == sorted(
+        d["digest"][:19] for d in m["layers"]), final
+    assert final[3].startswith("total "), final
+    if cols < 80:
+        return
+    assert all(FINISHED.match(line) for line in final[:3]) and TOTAL.match(final[3]), final
+    drawn = re.split(r"\r|\n|\x1b\[[0-9]*[A-Za-z]", text)
+    live = [d for d in drawn if LIVE.match(d) and d.split()[1] == target[:19]]
+    assert any(not d.endswith("  0 B/s") for d in live), drawn  # the slow layer, with a rate
+    assert any(LIVE_TOTAL.match(d) for d in drawn), drawn
 
 
 # --- bad input ---------------------------------------------------------------------------
