@@ -35,8 +35,8 @@ static la_ssize_t raw_read_cb(struct archive *a, void *opaque, const void **buf)
         return n;
 }
 
-/* The producer: decompressed bytes, counted against the limit, into the next free slot. Ends at the stream's end, on a failure (its flag set), or when
- * the reader stops. */
+/* The producer: decompressed bytes, counted against the limit, into the next free slot.
+ * Ends at the stream's end, on a failure (its flag set), or when the reader stops. */
 static void *produce(void *opaque)
 {
         struct layer_pipe *p = opaque;
