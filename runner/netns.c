@@ -200,6 +200,14 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
                 snprintf(ret->path, sizeof(ret->path), "%s", helper);
         if (base && strcmp(base, "pasta") == 0) {
                 ret->kind = NET_HELPER_PASTA;
+                /* pasta re-executes itself as <its path>.avx2 on a CPU that has AVX2, as
+                 * passt's packages install it; go there directly. */
+                __builtin_cpu_init();
+                if (__builtin_cpu_supports("avx2")) {
+                        snprintf(ret->exec_path, sizeof(ret->exec_path), "%s.avx2", helper);
+                        if (access(ret->exec_path, X_OK) != 0)
+                                ret->exec_path[0] = '\0';
+                }
         } else if (base) {
                 ret->kind = NET_HELPER_SLIRP4NETNS;
                 if (s->map_host_loopback)
@@ -256,7 +264,7 @@ static void helper_child(const struct net_helper *h, char *const argv[], pid_t p
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        execv(h->path, argv);
+        execv(h->exec_path[0] ? h->exec_path : h->path, argv);
         dprintf(2, "cannot execute %s: %s\n", h->path, strerror(errno));
         _exit(127);
 }

@@ -96,6 +96,9 @@ struct net_tap_conf {
 struct net_helper {
         enum net_helper_kind kind;
         char path[4096];
+        /* What is executed: path, or pasta's own AVX2 build (path + ".avx2", which pasta
+         * would otherwise exec itself: one exec and one dynamic link less). */
+        char exec_path[4096 + 8];
         pid_t pid;
         int ready_fd; /* readable once the helper has configured the namespace */
         int err_fd;   /* the helper's stderr, shown when it fails */
