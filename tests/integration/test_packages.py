@@ -11,6 +11,7 @@ import tarfile
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
+import oci  # noqa: E402
 import rootfs as rootfs_builder  # noqa: E402
 
 from conftest import CSANDBOX, PROBE, base_env  # noqa: E402
@@ -243,3 +244,32 @@ def test_real_apt_get_installs_a_package_inside_an_image_session(tmp_path):
     assert apt_uid not in ("0", "1000"), r.stdout
     assert owned and owned[0].split()[2] == apt_uid, r.stdout  # chowned through the range
     assert r.stdout.rstrip().endswith("1")
+
+
+def test_real_apt_get_in_run_on_a_two_layer_image(profiles, tmp_path):  # noqa: F811
+    """`run` on an image whose second layer brings a local repository, points apt at it and
+    whites out the base's own sources: claude (here a shell script) runs `sudo apt-get
+    install` and then the package's program, with no network beyond the test host."""
+    assert os.path.exists(APT_BASE), f"{APT_BASE} is missing: run tests/setup-root as root"
+    repo = build_repo(str(tmp_path))
+    entries = [oci.directory("srv"), oci.directory("srv/repo"),
+               oci.file("etc/apt/sources.list", "deb [trusted=yes] file:/srv/repo ./\n"),
+               oci.whiteout("etc/apt/sources.list.d/0000debian.sources")]
+    for name in sorted(os.listdir(repo)):
+        with open(os.path.join(repo, name), "rb") as f:
+            entries.append(oci.file(f"srv/repo/{name}", f.read()))
+    with open(APT_BASE, "rb") as f:
+        base = oci.Layer(None, "none", raw=f.read())
+    layout = str(tmp_path / "layout")
+    oci.write_layout(layout, [base, oci.Layer(entries, "gzip")])
+    profiles.add()
+    r = subprocess.run([CSANDBOX, "image", "import", layout, "--name", "debian-local",
+                        "--quiet"], env=profiles.env(), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    shell_claude(profiles, "set -e; sudo apt-get update -q >/dev/null;"
+                           " sudo apt-get install -y -q csb-hello >/dev/null; csb-hello; id -un\n")
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX_IMAGE="debian-local"),
+                     timeout=300)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert r.stdout.splitlines() == ["hello from a package", "appuser"], r.stdout
