@@ -245,8 +245,11 @@ static int broker_run(const struct sandbox_spec *s, const char *path, char *cons
         broker_env_add(s, env, &n_env, "http_proxy");
         broker_env_add(s, env, &n_env, "https_proxy");
         pid = fork();
-        if (pid < 0)
-                return -errno;
+        if (pid < 0) {
+                for (size_t i = 4; i < n_env; i++)
+                        free(env[i]);
+                return 126 << 8;
+        }
         if (pid == 0) {
                 /* Its own session: the terminal it was given is not its controlling one, so
                  * it reads and writes it as a file, and the session's job control is not
@@ -278,6 +281,8 @@ static int broker_run(const struct sandbox_spec *s, const char *path, char *cons
                 close(pidfd);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
+        for (size_t i = 4; i < n_env; i++)
+                free(env[i]);
         return status;
 }
 
@@ -287,7 +292,7 @@ static void broker_serve(const struct sandbox_spec *s, int lfd)
 
         for (;;) {
                 char *argv[BROKER_MAX_ARGS + 1];
-                int fds[3], status = 0x7f00; /* exit 127 */
+                int fds[3], status;
                 const char *path;
                 char why[512];
                 int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
