@@ -179,11 +179,12 @@ static int expand_double_quoted(struct expander *x, struct strbuf *out)
 
         x->i++;
         while (r >= 0 && x->s[x->i] != '"') {
-                char c = x->s[x->i], next = x->s[x->i + 1];
+                char c = x->s[x->i], next;
 
                 if (!c)
                         return cs_error_setx(x->err, EINVAL, "`%.80s`: unterminated \" quote",
                                              x->s);
+                next = x->s[x->i + 1];
                 if (c == '$') {
                         r = expand_dollar(x, out);
                         continue;
