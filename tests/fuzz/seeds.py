@@ -156,6 +156,28 @@ def layer_seeds():
     put("layer", "name-escapes", "etc/./a//b/../c\x01\x7f\xff")
 
 
+def containerfile():
+    put("containerfile", "reference", "# syntax=docker/dockerfile:1\n"
+        "ARG FEDORA_DIGEST=sha256:" + "0" * 64 + "\n"
+        "FROM registry.example/fedora:44@${FEDORA_DIGEST}\n"
+        "RUN dnf install -y \\\n    git \\\n  # tools\n\n    ripgrep \\\n  && dnf clean all\n"
+        "RUN useradd -m -u 1000 -U appuser\nUSER appuser\n"
+        'ENV PATH="/home/appuser/.local/bin:$PATH"\n'
+        "COPY --chmod=0755 entrypoint.sh /entrypoint.sh\n"
+        'ENTRYPOINT ["/entrypoint.sh"]\nCMD ["claude"]\nUSER root\n')
+    put("containerfile", "stages", "FROM --platform=linux/arm64 registry.example/gcc AS build\n"
+        "WORKDIR /src\nCOPY . .\nRUN make\nFROM scratch\n"
+        "COPY --from=build --chown=1000:1000 --link /src/a /src/b /out/\n"
+        'ADD ["a b", "/c d/"]\nVOLUME ["/data"]\nEXPOSE 80/tcp 443\nSTOPSIGNAL SIGTERM\n'
+        'SHELL ["/bin/bash", "-c"]\nMAINTAINER someone\n')
+    put("containerfile", "escape", "# escape=`\n\nFROM registry.example/win\n"
+        "RUN dir c:\\ `\n  /w\nCOPY a\\b c:\\dest\\\n"
+        "ENV A=1 B=\"two words\" C='$A x' D=x`$y\nenv LEGACY v w\n"
+        "LABEL k=\"${A:-${B:+z}}\"\nARG X Y=2\nUSER ${X:-root}\n")
+    put("containerfile", "refused", "FROM a\nRUN cat <<EOF\nx\nEOF\nONBUILD RUN x\n"
+        "HEALTHCHECK CMD true\nRUN --mount=type=cache,target=/c x\nFOO bar\n")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         settings()
@@ -166,6 +188,7 @@ def main():
         registry()
         git_index(tmp)
         layer_seeds()
+        containerfile()
 
 
 if __name__ == "__main__":
