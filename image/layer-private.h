@@ -33,6 +33,11 @@ struct layer_tree {
         char *cache_path;
         int cache_fd;
         char *buf;
+        /* The layers beneath, top first (borrowed), and their ownership tables, each read
+         * when first needed. */
+        const int *lowers;
+        size_t n_lowers;
+        struct layer_tree **lower_meta;
 };
 
 /* The decompression pipeline: blob bytes -> libarchive raw format (gunzip/unzstd) ->
@@ -50,6 +55,16 @@ struct layer_pipe {
 
 /* The table's record of path, or NULL. */
 struct meta_rec *meta_find(struct layer_tree *t, const char *path);
+int meta_set(struct layer_tree *t, const char *path, const struct meta_rec *v,
+             struct cs_error *err);
+bool created_in_this_layer(struct layer_tree *t, const char *path);
+/* The attributes of the directory at path in the topmost lower layer holding one; false
+ * (and root's 0755) when none does (layer-meta.c). */
+bool inherit_dir(struct layer_tree *t, const char *path, struct meta_rec *rec);
+void lower_meta_free(struct layer_tree *t);
+/* The regular file at path of the topmost lower layer holding it, opened O_RDONLY, with what
+ * that layer recorded of it; -ENOENT when no layer shows one there. */
+int lower_open_file(struct layer_tree *t, const char *path, struct meta_rec *ret_rec);
 /* Close the cached parent directory of the previous entry. */
 void cache_drop(struct layer_tree *t);
 /* One tar entry onto the tree (layer.c). */

@@ -175,6 +175,7 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
                         break;
         }
         t->stream_total += p->bytes;
+        t->stats.stream += p->bytes;
         EVP_DigestFinal_ex(p->md, ret_diff_id, &mdlen);
         r = 0;
 out:
