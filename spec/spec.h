@@ -13,7 +13,7 @@ typedef struct cJSON cJSON;
 
 enum spec_root {
         SPEC_ROOT_HOST, /* the embedded default: the host's / read-only, homes hidden */
-        SPEC_ROOT_DIR,  /* a directory tree (--rootfs, or an image's unpacked rootfs) */
+        SPEC_ROOT_DIR,  /* a directory tree (--rootfs), or an image: its layers as lower dirs */
 };
 
 enum spec_mount_kind {
