@@ -105,9 +105,9 @@ static int layer_unpack(struct image_store *s, struct import_job *job, size_t i,
         for (size_t k = 0; k < i; k++)
                 lowers[k] = job->held[i - 1 - k];
         if (r == 0)
-                r = layer_tree_set_lowers(tree, lowers, i, err);
-        if (r == 0)
                 r = layer_stream(job->src, job->o, job->p, i, tree, ret_diff_id, err);
+        if (r == 0)
+                r = layer_tree_set_lowers(tree, lowers, i, err);
         if (r < 0)
                 return r;
         meta = openat(tfd, LAYER_META, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);

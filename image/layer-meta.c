@@ -4,6 +4,7 @@
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
+#include "../common/fileio.h"
 #include "../common/resolve.h"
 
 #include <errno.h>
@@ -167,23 +168,6 @@ void lower_meta_free(struct layer_tree *t)
         t->lower_meta = NULL;
 }
 
-int layer_tree_set_lowers(struct layer_tree *t, const int *layer_dirs, size_t n,
-                          struct cs_error *err)
-{
-        struct meta_rec root;
-
-        lower_meta_free(t);
-        t->lowers = layer_dirs;
-        t->n_lowers = n;
-        t->lower_meta = n ? calloc(n, sizeof(*t->lower_meta)) : NULL;
-        if (n && !t->lower_meta)
-                return cs_error_set(err, ENOMEM, "layer extraction");
-        /* the merged root takes its attributes from the top layer: keep the lower one's */
-        if (n && inherit_dir(t, "", &root))
-                return meta_set(t, ".", &root, err);
-        return 0;
-}
-
 /* What the topmost lower layer holding anything at path holds: an O_PATH fd of it (and
  * of that layer's tree, *ret_diff), its stat and that layer's record of it (NULL when it
  * has none). -1 when no layer holds it, or something that is not a directory on the way
@@ -249,4 +233,149 @@ int lower_open_file(struct layer_tree *t, const char *path, struct meta_rec *ret
         *ret_rec = lr ? *lr : (struct meta_rec){.mode = st.st_mode};
         ret_rec->path = NULL;
         return cs_open_beneath(diff, path, O_RDONLY);
+}
+
+/* A hard link whose target only a lower layer holds: base in pfd becomes a copy of that
+ * file, counted against the size limit; *rec gets what the lower layer recorded of it. */
+static int copy_from_lower(struct layer_tree *t, const char *target, int pfd, const char *base,
+                           const char *shown, struct meta_rec *rec, struct cs_error *err)
+{
+        _cleanup_close_ int in = lower_open_file(t, target, rec);
+        _cleanup_close_ int out = -1;
+        struct stat st;
+
+        if (in < 0)
+                return cs_error_setx(err, ENOENT,
+                                     "hard link `%s`: its target `%s` is not a file of the image",
+                                     shown, target);
+        if (fstat(in, &st) < 0)
+                return cs_error_set(err, errno, "hard link `%s`: stat its target", shown);
+        if ((uint64_t)st.st_size > t->lim.max_size - t->lim.size_used - t->stats.size)
+                return cs_error_setx(err, EFBIG,
+                                     "hard link `%s` would take the image beyond the limit of "
+                                     "%llu unpacked bytes (--max-size)",
+                                     shown, (unsigned long long)t->lim.max_size);
+        t->stats.size += (uint64_t)st.st_size;
+        out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (out < 0)
+                return cs_error_set(err, errno, "hard link `%s`: create its copy", shown);
+        for (off_t left = st.st_size; left > 0;) {
+                ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
+
+                if (n < 0 &&
+                    (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS)) {
+                        /* not offered here: through our buffer */
+                        n = read(in, t->buf, IO_BUF < (size_t)left ? IO_BUF : (size_t)left);
+                        if (n > 0 && cs_write_all(out, t->buf, (size_t)n) < 0)
+                                n = -1;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return cs_error_set(err, n < 0 ? errno : EIO,
+                                            "hard link `%s`: copy its target", shown);
+                left -= n;
+        }
+        if (fchmod(out, st.st_mode & 07777) < 0)
+                return cs_error_set(err, errno, "hard link `%s`: chmod", shown);
+        return 0;
+}
+
+int pending_link_add(struct layer_tree *t, const char *path, const char *target,
+                     struct cs_error *err)
+{
+        if (t->n_pending == t->cap_pending) {
+                size_t ncap = t->cap_pending ? t->cap_pending * 2 : 16;
+                struct pending_link *np = realloc(t->pending, ncap * sizeof(*np));
+
+                if (!np)
+                        return cs_error_set(err, ENOMEM, "hard link `%s`", path);
+                t->pending = np;
+                t->cap_pending = ncap;
+        }
+        t->pending[t->n_pending] = (struct pending_link){strdup(path), strdup(target)};
+        if (!t->pending[t->n_pending].path || !t->pending[t->n_pending].target) {
+                free(t->pending[t->n_pending].path);
+                free(t->pending[t->n_pending].target);
+                return cs_error_set(err, ENOMEM, "hard link `%s`", path);
+        }
+        t->n_pending++;
+        return 0;
+}
+
+/* A pending link made: unless a later entry of the layer took its place, a link to its
+ * target when the layer holds it now (a link to an earlier pending one), else a copy of
+ * the lower layers' file. */
+static int pending_resolve(struct layer_tree *t, const struct pending_link *l, struct cs_error *err)
+{
+        _cleanup_free_ char *path = strdup(l->path), *target = strdup(l->target);
+        _cleanup_close_ int pfd = -1, tfd = -1;
+        const char *parent, *base, *tparent, *tbase;
+        char shown[256];
+        struct meta_rec rec, *own;
+        struct stat st;
+        int r;
+
+        if (!path || !target)
+                return cs_error_set(err, ENOMEM, "hard link `%s`", l->path);
+        layer_sanitize(l->path, shown, sizeof(shown));
+        split_path(path, &parent, &base);
+        split_path(target, &tparent, &tbase);
+        pfd = tree_open_dir(t, parent, false, l->path, err);
+        if (pfd == -ENOENT || (pfd >= 0 && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0))
+                return 0; /* replaced by a later entry of its layer */
+        if (pfd < 0)
+                return pfd;
+        tfd = tree_open_dir(t, tparent, false, l->target, err);
+        if (tfd >= 0 && fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+                if (linkat(tfd, tbase, pfd, base, 0) < 0)
+                        return cs_error_set(err, errno, "hard link `%s`", shown);
+                own = meta_find(t, l->target);
+                rec = own ? *own : (struct meta_rec){.mode = st.st_mode};
+        } else {
+                r = copy_from_lower(t, l->target, pfd, base, shown, &rec, err);
+                if (r < 0)
+                        return r;
+        }
+        rec.implicit = false;
+        return meta_set(t, l->path, &rec, err);
+}
+
+int layer_tree_set_lowers(struct layer_tree *t, const int *layer_dirs, size_t n,
+                          struct cs_error *err)
+{
+        struct meta_rec root;
+        int r;
+
+        lower_meta_free(t);
+        cache_drop(t);
+        t->lowers = layer_dirs;
+        t->n_lowers = n;
+        t->lower_meta = n ? calloc(n, sizeof(*t->lower_meta)) : NULL;
+        if (n && !t->lower_meta)
+                return cs_error_set(err, ENOMEM, "layer extraction");
+        for (size_t i = 0; i < t->cap; i++) {
+                struct meta_rec *m = &t->slots[i];
+
+                if (m->path && m->implicit) {
+                        inherit_dir(t, m->path, &root);
+                        m->mode = root.mode;
+                        m->uid = root.uid;
+                        m->gid = root.gid;
+                        m->mtime_set = root.mtime_set;
+                        m->mtime_sec = root.mtime_sec;
+                        m->mtime_nsec = root.mtime_nsec;
+                }
+        }
+        /* the merged root takes its attributes from the top layer: keep the lower one's */
+        if (!meta_find(t, ".") && n && inherit_dir(t, "", &root) &&
+            (r = meta_set(t, ".", &root, err)) < 0)
+                return r;
+        for (size_t i = 0; i < t->n_pending; i++) {
+                r = pending_resolve(t, &t->pending[i], err);
+                if (r < 0)
+                        return cs_error_wrap(err, "hard link `%s`", t->pending[i].path);
+        }
+        cache_drop(t);
+        return 0;
 }

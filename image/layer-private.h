@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define IO_BUF (256u << 10)
 
@@ -19,6 +20,12 @@ struct meta_rec {
         int64_t mtime_sec;
         int32_t mtime_nsec;
         bool mtime_set;
+        bool implicit; /* a directory the tar omits: its attributes come from lower layers */
+};
+
+/* A hard link to a file only a lower layer holds, made a copy of it once those are known. */
+struct pending_link {
+        char *path, *target;
 };
 
 struct layer_tree {
@@ -38,6 +45,8 @@ struct layer_tree {
         const int *lowers;
         size_t n_lowers;
         struct layer_tree **lower_meta;
+        struct pending_link *pending;
+        size_t n_pending, cap_pending;
 };
 
 /* The decompression pipeline: blob bytes -> libarchive raw format (gunzip/unzstd) ->
@@ -65,6 +74,15 @@ void lower_meta_free(struct layer_tree *t);
 /* The regular file at path of the topmost lower layer holding it, opened O_RDONLY, with what
  * that layer recorded of it; -ENOENT when no layer shows one there. */
 int lower_open_file(struct layer_tree *t, const char *path, struct meta_rec *ret_rec);
+/* The directory rel of the tree (O_PATH), created with its parents when create is set;
+ * -ENOENT without a message when missing (layer.c). */
+int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char *entry,
+                  struct cs_error *err);
+/* rel split in place at its last '/' ("" for the parent of a top-level name). */
+void split_path(char *rel, const char **ret_parent, const char **ret_base);
+bool is_whiteout(const struct stat *st);
+int pending_link_add(struct layer_tree *t, const char *path, const char *target,
+                     struct cs_error *err);
 /* Close the cached parent directory of the previous entry. */
 void cache_drop(struct layer_tree *t);
 /* One tar entry onto the tree (layer.c). */

@@ -53,6 +53,11 @@ void layer_tree_free(struct layer_tree *t)
                 return;
         cache_drop(t);
         lower_meta_free(t);
+        for (size_t i = 0; i < t->n_pending; i++) {
+                free(t->pending[i].path);
+                free(t->pending[i].target);
+        }
+        free(t->pending);
         for (size_t i = 0; i < t->cap; i++)
                 free(t->slots[i].path);
         free(t->slots);
@@ -66,9 +71,8 @@ const struct layer_stats *layer_tree_stats(const struct layer_tree *t)
 }
 
 /* Open (O_PATH) the directory at rel under the layer's tree without following any symlink;
- * missing directories are created when create is set (with what the lower layers hold
- * there, inherit_dir). Returns a new fd the caller closes, or < 0 (-ENOENT without a
- * message when a directory is missing and create is not set). */
+ * missing directories are created when create is set. Returns a new fd the caller closes, or < 0
+ * (-ENOENT without a message when a directory is missing and create is not set). */
 static int tree_dup(int fd, struct cs_error *err)
 {
         int r = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -76,8 +80,8 @@ static int tree_dup(int fd, struct cs_error *err)
         return r < 0 ? cs_error_set(err, errno, "dup a directory fd") : r;
 }
 
-static int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char *entry,
-                         struct cs_error *err)
+int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char *entry,
+                  struct cs_error *err)
 {
         _cleanup_close_ int cur = -1;
         _cleanup_free_ char *walked = NULL;
@@ -110,10 +114,10 @@ static int tree_open_dir(struct layer_tree *t, const char *rel, bool create, con
                 wl += clen;
                 next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (next < 0 && errno == ENOENT && create) {
-                        struct meta_rec rec;
+                        /* its attributes come from the lower layers (layer_tree_set_lowers) */
+                        struct meta_rec rec = {.mode = S_IFDIR | 0755, .implicit = true};
                         int r;
 
-                        inherit_dir(t, walked, &rec);
                         if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
                                 return cs_error_set(err, errno, "entry `%s`: create `%s`", shown,
                                                     walked);
@@ -153,7 +157,7 @@ static int tree_open_dir(struct layer_tree *t, const char *rel, bool create, con
         return tree_dup(t->cache_fd, err);
 }
 
-static void split_path(char *rel, const char **ret_parent, const char **ret_base)
+void split_path(char *rel, const char **ret_parent, const char **ret_base)
 {
         char *slash = strrchr(rel, '/');
 
@@ -285,7 +289,7 @@ static int write_file(struct layer_tree *t, struct archive *a, struct archive_en
         return 0;
 }
 
-static bool is_whiteout(const struct stat *st)
+bool is_whiteout(const struct stat *st)
 {
         return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
 }
@@ -302,52 +306,6 @@ static int make_opaque(int pfd, const char *base, const char *shown, struct cs_e
                                     "opaque directory `%s`: set the xattr user.overlay.opaque "
                                     "(the image store's filesystem must support user xattrs)",
                                     shown);
-        return 0;
-}
-
-/* A hard link whose target only a lower layer holds: base in pfd becomes a copy of that
- * file, counted against the size limit; *rec gets what the lower layer recorded of it. */
-static int copy_from_lower(struct layer_tree *t, const char *target, int pfd, const char *base,
-                           const char *shown, struct meta_rec *rec, struct cs_error *err)
-{
-        _cleanup_close_ int in = lower_open_file(t, target, rec);
-        _cleanup_close_ int out = -1;
-        struct stat st;
-
-        if (in < 0)
-                return cs_error_setx(err, ENOENT,
-                                     "hard link `%s`: its target `%s` is not a file of the image",
-                                     shown, target);
-        if (fstat(in, &st) < 0)
-                return cs_error_set(err, errno, "hard link `%s`: stat its target", shown);
-        if ((uint64_t)st.st_size > t->lim.max_size - t->lim.size_used - t->stats.size)
-                return cs_error_setx(err, EFBIG,
-                                     "hard link `%s` would take the image beyond the limit of "
-                                     "%llu unpacked bytes (--max-size)",
-                                     shown, (unsigned long long)t->lim.max_size);
-        t->stats.size += (uint64_t)st.st_size;
-        out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (out < 0)
-                return cs_error_set(err, errno, "hard link `%s`: create its copy", shown);
-        for (off_t left = st.st_size; left > 0;) {
-                ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
-
-                if (n < 0 &&
-                    (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS)) {
-                        /* not offered here: through our buffer */
-                        n = read(in, t->buf, IO_BUF < (size_t)left ? IO_BUF : (size_t)left);
-                        if (n > 0 && cs_write_all(out, t->buf, (size_t)n) < 0)
-                                n = -1;
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return cs_error_set(err, n < 0 ? errno : EIO,
-                                            "hard link `%s`: copy its target", shown);
-                left -= n;
-        }
-        if (fchmod(out, st.st_mode & 07777) < 0)
-                return cs_error_set(err, errno, "hard link `%s`: chmod", shown);
         return 0;
 }
 
@@ -463,10 +421,11 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
                         return cs_error_wrap(err, "hard link `%s`", shown);
                 if (tfd < 0 || fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                     is_whiteout(&st)) {
-                        /* an overlay layer cannot link into another: a copy of the file */
+                        /* an overlay layer cannot link into another: the file is copied
+                         * once the lower layers are known (layer_tree_set_lowers) */
                         r = replace_existing(t, pfd, base, false, &is_dir, err);
                         if (r == 0)
-                                r = copy_from_lower(t, tkey, pfd, base, shown, &rec, err);
+                                r = pending_link_add(t, key, tkey, err);
                         return r < 0 ? r : meta_set(t, key, &rec, err);
                 }
                 if (S_ISDIR(st.st_mode))

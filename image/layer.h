@@ -67,14 +67,17 @@ struct layer_tree;
 int layer_tree_new(int root_fd, const struct layer_limits *lim, struct layer_tree **ret,
                    struct cs_error *err);
 void layer_tree_free(struct layer_tree *t);
-/* The directories (holding LAYER_DIFF and LAYER_META) of the layers beneath this one, top
- * first; borrowed, open until layer_tree_free. */
+/* After layer_apply, before layer_tree_finish: the directories (holding LAYER_DIFF and
+ * LAYER_META) of the layers beneath this one, top first (borrowed, open until
+ * layer_tree_free). Directories the tar omitted take their attributes from them, and hard
+ * links to their files become copies. A layer thus unpacks without its lower layers (in
+ * parallel with them) and is completed once they are stored. */
 int layer_tree_set_lowers(struct layer_tree *t, const int *layer_dirs, size_t n,
                           struct cs_error *err);
 
-/* Unpack one layer into the tree (call once per tree). what names the layer in messages ("layer 2/3
- * (sha256:...)"). expect: the compression the media type declares, or -1 to accept any
- * of none/gzip/zstd. ret_diff_id: sha256 of the uncompressed stream. */
+/* Unpack one layer into the tree (call once per tree; then layer_tree_set_lowers). what names the
+ * layer in messages ("layer 2/3 (sha256:...)"). expect: the compression the media type declares, or
+ * -1 to accept any of none/gzip/zstd. ret_diff_id: sha256 of the uncompressed stream. */
 int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_fn read,
                 void *opaque, unsigned char ret_diff_id[32], struct cs_error *err);
 
