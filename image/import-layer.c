@@ -99,8 +99,7 @@ static int layer_unpack(struct image_store *s, struct import_job *job, size_t i,
         if (mkdirat(tfd, LAYER_DIFF, 0755) < 0 ||
             (diff = openat(tfd, LAYER_DIFF, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
                 return cs_error_set(err, errno, "create a layer directory in `%s/tmp`", s->root);
-        lim.size_used = job->used.stream;
-        lim.entries_used = job->used.entries;
+        lim.shared = &job->budget;
         r = layer_tree_new(diff, &lim, &tree, err);
         for (size_t k = 0; k < i; k++)
                 lowers[k] = job->held[i - 1 - k];
@@ -117,8 +116,6 @@ static int layer_unpack(struct image_store *s, struct import_job *job, size_t i,
         if (r < 0)
                 return r;
         st = layer_tree_stats(tree);
-        job->used.stream += st->stream;
-        job->used.entries += st->entries;
         job->sum.size += st->size;
         job->sum.files += st->files;
         job->sum.skipped_devices += st->skipped_devices;

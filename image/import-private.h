@@ -53,12 +53,10 @@ struct import_job {
         struct import_plan *p;
         int *held; /* per layer: its directory in the store, flocked shared (so no sweep
                     * removes it) until the image that lists it is committed; -1 before */
-        struct {
-                uint64_t stream, entries; /* of the limits, spent by the layers unpacked */
-        } used;
-        struct layer_stats sum; /* the image's numbers over its layers */
-        size_t reused;          /* layers found stored */
-        size_t stored;          /* layers this import moved into the store */
+        struct layer_budget budget; /* of the limits, spent by the layers unpacked */
+        struct layer_stats sum;     /* the image's numbers over its layers */
+        size_t reused;              /* layers found stored */
+        size_t stored;              /* layers this import moved into the store */
 };
 
 /* Stream layer i's blob into tree, verifying its size, digest and diff_id (a rootfs tar's

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,12 +251,13 @@ static int copy_from_lower(struct layer_tree *t, const char *target, int pfd, co
                                      shown, target);
         if (fstat(in, &st) < 0)
                 return cs_error_set(err, errno, "hard link `%s`: stat its target", shown);
-        if ((uint64_t)st.st_size > t->lim.max_size - t->lim.size_used - t->stats.size)
+        if ((uint64_t)st.st_size > layer_budget_left(t))
                 return cs_error_setx(err, EFBIG,
                                      "hard link `%s` would take the image beyond the limit of "
                                      "%llu unpacked bytes (--max-size)",
                                      shown, (unsigned long long)t->lim.max_size);
         t->stats.size += (uint64_t)st.st_size;
+        atomic_fetch_add(&t->budget->stream, (uint64_t)st.st_size);
         out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (out < 0)
                 return cs_error_set(err, errno, "hard link `%s`: create its copy", shown);

@@ -6,6 +6,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <openssl/evp.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -32,7 +33,7 @@ struct layer_tree {
         int root_fd;
         struct layer_limits lim;
         struct layer_stats stats;
-        uint64_t stream_total; /* uncompressed bytes over all layers, against lim.max_size */
+        struct layer_budget own, *budget; /* lim.shared, or own */
         uint32_t layer;
         struct meta_rec *slots;
         size_t cap, n;
@@ -58,7 +59,8 @@ struct layer_pipe {
         bool input_failed, limit_hit, raw_eof;
         struct archive *raw;
         EVP_MD_CTX *md;
-        uint64_t bytes, budget;
+        uint64_t bytes, max;
+        struct layer_budget *budget;
         unsigned char inbuf[IO_BUF];
 };
 
@@ -83,6 +85,13 @@ void split_path(char *rel, const char **ret_parent, const char **ret_base);
 bool is_whiteout(const struct stat *st);
 int pending_link_add(struct layer_tree *t, const char *path, const char *target,
                      struct cs_error *err);
+/* Bytes of max_size the image has left. */
+static inline uint64_t layer_budget_left(struct layer_tree *t)
+{
+        uint64_t spent = atomic_load(&t->budget->stream);
+
+        return spent < t->lim.max_size ? t->lim.max_size - spent : 0;
+}
 /* Close the cached parent directory of the previous entry. */
 void cache_drop(struct layer_tree *t);
 /* One tar entry onto the tree (layer.c). */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,7 @@ static la_ssize_t tar_read_cb(struct archive *a, void *opaque, const void **buf)
                 return -1;
         }
         p->bytes += len;
-        if (p->bytes > p->budget) {
+        if (atomic_fetch_add(&p->budget->stream, len) + len > p->max) {
                 p->limit_hit = true;
                 archive_set_error(a, EFBIG, "over the size limit");
                 return -1;
@@ -109,7 +110,8 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
         p->read = read;
         p->opaque = opaque;
         p->err = err;
-        p->budget = t->lim.max_size - t->stream_total;
+        p->budget = t->budget;
+        p->max = t->lim.max_size;
         p->raw = archive_read_new();
         tar = archive_read_new();
         if (!p->raw || !tar) {
@@ -174,7 +176,6 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
                 if (n == 0)
                         break;
         }
-        t->stream_total += p->bytes;
         t->stats.stream += p->bytes;
         EVP_DigestFinal_ex(p->md, ret_diff_id, &mdlen);
         r = 0;

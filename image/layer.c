@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ int layer_tree_new(int root_fd, const struct layer_limits *lim, struct layer_tre
         }
         t->root_fd = root_fd;
         t->lim = *lim;
-        t->stream_total = lim->size_used;
+        t->budget = lim->shared ? lim->shared : &t->own;
         t->cache_fd = -1;
         *ret = t;
         return 0;
@@ -244,7 +245,7 @@ static int write_file(struct layer_tree *t, struct archive *a, struct archive_en
 
         if (size < 0)
                 size = 0;
-        if ((uint64_t)size > t->lim.max_size - t->lim.size_used - t->stats.size)
+        if ((uint64_t)size > layer_budget_left(t))
                 return cs_error_setx(
                     err, EFBIG,
                     "entry `%s` (%lld bytes) would take the image beyond the limit "
@@ -367,7 +368,8 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
         if (!name)
                 name = archive_entry_pathname_utf8(e);
         layer_sanitize(name, shown, sizeof(shown));
-        if (++t->stats.entries > t->lim.max_entries - t->lim.entries_used)
+        t->stats.entries++;
+        if (atomic_fetch_add(&t->budget->entries, 1) + 1 > t->lim.max_entries)
                 return cs_error_setx(err, E2BIG,
                                      "the image has more than %llu entries (--max-entries)",
                                      (unsigned long long)t->lim.max_entries);

@@ -27,14 +27,19 @@
 
 struct cs_error;
 
+/* Of max_size: uncompressed stream bytes (and copies); of max_entries: tar entries. */
+struct layer_budget {
+        _Atomic uint64_t stream, entries;
+};
+
 struct layer_limits {
         uint64_t max_size;    /* total uncompressed bytes over all layers */
         uint64_t max_entries; /* total tar entries over all layers */
         size_t max_path;      /* bytes in one entry name or link target */
         size_t max_layers;
-        /* What the image's layers unpacked before this one spent of max_size (uncompressed
-         * stream bytes) and max_entries: the limits bound the whole image. */
-        uint64_t size_used, entries_used;
+        /* What all the layers of the image spend, shared by the trees unpacking them (one
+         * after another or at once): the limits bound the whole image. NULL: the tree's. */
+        struct layer_budget *shared;
 };
 
 #define LAYER_DEFAULT_MAX_SIZE    (64ull << 30)
