@@ -1,5 +1,6 @@
-/* One layer of an import into the layer store: reused when stored and its blob known,
- * otherwise unpacked into tmp/layer-*, verified, and moved to layers/sha256/HEX. */
+/* An import's layers into the layer store: each reused when stored and its blob known,
+ * otherwise unpacked into tmp/layer-* (several at once), verified, completed against the
+ * layers below it and moved to layers/sha256/HEX, bottom first. */
 #include "import-private.h"
 #include "store-private.h"
 
@@ -9,6 +10,8 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void tree_freep(struct layer_tree **t)
-{
-        layer_tree_free(*t);
-}
+/* Layers unpacked at once, at most (and no more than there are cores). */
+#define UNPACK_WORKERS_MAX 16
 
 /* locks/layer-HEX, flocked exclusively: one import unpacks a layer, the others wait. */
 static int layer_lock(struct image_store *s, const char *diff_id, struct cs_error *err)
@@ -82,45 +83,106 @@ static int write_info(int dirfd, const struct layer_stats *st, struct cs_error *
         return 0;
 }
 
-/* Unpack layer i into tmp/tname/diff on top of the layers held below it, verified. */
-static int layer_unpack(struct image_store *s, struct import_job *job, size_t i, int tfd,
-                        char ret_diff_id[OCI_DIGEST_LEN + 1], struct cs_error *err)
+/* One layer of the image on its way into the store. */
+struct slot {
+        int tfd; /* tmp/layer-*, flocked, while it is ours */
+        char tname[64];
+        int diff; /* tfd's LAYER_DIFF */
+        struct layer_tree *tree;
+        char diff_id[OCI_DIGEST_LEN + 1]; /* found in the stream */
+        struct import_progress done;
+        int dup_of; /* an earlier layer of the image with the same blob, or -1 */
+        bool work;  /* to be unpacked */
+        int r;
+        struct cs_error err;
+};
+
+struct unpack_ctx {
+        struct image_store *s;
+        struct import_job *job;
+        struct slot *slots;
+        size_t *work, n_work;
+        atomic_size_t next;
+};
+
+/* Phase A, for one layer: its tar streamed into tmp/layer-*, verified; what depends on the
+ * layers below it is left for layer_complete. */
+static int layer_unpack(struct unpack_ctx *c, size_t i, struct image_source *src,
+                        struct cs_error *err)
 {
-        __attribute__((cleanup(tree_freep))) struct layer_tree *tree = NULL;
-        _cleanup_close_ int diff = -1, meta = -1;
-        _cleanup_free_ int *lowers = calloc(i + 1, sizeof(int));
-        struct layer_limits lim = job->o->limits;
-        const struct layer_stats *st;
+        struct slot *sl = &c->slots[i];
+        struct layer_limits lim = c->job->o->limits;
         int r;
 
-        (void)s;
-        if (!lowers)
-                return cs_error_set(err, ENOMEM, "import");
-        if (mkdirat(tfd, LAYER_DIFF, 0755) < 0 ||
-            (diff = openat(tfd, LAYER_DIFF, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-                return cs_error_set(err, errno, "create a layer directory in `%s/tmp`", s->root);
-        lim.shared = &job->budget;
-        r = layer_tree_new(diff, &lim, &tree, err);
-        for (size_t k = 0; k < i; k++)
-                lowers[k] = job->held[i - 1 - k];
+        sl->tfd = store_tmp_create(c->s, "layer", sl->tname, err);
+        if (sl->tfd < 0)
+                return sl->tfd;
+        if (mkdirat(sl->tfd, LAYER_DIFF, 0755) < 0 ||
+            (sl->diff =
+                 openat(sl->tfd, LAYER_DIFF, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                return cs_error_set(err, errno, "create a layer directory in `%s/tmp`", c->s->root);
+        lim.shared = &c->job->budget;
+        r = layer_tree_new(sl->diff, &lim, &sl->tree, err);
         if (r == 0)
-                r = layer_stream(job->src, job->o, job->p, i, tree, ret_diff_id, err);
-        if (r == 0)
-                r = layer_tree_set_lowers(tree, lowers, i, err);
-        if (r < 0)
-                return r;
-        meta = openat(tfd, LAYER_META, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (meta < 0)
-                return cs_error_set(err, errno, "create the layer's metadata");
-        r = layer_tree_finish(tree, meta, err);
-        if (r < 0)
-                return r;
-        st = layer_tree_stats(tree);
-        job->sum.size += st->size;
-        job->sum.files += st->files;
-        job->sum.skipped_devices += st->skipped_devices;
-        job->sum.skipped_xattrs += st->skipped_xattrs;
-        return write_info(tfd, st, err);
+                r = layer_stream(c->job, src, i, sl->tree, sl->diff_id, &sl->done, err);
+        return r;
+}
+
+static void *unpack_worker(void *opaque)
+{
+        struct unpack_ctx *c = opaque;
+        struct image_source src = {.dir_fd = -1, .member_fd = -1};
+        bool own = false;
+
+        for (size_t k; (k = atomic_fetch_add(&c->next, 1)) < c->n_work;) {
+                struct slot *sl = &c->slots[c->work[k]];
+
+                if (!own) {
+                        sl->r =
+                            source_open(c->job->source_path, c->job->source_is_tar, &src, &sl->err);
+                        if (sl->r < 0) {
+                                atomic_store(&c->job->cancel, true);
+                                break;
+                        }
+                        own = true;
+                }
+                sl->r = layer_unpack(c, c->work[k], &src, &sl->err);
+                if (sl->r < 0)
+                        atomic_store(&c->job->cancel, true);
+        }
+        if (own)
+                source_close(&src);
+        return NULL;
+}
+
+/* Phase A for every layer to unpack: in this thread with the job's source when there is
+ * one layer or one core, else in up to a worker per core, each with its own source. */
+static void unpack_all(struct unpack_ctx *c)
+{
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        size_t n = c->n_work < (size_t)(cores > 1 ? cores : 1) ? c->n_work : (size_t)cores;
+        pthread_t tids[UNPACK_WORKERS_MAX];
+        size_t started = 0;
+
+        if (n > UNPACK_WORKERS_MAX)
+                n = UNPACK_WORKERS_MAX;
+        if (n <= 1 || !c->job->source_path) {
+                for (size_t k = 0; k < c->n_work && !atomic_load(&c->job->cancel); k++) {
+                        struct slot *sl = &c->slots[c->work[k]];
+
+                        sl->r = layer_unpack(c, c->work[k], c->job->src, &sl->err);
+                        if (sl->r < 0)
+                                atomic_store(&c->job->cancel, true);
+                }
+                return;
+        }
+        for (; started < n; started++)
+                if (pthread_create(&tids[started], NULL, unpack_worker, c) != 0)
+                        break;
+        if (started == 0)
+                unpack_worker(c); /* no thread to be had: this one does it all */
+        for (size_t k = 0; k < started; k++)
+                pthread_join(tids[k], NULL);
 }
 
 /* Move tmp/tname into layers/sha256/HEX (unless another import stored it first) and hold
@@ -158,58 +220,177 @@ static int layer_commit(struct image_store *s, int *tfd, const char *tname, cons
         return 0;
 }
 
-int layer_import(struct image_store *s, struct import_job *job, size_t i, struct cs_error *err)
+/* Phase B, bottom first: the layer completed against the layers below it (now all held),
+ * its metadata and numbers written, moved into the store and held. */
+static int layer_complete(struct unpack_ctx *c, size_t i, struct cs_error *err)
 {
+        struct import_job *job = c->job;
         struct import_layer *l = &job->p->layers[i];
-        _cleanup_close_ int llock = -1, tfd = -1;
-        char tname[64], diff_id[OCI_DIGEST_LEN + 1];
+        struct slot *sl = &c->slots[i];
+        _cleanup_free_ int *lowers = calloc(i + 1, sizeof(int));
+        _cleanup_close_ int meta = -1, llock = -1;
+        const struct layer_stats *st;
         int r;
 
-        if (l->diff_id[0]) {
-                llock = layer_lock(s, l->diff_id, err);
-                if (llock < 0)
-                        return llock;
-                if (store_layer_reusable(s, l->digest, l->diff_id)) {
-                        int fd = store_layer_hold(s, l->diff_id, err);
+        if (!lowers)
+                return cs_error_set(err, ENOMEM, "import");
+        for (size_t k = 0; k < i; k++)
+                lowers[k] = job->held[i - 1 - k];
+        r = layer_tree_set_lowers(sl->tree, lowers, i, err);
+        if (r < 0)
+                return cs_error_wrap(err, "layer %zu/%zu", i + 1, job->p->n_layers);
+        meta =
+            openat(sl->tfd, LAYER_META, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (meta < 0)
+                return cs_error_set(err, errno, "create the layer's metadata");
+        r = layer_tree_finish(sl->tree, meta, err);
+        if (r < 0)
+                return r;
+        st = layer_tree_stats(sl->tree);
+        job->sum.size += st->size;
+        job->sum.files += st->files;
+        job->sum.skipped_devices += st->skipped_devices;
+        job->sum.skipped_xattrs += st->skipped_xattrs;
+        r = write_info(sl->tfd, st, err);
+        if (r == 0 && !l->diff_id[0]) {
+                /* a rootfs tar: its diff_id is known only now */
+                llock = layer_lock(c->s, sl->diff_id, err);
+                r = llock < 0 ? llock : 0;
+        }
+        if (r == 0)
+                r = layer_commit(c->s, &sl->tfd, sl->tname, sl->diff_id, &job->held[i], err);
+        if (r < 0)
+                return r;
+        job->stored++;
+        import_report(job, &sl->done);
+        /* the blob is verified to unpack to diff_id: a later import need not read it */
+        if (l->digest[0] && strcmp(l->digest, sl->diff_id) != 0)
+                return store_blob_record(c->s, l->digest, sl->diff_id, err);
+        return 0;
+}
 
+static int diff_id_cmp(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Phase 0: the layer locks, taken in diff_id order (every import takes them so, so none
+ * waits in a circle), then each layer reused, left to an earlier one with the same blob,
+ * or marked to unpack. */
+static int layers_plan(struct unpack_ctx *c, int *locks, struct cs_error *err)
+{
+        struct import_job *job = c->job;
+        struct import_plan *p = job->p;
+        _cleanup_free_ const char **ids = calloc(p->n_layers + 1, sizeof(char *));
+        size_t n = 0;
+
+        if (!ids)
+                return cs_error_set(err, ENOMEM, "import");
+        for (size_t i = 0; i < p->n_layers; i++)
+                if (p->layers[i].diff_id[0])
+                        ids[n++] = p->layers[i].diff_id;
+        qsort(ids, n, sizeof(*ids), diff_id_cmp);
+        for (size_t k = 0; k < n; k++) {
+                if (k && strcmp(ids[k], ids[k - 1]) == 0)
+                        continue;
+                locks[k] = layer_lock(c->s, ids[k], err);
+                if (locks[k] < 0)
+                        return locks[k];
+        }
+        for (size_t i = 0; i < p->n_layers; i++) {
+                struct import_layer *l = &p->layers[i];
+                struct slot *sl = &c->slots[i];
+
+                if (l->diff_id[0] && store_layer_reusable(c->s, l->digest, l->diff_id)) {
+                        int fd = store_layer_hold(c->s, l->diff_id, err);
+
+                        if (fd != -ENOENT && fd < 0)
+                                return fd;
                         if (fd >= 0) {
                                 job->held[i] = fd;
                                 job->reused++;
                                 add_stored_stats(fd, &job->sum);
-                                if (job->o->progress)
-                                        job->o->progress(
-                                            job->o->progress_opaque,
-                                            &(struct import_progress){
-                                                .layer = i + 1,
-                                                .n_layers = job->p->n_layers,
-                                                .what = l->digest[0] ? l->digest : l->diff_id,
-                                                .finished = true,
-                                                .reused = true});
-                                return 0;
+                                import_report(job,
+                                              &(struct import_progress){
+                                                  .layer = i + 1,
+                                                  .n_layers = p->n_layers,
+                                                  .what = l->digest[0] ? l->digest : l->diff_id,
+                                                  .finished = true,
+                                                  .reused = true});
+                                continue;
                         }
-                        if (fd != -ENOENT)
-                                return fd;
+                }
+                for (size_t j = 0; j < i && sl->dup_of < 0; j++)
+                        if (c->slots[j].work && l->diff_id[0] &&
+                            strcmp(p->layers[j].diff_id, l->diff_id) == 0 &&
+                            strcmp(p->layers[j].digest, l->digest) == 0)
+                                sl->dup_of = (int)j;
+                if (sl->dup_of < 0) {
+                        sl->work = true;
+                        c->work[c->n_work++] = i;
                 }
         }
-        tfd = store_tmp_create(s, "layer", tname, err);
-        if (tfd < 0)
-                return tfd;
-        r = layer_unpack(s, job, i, tfd, diff_id, err);
-        if (r == 0 && !l->diff_id[0]) {
-                /* a rootfs tar: its diff_id is known only now */
-                llock = layer_lock(s, diff_id, err);
-                r = llock < 0 ? llock : 0;
+        return 0;
+}
+
+int layers_import(struct image_store *s, struct import_job *job, struct cs_error *err)
+{
+        size_t n = job->p->n_layers;
+        struct unpack_ctx c = {.s = s, .job = job};
+        _cleanup_free_ int *locks = calloc(n + 1, sizeof(int));
+        int r;
+
+        c.slots = calloc(n + 1, sizeof(*c.slots));
+        c.work = calloc(n + 1, sizeof(*c.work));
+        if (!locks || !c.slots || !c.work) {
+                free(c.slots);
+                free(c.work);
+                return cs_error_set(err, ENOMEM, "import");
         }
+        for (size_t i = 0; i < n; i++) {
+                locks[i] = c.slots[i].tfd = c.slots[i].diff = c.slots[i].dup_of = -1;
+        }
+        r = layers_plan(&c, locks, err);
         if (r == 0)
-                r = layer_commit(s, &tfd, tname, diff_id, &job->held[i], err);
-        job->stored += r == 0;
-        /* the blob is verified to unpack to diff_id: a later import need not read it */
-        if (r == 0 && l->digest[0] && strcmp(l->digest, diff_id) != 0)
-                r = store_blob_record(s, l->digest, diff_id, err);
-        if (r < 0 && tfd >= 0) {
-                /* Dropped: best effort: what is left in tmp/ is swept by the next import. */
-                struct cs_error ignored;
-                (void)store_tmp_remove(s, tname, &ignored);
+                unpack_all(&c);
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                struct slot *sl = &c.slots[i];
+
+                if (sl->dup_of >= 0) {
+                        job->held[i] = store_layer_hold(s, c.slots[sl->dup_of].diff_id, err);
+                        r = job->held[i] < 0 ? job->held[i] : 0;
+                } else if (sl->work) {
+                        r = sl->r < 0 ? sl->r : layer_complete(&c, i, err);
+                        if (sl->r < 0)
+                                *err = sl->err;
+                }
         }
+        if (r < 0) {
+                /* the first layer that failed of itself, not one stopped because of it */
+                for (size_t i = 0; i < n; i++)
+                        if (c.slots[i].r < 0 && c.slots[i].err.err != ECANCELED) {
+                                *err = c.slots[i].err;
+                                r = c.slots[i].r;
+                                break;
+                        }
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct slot *sl = &c.slots[i];
+
+                layer_tree_free(sl->tree);
+                if (sl->diff >= 0)
+                        close(sl->diff);
+                if (sl->tfd >= 0) {
+                        /* Dropped: best effort: what is left in tmp/ is swept later. */
+                        struct cs_error ignored;
+
+                        close(sl->tfd);
+                        (void)store_tmp_remove(s, sl->tname, &ignored);
+                }
+                if (locks[i] >= 0)
+                        close(locks[i]);
+        }
+        free(c.slots);
+        free(c.work);
         return r;
 }

@@ -4,6 +4,8 @@
 #include "store.h"
 
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 static inline void md_freep(EVP_MD_CTX **m)
 {
@@ -49,6 +51,8 @@ const char *import_format_name(enum image_format f);
 /* One import in progress. */
 struct import_job {
         struct image_source *src;
+        const char *source_path; /* for the workers' own sources */
+        bool source_is_tar;
         const struct import_options *o;
         struct import_plan *p;
         int *held; /* per layer: its directory in the store, flocked shared (so no sweep
@@ -57,14 +61,22 @@ struct import_job {
         struct layer_stats sum;     /* the image's numbers over its layers */
         size_t reused;              /* layers found stored */
         size_t stored;              /* layers this import moved into the store */
+        atomic_bool cancel;         /* a layer failed: the others stop */
+        pthread_mutex_t report_lock;
 };
 
-/* Stream layer i's blob into tree, verifying its size, digest and diff_id (a rootfs tar's
- * config is made here, from the diff_id found); progress reported (import.c). */
-int layer_stream(struct image_source *src, const struct import_options *o, struct import_plan *p,
-                 size_t i, struct layer_tree *tree, char ret_diff_id[OCI_DIGEST_LEN + 1],
-                 struct cs_error *err);
-/* Layer i into job->held[i]: reused when stored and its blob known (no read at all),
- * otherwise unpacked on the layers below it, verified and moved into the layer store
- * (import-layer.c). */
-int layer_import(struct image_store *s, struct import_job *job, size_t i, struct cs_error *err);
+/* o->progress, one call at a time. */
+void import_report(struct import_job *job, const struct import_progress *prog);
+
+/* Stream layer i's blob from src into tree, verifying its size, digest and diff_id (a
+ * rootfs tar's config is made here, from the diff_id found); progress reported as it
+ * goes, the final report left in *ret_done (import.c). Stops with ECANCELED once
+ * job->cancel is set. */
+int layer_stream(struct import_job *job, struct image_source *src, size_t i,
+                 struct layer_tree *tree, char ret_diff_id[OCI_DIGEST_LEN + 1],
+                 struct import_progress *ret_done, struct cs_error *err);
+/* Every layer into job->held: reused when stored and its blob known (no read at all);
+ * otherwise unpacked (as many at once as there are cores: each layer is a directory of
+ * its own), then, bottom first, completed against the layers below it, verified and moved
+ * into the layer store (import-layer.c). */
+int layers_import(struct image_store *s, struct import_job *job, struct cs_error *err);

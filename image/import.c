@@ -14,6 +14,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,7 @@ void import_options_init(struct import_options *o)
 }
 
 struct blob_reader {
+        struct import_job *job;
         struct image_source *src;
         int fd; /* a rootfs tar is read directly */
         EVP_MD_CTX *md;
@@ -71,6 +74,8 @@ static ssize_t blob_read(void *opaque, void *buf, size_t len, struct cs_error *e
         struct blob_reader *b = opaque;
         ssize_t n;
 
+        if (atomic_load(&b->job->cancel))
+                return cs_error_setx(err, ECANCELED, "stopped: another layer failed");
         if (b->fd >= 0) {
                 do
                         n = read(b->fd, buf, len);
@@ -97,21 +102,32 @@ static ssize_t blob_read(void *opaque, void *buf, size_t len, struct cs_error *e
         if (b->o->progress && b->n >= b->next_report) {
                 b->prog.done = b->n;
                 b->prog.seconds = seconds_since(&b->start);
-                b->o->progress(b->o->progress_opaque, &b->prog);
+                import_report(b->job, &b->prog);
                 b->next_report = b->n + (4u << 20);
         }
         return n;
 }
 
-int layer_stream(struct image_source *src, const struct import_options *o, struct import_plan *p,
-                 size_t i, struct layer_tree *tree, char ret_diff_id[OCI_DIGEST_LEN + 1],
-                 struct cs_error *err)
+void import_report(struct import_job *job, const struct import_progress *prog)
 {
+        if (!job->o->progress)
+                return;
+        pthread_mutex_lock(&job->report_lock);
+        job->o->progress(job->o->progress_opaque, prog);
+        pthread_mutex_unlock(&job->report_lock);
+}
+
+int layer_stream(struct import_job *job, struct image_source *src, size_t i,
+                 struct layer_tree *tree, char ret_diff_id[OCI_DIGEST_LEN + 1],
+                 struct import_progress *ret_done, struct cs_error *err)
+{
+        const struct import_options *o = job->o;
+        struct import_plan *p = job->p;
         struct import_layer *l = &p->layers[i];
         _cleanup_md_ EVP_MD_CTX *md = NULL;
         _cleanup_close_ int fd = -1;
         struct blob_reader b = {
-            .src = src, .fd = -1, .expect = l->size, .member = l->member, .o = o};
+            .job = job, .src = src, .fd = -1, .expect = l->size, .member = l->member, .o = o};
         unsigned char diff[32], sum[32];
         char what[160], got[OCI_DIGEST_LEN + 1];
         unsigned int mdlen = 32;
@@ -206,13 +222,11 @@ int layer_stream(struct image_source *src, const struct import_options *o, struc
                                      "image)",
                                      what, got, l->diff_id);
         }
-        if (o->progress) {
-                b.prog.done = b.n;
-                b.prog.total = b.n;
-                b.prog.seconds = seconds_since(&b.start);
-                b.prog.finished = true;
-                o->progress(o->progress_opaque, &b.prog);
-        }
+        b.prog.done = b.n;
+        b.prog.total = b.n;
+        b.prog.seconds = seconds_since(&b.start);
+        b.prog.finished = true;
+        *ret_done = b.prog; /* reported once the layer is stored, in the image's order */
         snprintf(ret_diff_id, OCI_DIGEST_LEN + 1, "%s", got);
         return 0;
 }
@@ -231,11 +245,16 @@ static int write_file_at(int dirfd, const char *name, const char *data, size_t l
 /* Every layer into the layer store, then the image (config and numbers) into
  * tmp/import-* and moved into place. Called with the image's lock held; returns the store
  * lock, held for the caller to name the image. */
-static int import_unpack(struct image_store *s, struct image_source *src,
+static int import_unpack(struct image_store *s, struct image_source *src, const char *path,
                          const struct import_options *o, struct import_plan *p,
                          struct import_result *res, struct cs_error *err)
 {
-        struct import_job job = {.src = src, .o = o, .p = p};
+        struct import_job job = {.src = src,
+                                 .source_path = p->format == IMAGE_FORMAT_ROOTFS_TAR ? NULL : path,
+                                 .source_is_tar = p->format != IMAGE_FORMAT_OCI,
+                                 .o = o,
+                                 .p = p,
+                                 .report_lock = PTHREAD_MUTEX_INITIALIZER};
         _cleanup_close_ int tfd = -1, lock = -1;
         char tname[64] = "", from[100], to[100];
         _cleanup_json_ cJSON *info = NULL;
@@ -247,8 +266,7 @@ static int import_unpack(struct image_store *s, struct image_source *src,
                 return cs_error_set(err, ENOMEM, "import");
         for (size_t i = 0; i < p->n_layers; i++)
                 job.held[i] = -1;
-        for (size_t i = 0; r == 0 && i < p->n_layers; i++)
-                r = layer_import(s, &job, i, err);
+        r = layers_import(s, &job, err);
         if (r == 0) {
                 tfd = store_tmp_create(s, "import", tname, err);
                 r = tfd < 0 ? tfd
@@ -429,7 +447,7 @@ int store_import(struct image_store *s, const struct import_options *o, struct i
                         }
                 }
         } else {
-                slock = import_unpack(s, &src, o, &p, &res, err);
+                slock = import_unpack(s, &src, path, o, &p, &res, err);
                 if (slock < 0) {
                         r = slock;
                         goto out;
