@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -263,6 +264,8 @@ static int layer_complete(struct unpack_ctx *c, size_t i, struct cs_error *err)
                 return r;
         job->stored++;
         import_report(job, &sl->done);
+        layer_tree_free(sl->tree); /* its tables and buffer: many layers may follow */
+        sl->tree = NULL;
         /* the blob is verified to unpack to diff_id: a later import need not read it */
         if (l->digest[0] && strcmp(l->digest, sl->diff_id) != 0)
                 return store_blob_record(c->s, l->digest, sl->diff_id, err);
@@ -333,6 +336,21 @@ static int layers_plan(struct unpack_ctx *c, int *locks, struct cs_error *err)
         return 0;
 }
 
+/* Until it is stored, a layer to unpack holds its lock, its temporary directory and its
+ * tree open, and every layer below it its directory: a soft limit of 1024 would not do for
+ * the most layers an image may have. */
+static void nofile_for(size_t n_layers)
+{
+        rlim_t want = (rlim_t)n_layers * 4 + 64;
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+                rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+                /* Dropped: where the hard limit is lower, EMFILE will say so. */
+                (void)setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
 int layers_import(struct image_store *s, struct import_job *job, struct cs_error *err)
 {
         size_t n = job->p->n_layers;
@@ -350,6 +368,7 @@ int layers_import(struct image_store *s, struct import_job *job, struct cs_error
         for (size_t i = 0; i < n; i++) {
                 locks[i] = c.slots[i].tfd = c.slots[i].diff = c.slots[i].dup_of = -1;
         }
+        nofile_for(n);
         r = layers_plan(&c, locks, err);
         if (r == 0)
                 unpack_all(&c);

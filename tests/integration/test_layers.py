@@ -3,6 +3,7 @@ image that lists it; launches mount the layers as overlay lower dirs; rm and pru
 layers no image lists, never one an image in use lists; old-layout images keep working."""
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -183,23 +184,35 @@ def test_an_omitted_parent_takes_the_lower_layers_mode(store, tmp_path):
         assert "40750 7 8 srv\n" in f.read()
 
 
-def test_image_with_200_layers_launches(store, tmp_path):
+def low_nofile():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (512, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+def test_image_with_256_layers_imports_and_launches_under_512_fds(store, tmp_path):
+    """The default --max-layers under a low soft limit of open files (each layer is a
+    directory held open while it is stored, and an fd of the launch)."""
     work = str(tmp_path)
     layers = [oci.busybox_layers(work, PROBE)[0]]
-    for i in range(1, 200):
+    for i in range(1, 256):
         layers.append(oci.Layer([oci.directory("many"), oci.file(f"many/f{i}", f"{i}\n")],
                                 "none"))
     layers[-1].entries.append(oci.whiteout("many/f1"))
     layout = os.path.join(work, "layout")
     oci.write_layout(layout, layers)
-    store.ok("import", layout, "--name", "many")
-    p = exec_image(store, "many", "/bin/sh", "-c", "ls /many | wc -l; cat /many/f199")
+    p = subprocess.run([CSANDBOX, "image", "import", layout, "--name", "many"],
+                       capture_output=True, text=True, env=store.env(), timeout=TIMEOUT,
+                       stdin=subprocess.DEVNULL, preexec_fn=low_nofile)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["198", "199"], p.stdout
+    p = subprocess.run([CSANDBOX, "exec", "--image", "many", "--net", "host", "--", "/bin/sh",
+                        "-c", "ls /many | wc -l; cat /many/f255"], capture_output=True,
+                       text=True, env=store.env(), timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                       preexec_fn=low_nofile)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["254", "255"], p.stdout
     plan = json.loads(subprocess.run([CSANDBOX, "exec", "--plan", "--image", "many", "--",
                                       "/bin/true"], capture_output=True, text=True,
                                      env=store.env(), timeout=TIMEOUT).stdout)
-    assert len(plan["root"]["layers"]) == 200
+    assert len(plan["root"]["layers"]) == 256
     assert plan["root"]["layers"][0].endswith(store.diff_ids("many:latest")[-1][7:] + "/diff")
 
 
