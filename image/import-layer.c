@@ -10,9 +10,9 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,10 +378,13 @@ int layers_import(struct image_store *s, struct import_job *job, struct cs_error
                 if (sl->dup_of >= 0) {
                         job->held[i] = store_layer_hold(s, c.slots[sl->dup_of].diff_id, err);
                         r = job->held[i] < 0 ? job->held[i] : 0;
+                } else if (sl->work && sl->r < 0) {
+                        r = sl->r;
+                        *err = sl->err;
                 } else if (sl->work) {
-                        r = sl->r < 0 ? sl->r : layer_complete(&c, i, err);
-                        if (sl->r < 0)
-                                *err = sl->err;
+                        r = sl->tree ? layer_complete(&c, i, err)
+                                     : cs_error_setx(err, ECANCELED, "layer %zu/%zu was not read",
+                                                     i + 1, n);
                 }
         }
         if (r < 0) {
