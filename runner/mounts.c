@@ -278,43 +278,47 @@ static int upper_prepare(struct mnt_state *st, const struct sandbox_spec *s, int
         return 0;
 }
 
-/* The overlay of the root's layers at target: upper NULL for a read-only merged view.
- * Lower dirs go one fsconfig("lowerdir+") each (Linux 6.8), which no option-string length
- * limits; older kernels get the one comma-separated string, which holds about 200. */
-static int overlay_mount(struct mnt_state *st, const struct sandbox_spec *s, const char *upper,
-                         const char *target, struct cs_error *err)
+/* The overlay through the new mount API, one fsconfig("lowerdir+") a lower dir (Linux
+ * 6.8), which no option-string length limits: 0 when attached at target, else -errno. */
+static int overlay_fsopen(struct mnt_state *st, const struct sandbox_spec *s, const char *upper,
+                          const char *target)
 {
         _cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
         _cleanup_close_ int m = -1;
-        char opts[4096], lower[32];
-        size_t n = s->n_lowers + 1, len;
-        int r = fs < 0 ? -1 : 0;
+        char lower[32];
 
-        for (size_t i = 0; r == 0 && i < n; i++) {
+        if (fs < 0)
+                return -errno;
+        for (size_t i = 0; i < s->n_lowers + 1; i++) {
                 snprintf(lower, sizeof(lower), "/proc/self/fd/%d",
                          i ? st->lower_dirs[i - 1] : st->root_dir);
-                r = fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", lower, 0);
+                if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", lower, 0) < 0)
+                        return -errno;
         }
-        if (r == 0 && upper)
-                r = fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
-                            fsconfig(fs, FSCONFIG_SET_STRING, "workdir", STAGE "/work", 0) < 0
-                        ? -1
-                        : 0;
-        if (r == 0)
-                r = fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0);
-        if (r == 0 && fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0 &&
-            (m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) >= 0) {
-                if (move_mount(m, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                        return cs_error_set(err, errno, "attach the overlay on the rootfs %s",
-                                            s->root_path);
+        if (upper && (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
+                      fsconfig(fs, FSCONFIG_SET_STRING, "workdir", STAGE "/work", 0) < 0))
+                return -errno;
+        if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (m < 0 || move_mount(m, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return -errno;
+        return 0;
+}
+
+/* The overlay of the root's layers at target: upper NULL for a read-only merged view. Where
+ * the new mount API cannot (no lowerdir+ before Linux 6.8, no overlay fs_context before
+ * 6.5), the one legacy option string, which holds about 200 lower dirs. */
+static int overlay_mount(struct mnt_state *st, const struct sandbox_spec *s, const char *upper,
+                         const char *target, struct cs_error *err)
+{
+        size_t n = s->n_lowers + 1, len;
+        int first = overlay_fsopen(st, s, upper, target);
+        char opts[4096];
+
+        if (first == 0)
                 return 0;
-        }
-        if (fs >= 0 && r == 0)
-                return cs_error_set(err, errno,
-                                    "mount an overlay of the %zu layer(s) of the rootfs %s "
-                                    "(overlayfs in a user namespace needs Linux 5.11 or later)",
-                                    n, s->root_path);
-        /* no lowerdir+ (before Linux 6.8): the legacy string */
         len = (size_t)snprintf(opts, sizeof(opts), "lowerdir=");
         for (size_t i = 0; i < n && len < sizeof(opts); i++)
                 len += (size_t)snprintf(opts + len, sizeof(opts) - len, "%s/proc/self/fd/%d",
@@ -326,10 +330,11 @@ static int overlay_mount(struct mnt_state *st, const struct sandbox_spec *s, con
                 len += (size_t)snprintf(opts + len, sizeof(opts) - len, ",userxattr");
         if (len >= sizeof(opts))
                 return cs_error_setx(err, E2BIG,
-                                     "the rootfs %s has %zu layers, more than this kernel's "
-                                     "overlay mount options can name (Linux 6.8 takes them one "
-                                     "by one); use an image with fewer layers or a newer kernel",
-                                     s->root_path, n);
+                                     "the rootfs %s has %zu layers, more than overlay mount "
+                                     "options can name, and the kernel refused them one by one "
+                                     "(%s; Linux 6.8 takes them so); use an image with fewer "
+                                     "layers or a newer kernel",
+                                     s->root_path, n, strerror(-first));
         if (mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
                 return cs_error_set(err, errno,
                                     "mount an overlay on the rootfs %s (overlayfs in a user "
