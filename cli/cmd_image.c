@@ -50,10 +50,13 @@ static const char usage_image[] =
     "      --quiet               no progress output\n"
     "  ls [--json]           list the stored images\n"
     "  inspect NAME          print the image config as JSON\n"
-    "  rm NAME...            remove names; an image goes with its last name\n"
-    "  prune                 remove unnamed images and leftovers of killed imports\n"
+    "  rm NAME...            remove names; an image goes with its last name, and with it\n"
+    "                        the layers no other image lists\n"
+    "  prune                 remove unnamed images, unused layers and leftovers of killed\n"
+    "                        imports\n"
     "\n"
-    "The store is ${XDG_DATA_HOME:-~/.local/share}/csandbox/images.\n";
+    "The store is ${XDG_DATA_HOME:-~/.local/share}/csandbox/images; each layer is stored\n"
+    "once and shared by every image that has it.\n";
 
 static int image_ls(int argc, char **argv)
 {

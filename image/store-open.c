@@ -151,7 +151,7 @@ fail:
 }
 
 /* Whether layer hides path (absolute inside the image) from the layers beneath: a whiteout
- * on the way, or path missing under an opaque directory of this layer. */
+ * or a file on the way, or path missing under an opaque directory of this layer. */
 static bool layer_hides(int layer, const char *path)
 {
         _cleanup_close_ int cur = openat(layer, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -168,8 +168,10 @@ static bool layer_hides(int layer, const char *path)
                         return opaque; /* missing here: an opaque dir above hides the rest */
                 if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0))
                         return true;
-                if (!S_ISDIR(st.st_mode))
-                        return false;
+                if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
+                        /* a file here hides a lower directory of that name; a symlink is
+                         * followed (within this layer) by the open */
+                        return !S_ISLNK(st.st_mode) && save && *save;
                 next = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (next < 0)
                         return false;

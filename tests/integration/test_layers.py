@@ -268,3 +268,26 @@ def test_an_old_layout_image_still_launches_lists_and_goes(store, shared):
     assert tree(store.rootfs("old:latest")) == tree(view)
     store.ok("rm", "old")
     assert store.ls() == [] and not os.path.exists(old)
+
+
+def test_user_resolves_through_the_topmost_passwd_of_the_layers(store, tmp_path):
+    """User is read from /etc/passwd as the overlay shows it: an upper layer's file replaces
+    the base's, and a whiteout of it leaves no passwd at all."""
+    work = str(tmp_path)
+    base = oci.busybox_layers(work, PROBE)[0]
+    upper = oci.Layer([oci.directory("etc"), oci.file("etc/passwd", "app:x:4242:4343::/:/bin/sh\n")])
+    for name, layers, user in (("replaced", [base, upper], "app"),
+                               ("gone", [base, oci.Layer([oci.whiteout("etc/passwd")])], "nobody")):
+        layout = os.path.join(work, name)
+        oci.write_layout(layout, layers, config={"User": user, "Entrypoint": ["/probe"],
+                                                 "Cmd": ["report"]})
+        store.ok("import", layout, "--name", name)
+    p = subprocess.run([CSANDBOX, "exec", "--image", "replaced", "--net", "host"],
+                       capture_output=True, text=True, env=store.env(), timeout=TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert (json.loads(p.stdout)["uid"], json.loads(p.stdout)["gid"]) == (4242, 4343)
+    p = subprocess.run([CSANDBOX, "exec", "--image", "gone", "--net", "host"],
+                       capture_output=True, text=True, env=store.env(), timeout=TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 125 and "no user `nobody`" in p.stderr, p.stderr
