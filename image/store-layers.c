@@ -76,15 +76,22 @@ bool store_blob_diff_id(struct image_store *s, const char *blob, char ret[OCI_DI
         return true;
 }
 
+/* A directory of the store (O_PATH), or < 0 with err filled. */
+static int store_subdir(struct image_store *s, const char *rel, struct cs_error *err)
+{
+        int fd = openat(s->fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        return fd < 0 ? cs_error_set(err, errno, "open `%s/%s`", s->root, rel) : fd;
+}
+
 int store_blob_record(struct image_store *s, const char *blob, const char *diff_id,
                       struct cs_error *err)
 {
-        _cleanup_close_ int dfd =
-            openat(s->fd, "layers/blobs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int dfd = store_subdir(s, "layers/blobs", err);
         char name[65];
 
         if (dfd < 0)
-                return cs_error_set(err, errno, "open `%s/layers/blobs`", s->root);
+                return dfd;
         snprintf(name, sizeof(name), "%.64s", store_digest_hex(blob));
         return cs_write_file_durable(dfd, name, diff_id, strlen(diff_id), 0600, err);
 }
@@ -165,12 +172,11 @@ static int remove_unless_held(struct image_store *s, int dir, const char *name, 
 int store_image_delete(struct image_store *s, const char *digest, bool *ret_busy,
                        struct cs_error *err)
 {
-        _cleanup_close_ int hfd =
-            openat(s->fd, "sha256", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int hfd = store_subdir(s, "sha256", err);
         char hex[65];
 
         if (hfd < 0)
-                return cs_error_set(err, errno, "open `%s/sha256`", s->root);
+                return hfd;
         snprintf(hex, sizeof(hex), "%.64s", store_digest_hex(digest));
         return remove_unless_held(s, hfd, hex, ret_busy, err);
 }

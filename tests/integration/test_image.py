@@ -54,6 +54,15 @@ class Store:
     def ls(self):
         return json.loads(self.ok("ls", "--json").stdout)
 
+    def in_use(self, name, marker):
+        """A sandbox running on image name until killed (it holds the image), once ready."""
+        proc = subprocess.Popen([CSANDBOX, "exec", "--image", name, "--", "/probe",
+                                 "spawn-sleeper", "30", marker], env=self.env(),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        assert read_line(proc.stdout) == "ready\n", proc.stderr.read1().decode()
+        return proc
+
     def digest(self, name):
         return {i["name"]: i["digest"] for i in self.ls()}[name]
 
@@ -487,12 +496,8 @@ def test_exec_image_missing_is_a_clear_error(store):
 
 def test_rm_refused_while_an_exec_image_sandbox_runs(store, app_image):
     store.ok("import", app_image, "--name", "app")
-    proc = subprocess.Popen([CSANDBOX, "exec", "--image", "app", "--", "/probe", "spawn-sleeper",
-                             "30", "csbt-image-in-use"], env=store.env(),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = store.in_use("app", "csbt-image-in-use")
     try:
-        assert read_line(proc.stdout) == "ready\n", proc.stderr.read1().decode()
         p = store.run("rm", "app")
         assert p.returncode == 125 and "in use" in p.stderr
         assert os.path.isdir(store.image_dir("app:latest"))

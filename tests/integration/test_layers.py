@@ -14,13 +14,9 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import oci  # noqa: E402
 
-from conftest import CSANDBOX, PROBE, read_line, wait_until  # noqa: E402
-from test_image import TIMEOUT, Store, check_busybox_tree, tree  # noqa: E402
-
-
-@pytest.fixture
-def store(tmp_path):
-    return Store(tmp_path / "data")
+from conftest import CSANDBOX, PROBE, wait_until  # noqa: E402
+# the store fixture: a store of its own for each test
+from test_image import TIMEOUT, check_busybox_tree, store, tree  # noqa: E402,F401
 
 
 @pytest.fixture(scope="module")
@@ -106,12 +102,8 @@ def test_layers_of_an_image_in_use_survive_rm_and_prune(store, shared):
     store.ok("import", shared["a"], "--name", "a")
     store.ok("import", shared["b"], "--name", "b")
     base, own_b = store.diff_ids("b:latest")
-    proc = subprocess.Popen([CSANDBOX, "exec", "--image", "b", "--", "/probe", "spawn-sleeper",
-                             "30", "csbt-layers-in-use"], env=store.env(),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = store.in_use("b", "csbt-layers-in-use")
     try:
-        assert read_line(proc.stdout) == "ready\n", proc.stderr.read1().decode()
         p = store.run("rm", "b")
         assert p.returncode == 125 and "in use" in p.stderr
         store.ok("rm", "a")
