@@ -62,7 +62,7 @@ static void check_userns(void)
 static int try_sandbox(const char *const *args, int nargs, struct cs_error *err)
 {
         struct sandbox_spec s;
-        struct image_ref img = {.rootfs_fd = -1, .lock_fd = -1};
+        struct image_ref img = {.lock_fd = -1};
         struct sock_fprog filter = {0};
         bool plan, help;
         int status = 0;

@@ -289,13 +289,9 @@ static int apply_image(struct sandbox_spec *s, const char *name, struct image_re
         r = store_open_image(name, img, err);
         if (r < 0)
                 return cs_error_wrap(err, "--image %s", name);
-        {
-                int fd = fcntl(img->rootfs_fd, F_DUPFD_CLOEXEC, 3);
-
-                r = spec_set_root_dir(s, &fd, img->rootfs, err);
-                if (r < 0)
-                        return cs_error_wrap(err, "--image %s", name);
-        }
+        r = spec_set_root_layers(s, img->layer_fds, img->layer_paths, img->n_layers, err);
+        if (r < 0)
+                return cs_error_wrap(err, "--image %s", name);
         for (char **e = img->config.env; e && *e; e++) {
                 char *eq = strchr(*e, '=');
                 _cleanup_free_ char *k = eq ? strndup(*e, (size_t)(eq - *e)) : NULL;
@@ -313,8 +309,7 @@ static int apply_image(struct sandbox_spec *s, const char *name, struct image_re
                         return r;
                 s->cwd_optional = true;
         }
-        r = image_resolve_user(img->rootfs_fd, img->config.user ? img->config.user : "", &uid, &gid,
-                               err);
+        r = image_resolve_user(img, img->config.user ? img->config.user : "", &uid, &gid, err);
         if (r < 0)
                 return cs_error_wrap(err, "--image %s: its User", name);
         s->uid = uid;
@@ -566,7 +561,7 @@ int cli_print_plan(const struct sandbox_spec *s)
 int cmd_exec(int argc, char **argv)
 {
         struct sandbox_spec s;
-        struct image_ref img = {.rootfs_fd = -1, .lock_fd = -1};
+        struct image_ref img = {.lock_fd = -1};
         struct cs_error err = {0};
         struct sock_fprog filter = {0};
         bool plan, help, owned = false;

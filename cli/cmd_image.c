@@ -33,7 +33,7 @@ static const char usage_image[] =
     "      --max-size BYTES      unpacked size limit (K/M/G/T suffixes; default 64G)\n"
     "      --max-entries N       tar entry limit over all layers (default 4000000)\n"
     "      --max-path BYTES      entry name length limit (default 4096)\n"
-    "      --max-layers N        layer count limit (default 256)\n"
+    "      --max-layers N        layer count limit (default 256, at most 500)\n"
     "      --quiet               no progress output\n"
     "  pull REF [OPTIONS]    download REF from its registry and store it under its full name\n"
     "                        HOST/NAME:TAG (or HOST/NAME@DIGEST). REF is\n"
@@ -50,10 +50,13 @@ static const char usage_image[] =
     "      --quiet               no progress output\n"
     "  ls [--json]           list the stored images\n"
     "  inspect NAME          print the image config as JSON\n"
-    "  rm NAME...            remove names; an image goes with its last name\n"
-    "  prune                 remove unnamed images and leftovers of killed imports\n"
+    "  rm NAME...            remove names; an image goes with its last name, and with it\n"
+    "                        the layers no other image lists\n"
+    "  prune                 remove unnamed images, unused layers and leftovers of killed\n"
+    "                        imports\n"
     "\n"
-    "The store is ${XDG_DATA_HOME:-~/.local/share}/csandbox/images.\n";
+    "The store is ${XDG_DATA_HOME:-~/.local/share}/csandbox/images; each layer is stored\n"
+    "once and shared by every image that has it.\n";
 
 static int image_ls(int argc, char **argv)
 {
@@ -142,7 +145,7 @@ static int image_prune(int argc, char **argv)
 {
         struct image_store s;
         struct cs_error err = {0};
-        size_t images = 0, tmp = 0;
+        size_t images = 0, layers = 0, tmp = 0;
         int r;
 
         (void)argv;
@@ -150,11 +153,13 @@ static int image_prune(int argc, char **argv)
                 return cli_usage_error("image", "prune takes no arguments");
         r = store_open(NULL, &s, &err);
         if (r == 0)
-                r = store_prune(&s, &images, &tmp, &err);
+                r = store_prune(&s, &images, &layers, &tmp, &err);
         store_close(&s);
         if (r < 0)
                 return cli_fail(&err);
-        printf("pruned %zu unnamed images and %zu leftover temporary directories\n", images, tmp);
+        printf("pruned %zu unnamed images, %zu unused layers and %zu leftover temporary "
+               "directories\n",
+               images, layers, tmp);
         return 0;
 }
 

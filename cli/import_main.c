@@ -88,6 +88,12 @@ void image_import_progress(void *opaque, const struct import_progress *p)
         cs_human_size(p->done, done, sizeof(done));
         cs_human_size(p->total, total, sizeof(total));
         progress_rate(p->done, p->seconds, rate, sizeof(rate));
+        if (p->reused) {
+                if (opaque)
+                        fprintf(stderr, "layer %zu/%zu %.19s  already stored\n", p->layer,
+                                p->n_layers, p->what);
+                return;
+        }
         if (opaque) {
                 if (!p->finished)
                         return;
@@ -169,7 +175,14 @@ int cmd_image_import(int argc, char **argv)
                 } else if (strcmp(a, "--max-layers") == 0) {
                         if (parse_count(a, v, false, &n, &err) < 0)
                                 return cli_fail(&err);
-                        o.limits.max_layers = (size_t)(n > 65536 ? 65536 : n);
+                        if (n > STORE_MAX_LAYERS) {
+                                cs_error_setx(&err, EINVAL,
+                                              "--max-layers %s: at most %u (an overlay mounts no "
+                                              "more lower layers)",
+                                              v, STORE_MAX_LAYERS);
+                                return cli_fail(&err);
+                        }
+                        o.limits.max_layers = (size_t)n;
                 } else {
                         return cli_usage_error("image", "import: unknown option `%s`", a);
                 }
@@ -194,11 +207,11 @@ int cmd_image_import(int argc, char **argv)
                 char size[32];
 
                 cs_human_size(res.size, size, sizeof(size));
-                printf("%s %s %s: %s, %" PRIu64 " files, %zu layers, %" PRIu64
+                printf("%s %s %s: %s, %" PRIu64 " files, %zu layers (%zu already stored), %" PRIu64
                        " skipped entries (devices, fifos, sockets)%s\n",
                        res.existed ? "already stored" : "imported", res.name, res.digest, size,
-                       res.files, res.layers, res.skipped_devices,
-                       res.skipped_xattrs ? ", some xattrs not applied" : "");
+                       res.files, res.layers, res.existed ? res.layers : res.layers_reused,
+                       res.skipped_devices, res.skipped_xattrs ? ", some xattrs not applied" : "");
         }
         return 0;
 }

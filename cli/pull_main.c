@@ -205,9 +205,9 @@ int cmd_image_pull(int argc, char **argv)
                 char size[32];
 
                 cs_human_size(res.size, size, sizeof(size));
-                printf("%s %s %s: %s, %" PRIu64 " files, %zu layers\n",
+                printf("%s %s %s: %s, %" PRIu64 " files, %zu layers (%zu already stored)\n",
                        res.existed ? "already stored" : "pulled", res.name, res.digest, size,
-                       res.files, res.layers);
+                       res.files, res.layers, res.existed ? res.layers : res.layers_reused);
         }
         return 0;
 }

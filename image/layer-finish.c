@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -75,6 +76,8 @@ static int finish_dir(struct finish_ctx *c, int dfd, size_t plen)
                 memcpy(c->path + plen + (plen ? 1 : 0), de->d_name, nlen + 1);
                 if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         return cs_error_set(c->err, errno, "stat `%s`", c->path);
+                if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0))
+                        continue; /* a whiteout: it hides, it is no file of the image */
                 rec = meta_find(c->t, c->path);
                 c->t->stats.files++;
                 r = meta_line(c, c->path, &st, rec);

@@ -9,8 +9,10 @@
 #include <archive_entry.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define IO_BUF (256u << 10)
 
@@ -22,13 +24,19 @@ struct meta_rec {
         int64_t mtime_sec;
         int32_t mtime_nsec;
         bool mtime_set;
+        bool implicit; /* a directory the tar omits: its attributes come from lower layers */
+};
+
+/* A hard link to a file only a lower layer holds, made a copy of it once those are known. */
+struct pending_link {
+        char *path, *target;
 };
 
 struct layer_tree {
         int root_fd;
         struct layer_limits lim;
         struct layer_stats stats;
-        uint64_t stream_total; /* uncompressed bytes over all layers, against lim.max_size */
+        struct layer_budget own, *budget; /* lim.shared, or own */
         uint32_t layer;
         struct meta_rec *slots;
         size_t cap, n;
@@ -36,6 +44,13 @@ struct layer_tree {
         char *cache_path;
         int cache_fd;
         char *buf;
+        /* The layers beneath, top first (borrowed), and their ownership tables, each read
+         * when first needed. */
+        const int *lowers;
+        size_t n_lowers;
+        struct layer_tree **lower_meta;
+        struct pending_link *pending;
+        size_t n_pending, cap_pending;
 };
 
 /* The decompression pipeline: blob bytes -> libarchive raw format (gunzip/unzstd) ->
@@ -58,7 +73,8 @@ struct layer_pipe {
         bool input_failed, limit_hit, raw_eof, decompress_failed;
         struct archive *raw;
         EVP_MD_CTX *md;
-        uint64_t bytes, budget;
+        uint64_t bytes, max;
+        struct layer_budget *budget; /* shared by the image's layers (atomic) */
         unsigned char inbuf[IO_BUF];
         /* The slots, filled in order by the producer, taken in order by the reader. The
          * mutex guards the counters and flags below it. */
@@ -73,6 +89,32 @@ struct layer_pipe {
 
 /* The table's record of path, or NULL. */
 struct meta_rec *meta_find(struct layer_tree *t, const char *path);
+int meta_set(struct layer_tree *t, const char *path, const struct meta_rec *v,
+             struct cs_error *err);
+bool created_in_this_layer(struct layer_tree *t, const char *path);
+/* The attributes of the directory at path in the topmost lower layer holding one; false
+ * (and root's 0755) when none does (layer-meta.c). */
+bool inherit_dir(struct layer_tree *t, const char *path, struct meta_rec *rec);
+void lower_meta_free(struct layer_tree *t);
+/* The regular file at path of the topmost lower layer holding it, opened O_RDONLY, with what
+ * that layer recorded of it; -ENOENT when no layer shows one there. */
+int lower_open_file(struct layer_tree *t, const char *path, struct meta_rec *ret_rec);
+/* The directory rel of the tree (O_PATH), created with its parents when create is set;
+ * -ENOENT without a message when missing (layer.c). */
+int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char *entry,
+                  struct cs_error *err);
+/* rel split in place at its last '/' ("" for the parent of a top-level name). */
+void split_path(char *rel, const char **ret_parent, const char **ret_base);
+bool is_whiteout(const struct stat *st);
+int pending_link_add(struct layer_tree *t, const char *path, const char *target,
+                     struct cs_error *err);
+/* Bytes of max_size the image has left. */
+static inline uint64_t layer_budget_left(struct layer_tree *t)
+{
+        uint64_t spent = atomic_load(&t->budget->stream);
+
+        return spent < t->lim.max_size ? t->lim.max_size - spent : 0;
+}
 /* Close the cached parent directory of the previous entry. */
 void cache_drop(struct layer_tree *t);
 /* One tar entry onto the tree (layer.c). */

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,7 @@ static void *produce(void *opaque)
                                 break;
                         }
                         p->bytes += len;
-                        if (p->bytes > p->budget) {
+                        if (atomic_fetch_add(&p->budget->stream, len) + len > p->max) {
                                 p->limit_hit = failed = true;
                                 break;
                         }
@@ -231,7 +232,8 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
         p->read = read;
         p->opaque = opaque;
         p->err = &p->read_err;
-        p->budget = t->lim.max_size - t->stream_total;
+        p->budget = t->budget;
+        p->max = t->lim.max_size;
         p->raw = archive_read_new();
         tar = archive_read_new();
         if (!p->raw || !tar) {
@@ -309,7 +311,7 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
                         break;
         }
         pipe_join(p, &thread, &running);
-        t->stream_total += p->bytes;
+        t->stats.stream += p->bytes;
         EVP_DigestFinal_ex(p->md, ret_diff_id, &mdlen);
         r = 0;
 out:

@@ -10,92 +10,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
-
-/* ---- the ownership table: path -> what the image recorded ---- */
-
-static uint64_t path_hash(const char *s)
-{
-        uint64_t h = 1469598103934665603ull;
-
-        for (; *s; s++)
-                h = (h ^ (unsigned char)*s) * 1099511628211ull;
-        return h;
-}
-
-struct meta_rec *meta_find(struct layer_tree *t, const char *path)
-{
-        size_t i;
-
-        if (!t->cap)
-                return NULL;
-        for (i = path_hash(path) & (t->cap - 1); t->slots[i].path; i = (i + 1) & (t->cap - 1))
-                if (strcmp(t->slots[i].path, path) == 0)
-                        return &t->slots[i];
-        return NULL;
-}
-
-static int meta_grow(struct layer_tree *t, struct cs_error *err)
-{
-        size_t ncap = t->cap ? t->cap * 2 : 4096;
-        struct meta_rec *ns = calloc(ncap, sizeof(*ns));
-
-        if (!ns)
-                return cs_error_set(err, ENOMEM, "ownership table");
-        for (size_t j = 0; j < t->cap; j++) {
-                size_t i;
-
-                if (!t->slots[j].path)
-                        continue;
-                for (i = path_hash(t->slots[j].path) & (ncap - 1); ns[i].path;
-                     i = (i + 1) & (ncap - 1))
-                        ;
-                ns[i] = t->slots[j];
-        }
-        free(t->slots);
-        t->slots = ns;
-        t->cap = ncap;
-        return 0;
-}
-
-static int meta_set(struct layer_tree *t, const char *path, const struct meta_rec *v,
-                    struct cs_error *err)
-{
-        struct meta_rec *r = meta_find(t, path);
-        size_t i;
-        int ret;
-
-        if (r) {
-                char *keep = r->path;
-                *r = *v;
-                r->path = keep;
-                r->layer = t->layer;
-                return 0;
-        }
-        if ((t->n + 1) * 10 >= t->cap * 7 && (ret = meta_grow(t, err)) < 0)
-                return ret;
-        for (i = path_hash(path) & (t->cap - 1); t->slots[i].path; i = (i + 1) & (t->cap - 1))
-                ;
-        t->slots[i] = *v;
-        t->slots[i].layer = t->layer;
-        if (!(t->slots[i].path = strdup(path)))
-                return cs_error_set(err, ENOMEM, "ownership table");
-        t->n++;
-        return 0;
-}
-
-static bool created_in_this_layer(struct layer_tree *t, const char *path)
-{
-        struct meta_rec *r = meta_find(t, path);
-
-        return r && r->layer == t->layer;
-}
 
 /* ---- tree operations, all relative to directory fds ---- */
 
@@ -110,6 +33,7 @@ int layer_tree_new(int root_fd, const struct layer_limits *lim, struct layer_tre
         }
         t->root_fd = root_fd;
         t->lim = *lim;
+        t->budget = lim->shared ? lim->shared : &t->own;
         t->cache_fd = -1;
         *ret = t;
         return 0;
@@ -129,6 +53,12 @@ void layer_tree_free(struct layer_tree *t)
         if (!t)
                 return;
         cache_drop(t);
+        lower_meta_free(t);
+        for (size_t i = 0; i < t->n_pending; i++) {
+                free(t->pending[i].path);
+                free(t->pending[i].target);
+        }
+        free(t->pending);
         for (size_t i = 0; i < t->cap; i++)
                 free(t->slots[i].path);
         free(t->slots);
@@ -141,10 +71,9 @@ const struct layer_stats *layer_tree_stats(const struct layer_tree *t)
         return &t->stats;
 }
 
-/* Open (O_PATH) the directory at rel under the rootfs without following any symlink;
- * missing directories are created when create is set (they get the default image
- * ownership: root, 0755). Returns a new fd the caller closes, or < 0 (-ENOENT without a
- * message when a directory is missing and create is not set). */
+/* Open (O_PATH) the directory at rel under the layer's tree without following any symlink;
+ * missing directories are created when create is set. Returns a new fd the caller closes, or < 0
+ * (-ENOENT without a message when a directory is missing and create is not set). */
 static int tree_dup(int fd, struct cs_error *err)
 {
         int r = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -152,8 +81,8 @@ static int tree_dup(int fd, struct cs_error *err)
         return r < 0 ? cs_error_set(err, errno, "dup a directory fd") : r;
 }
 
-static int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char *entry,
-                         struct cs_error *err)
+int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char *entry,
+                  struct cs_error *err)
 {
         _cleanup_close_ int cur = -1;
         _cleanup_free_ char *walked = NULL;
@@ -186,7 +115,8 @@ static int tree_open_dir(struct layer_tree *t, const char *rel, bool create, con
                 wl += clen;
                 next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (next < 0 && errno == ENOENT && create) {
-                        struct meta_rec rec = {.mode = S_IFDIR | 0755};
+                        /* its attributes come from the lower layers (layer_tree_set_lowers) */
+                        struct meta_rec rec = {.mode = S_IFDIR | 0755, .implicit = true};
                         int r;
 
                         if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
@@ -228,7 +158,7 @@ static int tree_open_dir(struct layer_tree *t, const char *rel, bool create, con
         return tree_dup(t->cache_fd, err);
 }
 
-static void split_path(char *rel, const char **ret_parent, const char **ret_base)
+void split_path(char *rel, const char **ret_parent, const char **ret_base)
 {
         char *slash = strrchr(rel, '/');
 
@@ -296,7 +226,10 @@ static void apply_xattrs(struct layer_tree *t, struct archive_entry *e, int fd)
         if (archive_entry_xattr_reset(e) == 0)
                 return;
         while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK)
-                if (fsetxattr(fd, name, value, size, 0) < 0)
+                /* the overlay's own: an image may not fake whiteouts or opaque dirs */
+                if (strncmp(name, "user.overlay.", 13) == 0 ||
+                    strncmp(name, "trusted.overlay.", 16) == 0 ||
+                    fsetxattr(fd, name, value, size, 0) < 0)
                         t->stats.skipped_xattrs++;
 }
 
@@ -312,7 +245,7 @@ static int write_file(struct layer_tree *t, struct archive *a, struct archive_en
 
         if (size < 0)
                 size = 0;
-        if ((uint64_t)size > t->lim.max_size - t->stats.size)
+        if ((uint64_t)size > layer_budget_left(t))
                 return cs_error_setx(
                     err, EFBIG,
                     "entry `%s` (%lld bytes) would take the image beyond the limit "
@@ -357,47 +290,39 @@ static int write_file(struct layer_tree *t, struct archive *a, struct archive_en
         return 0;
 }
 
+bool is_whiteout(const struct stat *st)
+{
+        return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
+}
+
+/* user.overlay.opaque="y" on the directory pfd/base ("" for pfd itself): lower layers'
+ * entries of it stay hidden, this layer's show. */
+static int make_opaque(int pfd, const char *base, const char *shown, struct cs_error *err)
+{
+        _cleanup_close_ int fd =
+            openat(pfd, *base ? base : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0 || fsetxattr(fd, "user.overlay.opaque", "y", 1, 0) < 0)
+                return cs_error_set(err, errno,
+                                    "opaque directory `%s`: set the xattr user.overlay.opaque "
+                                    "(the image store's filesystem must support user xattrs)",
+                                    shown);
+        return 0;
+}
+
+/* Whiteouts hide what the lower layers hold; an entry of this layer itself is never hidden
+ * by its own layer's whiteout, in whichever order the tar lists them. */
 static int apply_whiteout(struct layer_tree *t, const char *parent, const char *base,
                           const char *shown, struct cs_error *err)
 {
         _cleanup_free_ char *victim = NULL;
+        _cleanup_close_ int pfd = -1;
         const char *name = base + 4;
-        int pfd, r;
+        struct stat st;
 
         if (strcmp(base, ".wh..wh..opq") == 0) {
-                _cleanup_closedir_ DIR *d = NULL;
-                _cleanup_close_ int ofd = -1;
-                struct dirent *de;
-                int fd;
-
-                ofd = pfd = tree_open_dir(t, parent, false, shown, err);
-                if (pfd == -ENOENT)
-                        return 0;
-                if (pfd < 0)
-                        return pfd;
-                fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd < 0 || !(d = fdopendir(fd))) {
-                        if (fd >= 0)
-                                close(fd);
-                        return cs_error_set(err, errno, "opaque directory `%s`", shown);
-                }
-                cache_drop(t);
-                while ((errno = 0, de = readdir(d))) {
-                        _cleanup_free_ char *child = NULL;
-                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                                continue;
-                        child = join_path(parent, de->d_name);
-                        if (!child)
-                                return cs_error_set(err, ENOMEM, "opaque directory `%s`", shown);
-                        if (created_in_this_layer(t, child))
-                                continue;
-                        r = cs_remove_at(dirfd(d), de->d_name, err);
-                        if (r < 0)
-                                return cs_error_wrap(err, "opaque directory `%s`", shown);
-                }
-                if (errno)
-                        return cs_error_set(err, errno, "opaque directory `%s`", shown);
-                return 0;
+                pfd = tree_open_dir(t, parent, true, shown, err);
+                return pfd < 0 ? pfd : make_opaque(pfd, "", shown, err);
         }
         if (strncmp(base, ".wh..wh.", 8) == 0)
                 return 0; /* aufs bookkeeping (.wh..wh.plnk, .wh..wh.aufs), not a whiteout */
@@ -410,16 +335,20 @@ static int apply_whiteout(struct layer_tree *t, const char *parent, const char *
         if (!victim)
                 return cs_error_set(err, ENOMEM, "whiteout `%s`", shown);
         if (created_in_this_layer(t, victim))
-                return 0; /* a whiteout hides lower layers, never its own layer's entries */
-        pfd = tree_open_dir(t, parent, false, shown, err);
-        if (pfd == -ENOENT)
                 return 0;
+        pfd = tree_open_dir(t, parent, true, shown, err);
         if (pfd < 0)
                 return pfd;
-        cache_drop(t);
-        r = cs_remove_at(pfd, name, err);
-        close(pfd);
-        return r < 0 ? cs_error_wrap(err, "whiteout `%s`", shown) : 0;
+        if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return 0; /* a directory made for this layer's own entries, or a whiteout */
+        if (mknodat(pfd, name, S_IFCHR, makedev(0, 0)) < 0)
+                return cs_error_set(err, errno,
+                                    "whiteout `%s`: create the overlay whiteout (a 0/0 character "
+                                    "device, which an unprivileged user may make on Linux 5.8 or "
+                                    "later, on a filesystem mounted without nodev restrictions "
+                                    "for it)",
+                                    shown);
+        return 0;
 }
 
 int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e,
@@ -439,7 +368,8 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
         if (!name)
                 name = archive_entry_pathname_utf8(e);
         layer_sanitize(name, shown, sizeof(shown));
-        if (++t->stats.entries > t->lim.max_entries)
+        t->stats.entries++;
+        if (atomic_fetch_add(&t->budget->entries, 1) + 1 > t->lim.max_entries)
                 return cs_error_setx(err, E2BIG,
                                      "the image has more than %llu entries (--max-entries)",
                                      (unsigned long long)t->lim.max_entries);
@@ -489,18 +419,20 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
                         return cs_error_set(err, ENOMEM, "entry `%s`", shown);
                 split_path(target, &tparent, &tbase);
                 tfd = tree_open_dir(t, tparent, false, hardlink, err);
-                if (tfd < 0) {
-                        if (tfd == -ENOENT)
-                                return cs_error_setx(err, ENOENT,
-                                                     "hard link `%s`: its target `%s` does not "
-                                                     "exist in the rootfs",
-                                                     shown, tkey);
+                if (tfd < 0 && tfd != -ENOENT)
                         return cs_error_wrap(err, "hard link `%s`", shown);
+                if (tfd < 0 || fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    is_whiteout(&st)) {
+                        /* an overlay layer cannot link into another: the file is copied
+                         * once the lower layers are known (layer_tree_set_lowers) */
+                        r = replace_existing(t, pfd, base, false, &is_dir, err);
+                        if (r == 0)
+                                r = pending_link_add(t, key, tkey, err);
+                        return r < 0 ? r : meta_set(t, key, &rec, err);
                 }
-                if (fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode))
+                if (S_ISDIR(st.st_mode))
                         return cs_error_setx(err, ENOENT,
-                                             "hard link `%s`: its target `%s` is not a file in "
-                                             "the rootfs",
+                                             "hard link `%s`: its target `%s` is a directory",
                                              shown, tkey);
                 if (fstatat(pfd, base, &cur, AT_SYMLINK_NOFOLLOW) == 0 && cur.st_ino == st.st_ino &&
                     cur.st_dev == st.st_dev)
@@ -524,6 +456,10 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
                 break;
         case AE_IFDIR: {
                 _cleanup_close_ int dfd = -1;
+                struct stat old;
+                /* this layer's whiteout, then the directory: nothing lower shows in it */
+                bool opaque =
+                    fstatat(pfd, base, &old, AT_SYMLINK_NOFOLLOW) == 0 && is_whiteout(&old);
 
                 r = replace_existing(t, pfd, base, true, &is_dir, err);
                 if (r < 0)
@@ -532,6 +468,8 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
                         r = cs_error_set(err, errno, "entry `%s`: create the directory", shown);
                         break;
                 }
+                if (opaque && (r = make_opaque(pfd, base, shown, err)) < 0)
+                        break;
                 /* u+rwx until the end, so later entries can be written into it */
                 if (fchmodat(pfd, base, (archive_entry_perm(e) & 07777) | 0700, 0) < 0) {
                         r = cs_error_set(err, errno, "entry `%s`: chmod", shown);

@@ -1,11 +1,24 @@
-/* Layer extraction: a layer tar stream (plain, gzip or zstd) applied onto a rootfs
- * directory fd, with OCI whiteouts, never writing outside that directory.
+/* Layer extraction: one layer's tar stream (plain, gzip or zstd) unpacked into that
+ * layer's own directory, in the form overlayfs reads as a lower layer, never writing
+ * outside that directory.
  *
- * Every entry's parent is resolved component by component from the rootfs fd with
- * O_NOFOLLOW, so a symlink anywhere in a parent path (planted by this layer or an earlier
- * one) fails the import instead of being followed; `..` and absolute names are refused
- * before anything is resolved; files are created with O_EXCL|O_NOFOLLOW. libarchive's
- * archive_write_disk is not used because it resolves by path string. */
+ * - A whiteout `.wh.NAME` becomes a 0/0 character device NAME (Linux 5.8 lets an
+ *   unprivileged user make one); `.wh..wh..opq` becomes the xattr user.overlay.opaque="y"
+ *   on its directory (the overlay is mounted with userxattr, as a user namespace needs). A
+ *   directory entry that replaces its own layer's whiteout is made opaque too. xattrs of
+ *   the overlay's namespaces in the tar itself are dropped (counted as skipped).
+ * - A directory the tar omits but has entries under is created with the attributes of the
+ *   same directory in the topmost lower layer that holds one (overlayfs shows the topmost
+ *   layer's), else root 0755.
+ * - Every entry's parent is resolved component by component from the layer's directory fd
+ *   with O_NOFOLLOW: a symlink this layer planted in a parent path fails the import. A
+ *   lower layer's symlink is not in this layer's directory at all: the entry's parent is
+ *   created here as a real directory, which hides the lower symlink in the merged view
+ *   (what containers/storage's overlay driver does); nothing is ever written through it.
+ * - A hard link names a file of its own layer (an overlay layer cannot link into another).
+ * - `..` and absolute names are refused before anything is resolved; files are created
+ *   with O_EXCL|O_NOFOLLOW. libarchive's archive_write_disk is not used because it
+ *   resolves by path string. */
 #pragma once
 #include "oci.h"
 
@@ -14,11 +27,19 @@
 
 struct cs_error;
 
+/* Of max_size: uncompressed stream bytes (and copies); of max_entries: tar entries. */
+struct layer_budget {
+        _Atomic uint64_t stream, entries;
+};
+
 struct layer_limits {
         uint64_t max_size;    /* total uncompressed bytes over all layers */
         uint64_t max_entries; /* total tar entries over all layers */
         size_t max_path;      /* bytes in one entry name or link target */
         size_t max_layers;
+        /* What all the layers of the image spend, shared by the trees unpacking them (one
+         * after another or at once): the limits bound the whole image. NULL: the tree's. */
+        struct layer_budget *shared;
 };
 
 #define LAYER_DEFAULT_MAX_SIZE    (64ull << 30)
@@ -34,6 +55,7 @@ struct layer_stats {
         uint64_t entries;         /* tar entries read */
         uint64_t skipped_devices; /* character/block devices, fifos, sockets */
         uint64_t skipped_xattrs;  /* xattrs the filesystem or our privileges refused */
+        uint64_t stream;          /* uncompressed bytes of the layer's tar stream */
 };
 
 /* Reads the next bytes of the (possibly compressed) layer blob: > 0 bytes, 0 at the end,
@@ -42,14 +64,25 @@ typedef ssize_t (*layer_read_fn)(void *opaque, void *buf, size_t len, struct cs_
 
 struct layer_tree;
 
-/* root_fd is borrowed and must stay open until layer_tree_free. */
+/* A layer's directory in the store: the tree overlayfs mounts, and its ownership record. */
+#define LAYER_DIFF "diff"
+#define LAYER_META "metadata"
+
+/* root_fd (the layer's tree) is borrowed and must stay open until layer_tree_free. */
 int layer_tree_new(int root_fd, const struct layer_limits *lim, struct layer_tree **ret,
                    struct cs_error *err);
 void layer_tree_free(struct layer_tree *t);
+/* After layer_apply, before layer_tree_finish: the directories (holding LAYER_DIFF and
+ * LAYER_META) of the layers beneath this one, top first (borrowed, open until
+ * layer_tree_free). Directories the tar omitted take their attributes from them, and hard
+ * links to their files become copies. A layer thus unpacks without its lower layers (in
+ * parallel with them) and is completed once they are stored. */
+int layer_tree_set_lowers(struct layer_tree *t, const int *layer_dirs, size_t n,
+                          struct cs_error *err);
 
-/* Apply one layer on top of what is there. what names the layer in messages ("layer 2/3
- * (sha256:...)"). expect: the compression the media type declares, or -1 to accept any
- * of none/gzip/zstd. ret_diff_id: sha256 of the uncompressed stream. */
+/* Unpack one layer into the tree (call once per tree; then layer_tree_set_lowers). what names the
+ * layer in messages ("layer 2/3 (sha256:...)"). expect: the compression the media type declares, or
+ * -1 to accept any of none/gzip/zstd. ret_diff_id: sha256 of the uncompressed stream. */
 int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_fn read,
                 void *opaque, unsigned char ret_diff_id[32], struct cs_error *err);
 

@@ -73,6 +73,10 @@ CURL *reg_easy(struct reg *g, const char *url, struct resp *h, char errbuf[CURL_
 bool curl_transient(CURLcode rc);
 bool http_transient(long code);
 int reg_authenticate(struct reg *g, const char *challenge, struct cs_error *err);
+/* GET a manifest into memory, bounded by OCI_MANIFEST_MAX, authenticating and retrying as
+ * needed (registry.c). */
+int reg_get_manifest(struct reg *g, const char *reference, char **ret, size_t *ret_len,
+                     struct cs_error *err);
 /* Every blob into dirfd's blobs/sha256/, verified by digest and size while it streams,
  * PARALLEL at a time, retried and resumed (registry-blobs.c). */
 int reg_get_blobs(struct reg *g, int dirfd, struct pull_blob *blobs, const int64_t *sizes, size_t n,

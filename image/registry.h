@@ -49,6 +49,9 @@ struct pull_options {
         /* When it says the resolved manifest is stored already, only the manifest and the
          * config are fetched (what the import needs to name it). */
         bool (*present)(void *opaque, const char *manifest_digest);
+        /* When it says a layer (its blob digest and the diff_id the verified config pairs
+         * with it) is stored and known to come from that blob, the blob is not fetched. */
+        bool (*layer_present)(void *opaque, const char *blob, const char *diff_id);
         void *present_opaque;
 };
 
@@ -59,6 +62,7 @@ int registry_pull(const struct registry_ref *ref, const struct pull_options *o, 
 
 /* registry_pull into a flocked temporary layout in the store's tmp/, then store_import of it
  * (io's limits, also the pull's layer count bound, and progress; its source, format, name
- * and platform are the pull's), named ref->name. A stored image costs its manifest and config. */
+ * and platform are the pull's), named ref->name. A stored image costs its manifest and config;
+ * a stored layer whose blob an earlier import verified is neither fetched nor unpacked. */
 int store_pull(struct image_store *s, const struct registry_ref *ref, const struct pull_options *po,
                const struct import_options *io, struct import_result *ret, struct cs_error *err);

@@ -18,8 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NAMES_MAX  (16u << 20)
-#define PASSWD_MAX (4u << 20)
+#define NAMES_MAX (16u << 20)
 
 /* ---- the store's directories and locks ---- */
 
@@ -60,7 +59,9 @@ int store_open(const char *root, struct image_store *ret, struct cs_error *err)
         s.fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (s.fd < 0)
                 return cs_error_set(err, errno, "open the image store `%s`", root);
-        for (const char *const *d = (const char *const[]){"sha256", "tmp", "locks", NULL}; *d; d++)
+        for (const char *const *d = (const char *const[]){"sha256", "tmp", "locks", "layers",
+                                                          "layers/sha256", "layers/blobs", NULL};
+             *d; d++)
                 if (mkdirat(s.fd, *d, 0700) < 0 && errno != EEXIST) {
                         r = cs_error_set(err, errno, "create `%s/%s`", root, *d);
                         close(s.fd);
@@ -358,33 +359,6 @@ int store_inspect(struct image_store *s, const char *name, char **ret_json, stru
         return r < 0 ? cs_error_wrap(err, "image `%s`", name) : 0;
 }
 
-/* Move sha256/HEX out of sight and delete it, unless a launch holds it. Store lock held. */
-static int image_delete(struct image_store *s, const char *digest, bool *ret_busy,
-                        struct cs_error *err)
-{
-        _cleanup_close_ int fd = -1;
-        char path[100], to[100];
-
-        *ret_busy = false;
-        snprintf(path, sizeof(path), "sha256/%.64s", store_digest_hex(digest));
-        fd = openat(s->fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT ? 0
-                                       : cs_error_set(err, errno, "open `%s/%s`", s->root, path);
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-                if (errno == EWOULDBLOCK) {
-                        *ret_busy = true;
-                        return 0;
-                }
-                return cs_error_set(err, errno, "lock `%s/%s`", s->root, path);
-        }
-        /* the flock moves with the directory, so a concurrent prune leaves it alone */
-        snprintf(to, sizeof(to), "tmp/rm-%.16s-%d", store_digest_hex(digest), (int)getpid());
-        if (renameat(s->fd, path, s->fd, to) < 0)
-                return cs_error_set(err, errno, "move `%s/%s` away", s->root, path);
-        return cs_remove_at(s->fd, to, err);
-}
-
 static bool digest_named(const cJSON *names, const char *digest)
 {
         const cJSON *e;
@@ -399,7 +373,7 @@ int store_remove(struct image_store *s, const char *name, struct cs_error *err)
         _cleanup_close_ int lock = -1;
         _cleanup_json_ cJSON *names = NULL;
         char digest[OCI_DIGEST_LEN + 1], canon[256];
-        bool busy;
+        bool busy, gone;
         int r;
 
         lock = store_lock(s, err);
@@ -425,8 +399,9 @@ int store_remove(struct image_store *s, const char *name, struct cs_error *err)
                         return r;
                 cJSON_DeleteItemFromObjectCaseSensitive(names, canon);
         }
-        if (!digest_named(names, digest)) {
-                r = image_delete(s, digest, &busy, err);
+        gone = !digest_named(names, digest);
+        if (gone) {
+                r = store_image_delete(s, digest, &busy, err);
                 if (r < 0)
                         return r;
                 if (busy)
@@ -435,10 +410,18 @@ int store_remove(struct image_store *s, const char *name, struct cs_error *err)
                                              "first (nothing was removed)",
                                              name);
         }
-        return store_names_write(s, names, err);
+        r = store_names_write(s, names, err);
+        /* its layers go with it, unless another image lists them */
+        if (r == 0 && gone && store_layers_sweep(s, NULL, err) < 0)
+                return cs_error_wrap(err,
+                                     "image `%s` is removed, but not its layers; `csandbox image "
+                                     "prune` tries again",
+                                     name);
+        return r;
 }
 
-int store_prune(struct image_store *s, size_t *ret_images, size_t *ret_tmp, struct cs_error *err)
+int store_prune(struct image_store *s, size_t *ret_images, size_t *ret_layers, size_t *ret_tmp,
+                struct cs_error *err)
 {
         _cleanup_close_ int lock = -1, hfd = -1;
         _cleanup_json_ cJSON *names = NULL;
@@ -469,224 +452,17 @@ int store_prune(struct image_store *s, size_t *ret_images, size_t *ret_tmp, stru
                 if (strlen(de->d_name) != 64 || oci_digest_check(digest, "", &ignored) < 0 ||
                     digest_named(names, digest))
                         continue;
-                r = image_delete(s, digest, &busy, err);
+                r = store_image_delete(s, digest, &busy, err);
                 if (r < 0)
                         return r;
                 if (!busy)
                         n++;
         }
-        r = store_tmp_sweep(s, ret_tmp, err);
+        r = store_layers_sweep(s, ret_layers, err);
+        if (r == 0)
+                r = store_tmp_sweep(s, ret_tmp, err);
         if (r < 0)
                 return r;
         *ret_images = n;
         return 0;
-}
-
-/* ---- using an image ---- */
-
-void image_ref_free(struct image_ref *r)
-{
-        free(r->rootfs);
-        r->rootfs = NULL;
-        if (r->rootfs_fd >= 0)
-                close(r->rootfs_fd);
-        if (r->lock_fd >= 0)
-                close(r->lock_fd);
-        r->rootfs_fd = r->lock_fd = -1;
-        oci_config_free(&r->config);
-}
-
-int store_open_image(const char *name, struct image_ref *ret, struct cs_error *err)
-{
-        struct image_store s = {.fd = -1};
-        struct image_ref ref = {.rootfs_fd = -1, .lock_fd = -1};
-        _cleanup_free_ char *config = NULL;
-        char path[100];
-        size_t len;
-        int r;
-
-        r = store_open(NULL, &s, err);
-        if (r < 0)
-                return r;
-        for (int attempt = 0;; attempt++) {
-                struct stat a, b;
-
-                r = store_resolve(&s, name, ref.digest, err);
-                if (r < 0)
-                        goto fail;
-                snprintf(path, sizeof(path), "sha256/%.64s", store_digest_hex(ref.digest));
-                ref.lock_fd = openat(s.fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (ref.lock_fd < 0) {
-                        r = cs_error_set(err, errno, "open image `%s`", name);
-                        goto fail;
-                }
-                while ((r = flock(ref.lock_fd, LOCK_SH)) < 0 && errno == EINTR)
-                        ;
-                if (r < 0) {
-                        r = cs_error_set(err, errno, "lock image `%s`", name);
-                        goto fail;
-                }
-                /* rm may have moved it away between the open and the lock */
-                if (fstat(ref.lock_fd, &a) == 0 &&
-                    fstatat(s.fd, path, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
-                    a.st_dev == b.st_dev)
-                        break;
-                close(ref.lock_fd);
-                ref.lock_fd = -1;
-                if (attempt >= 3) {
-                        r = cs_error_setx(err, EAGAIN, "image `%s` keeps changing; retry", name);
-                        goto fail;
-                }
-        }
-        ref.rootfs_fd =
-            openat(ref.lock_fd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (ref.rootfs_fd < 0) {
-                r = cs_error_set(err, errno, "image `%s`: open its rootfs", name);
-                goto fail;
-        }
-        r = cs_read_file_at(ref.lock_fd, "config.json", OCI_CONFIG_MAX, true, &config, &len, err);
-        if (r == 0)
-                r = oci_config_parse(config, len, &ref.config, err);
-        if (r < 0) {
-                cs_error_wrap(err, "image `%s`", name);
-                goto fail;
-        }
-        if (asprintf(&ref.rootfs, "%s/%s/rootfs", s.root, path) < 0) {
-                ref.rootfs = NULL;
-                r = cs_error_set(err, ENOMEM, "image `%s`", name);
-                goto fail;
-        }
-        store_close(&s);
-        *ret = ref;
-        return 0;
-fail:
-        image_ref_free(&ref);
-        store_close(&s);
-        return r;
-}
-
-static bool parse_id(const char *s, size_t len, unsigned long *ret)
-{
-        char buf[16], *end;
-        unsigned long v;
-
-        if (len == 0 || len >= sizeof(buf))
-                return false;
-        memcpy(buf, s, len);
-        buf[len] = '\0';
-        for (size_t i = 0; i < len; i++)
-                if (!isdigit((unsigned char)buf[i]))
-                        return false;
-        errno = 0;
-        v = strtoul(buf, &end, 10);
-        if (errno || *end || v > 0xfffffffeul)
-                return false;
-        *ret = v;
-        return true;
-}
-
-/* Field 0 (name) and fields idx_a/idx_b of the line whose name (or, with by_id, field
- * idx_a) equals key. */
-static bool db_find(const char *db, const char *key, size_t klen, bool by_id, int idx_a, int idx_b,
-                    unsigned long *ret_a, unsigned long *ret_b)
-{
-        for (const char *line = db; line && *line;) {
-                const char *eol = strchrnul(line, '\n');
-                const char *f[8] = {0};
-                size_t fl[8] = {0};
-                int nf = 0;
-
-                for (const char *p = line; nf < 8 && p <= eol;) {
-                        const char *c = memchr(p, ':', (size_t)(eol - p));
-                        const char *end = c ? c : eol;
-                        f[nf] = p;
-                        fl[nf++] = (size_t)(end - p);
-                        if (!c)
-                                break;
-                        p = c + 1;
-                }
-                if (nf > idx_a && nf > idx_b) {
-                        bool hit = by_id ? (fl[idx_a] == klen && memcmp(f[idx_a], key, klen) == 0)
-                                         : (fl[0] == klen && memcmp(f[0], key, klen) == 0);
-                        if (hit && parse_id(f[idx_a], fl[idx_a], ret_a) &&
-                            (idx_b < 0 || parse_id(f[idx_b], fl[idx_b], ret_b)))
-                                return true;
-                }
-                line = *eol ? eol + 1 : eol;
-        }
-        return false;
-}
-
-int image_lookup_user(const char *passwd, const char *group, const char *user, uid_t *ret_uid,
-                      gid_t *ret_gid, struct cs_error *err)
-{
-        const char *colon = strchr(user ? user : "", ':');
-        size_t ulen = colon ? (size_t)(colon - user) : strlen(user ? user : "");
-        unsigned long uid = 0, gid = 0, unused;
-        bool have_gid = false;
-
-        if (!user || !*user) {
-                *ret_uid = 0;
-                *ret_gid = 0;
-                return 0;
-        }
-        if (parse_id(user, ulen, &uid)) {
-                have_gid = passwd && db_find(passwd, user, ulen, true, 2, 3, &uid, &gid);
-        } else {
-                if (!passwd || !db_find(passwd, user, ulen, false, 2, 3, &uid, &gid))
-                        return cs_error_setx(err, ENOENT,
-                                             "the image's User `%s`: no user `%.*s` in the "
-                                             "image's /etc/passwd",
-                                             user, (int)ulen, user);
-                have_gid = true;
-        }
-        if (colon) {
-                const char *g = colon + 1;
-                size_t glen = strlen(g);
-
-                if (!parse_id(g, glen, &gid)) {
-                        if (!group || !db_find(group, g, glen, false, 2, -1, &gid, &unused))
-                                return cs_error_setx(err, ENOENT,
-                                                     "the image's User `%s`: no group `%s` in the "
-                                                     "image's /etc/group",
-                                                     user, g);
-                }
-        } else if (!have_gid) {
-                gid = 0;
-        }
-        *ret_uid = (uid_t)uid;
-        *ret_gid = (gid_t)gid;
-        return 0;
-}
-
-static int read_in_root(int rootfs_fd, const char *path, char **ret, struct cs_error *err)
-{
-        _cleanup_close_ int fd = source_open_in_root(rootfs_fd, path, O_RDONLY, err);
-        struct stat st;
-        size_t len;
-
-        *ret = NULL;
-        if (fd == -ENOENT)
-                return 0;
-        if (fd < 0)
-                return fd;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return cs_error_setx(err, EINVAL, "the image's %s is not a regular file", path);
-        return cs_read_fd(fd, path, PASSWD_MAX, ret, &len, err);
-}
-
-int image_resolve_user(int rootfs_fd, const char *user, uid_t *ret_uid, gid_t *ret_gid,
-                       struct cs_error *err)
-{
-        _cleanup_free_ char *passwd = NULL, *group = NULL;
-        int r;
-
-        if (!user || !*user)
-                return image_lookup_user(NULL, NULL, user, ret_uid, ret_gid, err);
-        r = read_in_root(rootfs_fd, "/etc/passwd", &passwd, err);
-        if (r == 0)
-                r = read_in_root(rootfs_fd, "/etc/group", &group, err);
-        if (r < 0)
-                return cs_error_wrap(err, "resolve the image's User `%s`", user);
-        return image_lookup_user(passwd, group, user, ret_uid, ret_gid, err);
 }

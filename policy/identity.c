@@ -65,7 +65,7 @@ int identity_add_files(struct sandbox_spec *s, const char *passwd, const char *g
         return r;
 }
 
-/* An identity file of the root (dirfd: the image's rootfs, or AT_FDCWD for the host's),
+/* An identity file of the root (dirfd: AT_FDCWD for the host's, or a tree's directory),
  * read bounded and never through a link; "" when it cannot be read. */
 char *identity_read_root_file(int dirfd, const char *path)
 {

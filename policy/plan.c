@@ -103,6 +103,18 @@ static int add_ca_trust(struct plan *p, bool *ret_mounted, struct cs_error *err)
         return r;
 }
 
+/* An identity file of the image as its layers show it; "" when it cannot be read. */
+static char *image_identity_file(const struct image_ref *img, const char *path)
+{
+        /* Dropped: a file it cannot read reads as empty, as the host's would. */
+        struct cs_error ignored;
+        char *buf = NULL;
+
+        if (image_read_file(img, path, &buf, &ignored) < 0 || !buf)
+                return strdup("");
+        return buf;
+}
+
 /* The root: an imported image (CLAUDE_PROFILE_SANDBOX_IMAGE or --image) under an ephemeral
  * writable overlay, or the embedded default. The image's Env is the base environment. */
 static int plan_root(struct plan *p, const struct plan_request *req, struct cs_error *err)
@@ -135,13 +147,10 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
                                      "CLAUDE_PROFILE_SANDBOX_IMAGE to use the host's root",
                                      name);
         }
-        {
-                int fd = fcntl(p->image.rootfs_fd, F_DUPFD_CLOEXEC, 3);
-
-                r = spec_set_root_dir(s, &fd, p->image.rootfs, err);
-                if (r < 0)
-                        return r;
-        }
+        r = spec_set_root_layers(s, p->image.layer_fds, p->image.layer_paths, p->image.n_layers,
+                                 err);
+        if (r < 0)
+                return r;
         s->writable = true;
         for (char **e = p->image.config.env; e && *e; e++) {
                 char *eq = strchr(*e, '=');
@@ -163,13 +172,13 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
         if (r < 0)
                 return r;
         /* The host user lands on the image's appuser (1000 when it has none, then added). */
-        if (image_resolve_user(p->image.rootfs_fd, PLAN_USER, &uid, &gid, err) == 0) {
+        if (image_resolve_user(&p->image, PLAN_USER, &uid, &gid, err) == 0) {
                 s->uid = uid;
                 s->gid = gid;
                 return 0;
         }
-        pw = identity_read_root_file(p->image.rootfs_fd, "etc/passwd");
-        gr = identity_read_root_file(p->image.rootfs_fd, "etc/group");
+        pw = image_identity_file(&p->image, "/etc/passwd");
+        gr = image_identity_file(&p->image, "/etc/group");
         return identity_add_files(s, pw ? pw : "", gr ? gr : "", err);
 }
 
@@ -403,7 +412,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         spec_init(s);
         p->profile.dir_fd = p->profile.state_fd = -1;
         p->bridges.clipboard_fd = p->bridges.clipboard_dir = -1;
-        p->image.rootfs_fd = p->image.lock_fd = -1;
+        p->image.lock_fd = -1;
         r = profile_open(c, req->name, &p->profile, err);
         if (r < 0)
                 return r;

@@ -138,6 +138,19 @@ static int prepare(struct mnt_state *st, const struct sandbox_spec *s, struct cs
                                             "find the root %s (%s) again in the sandbox's mount "
                                             "namespace",
                                             s->root_path, s->root_real);
+                st->lower_dirs = calloc(s->n_lowers + 1, sizeof(int));
+                if (!st->lower_dirs)
+                        return cs_error_set(err, ENOMEM, "prepare the root's layers");
+                for (size_t i = 0; i < s->n_lowers; i++) {
+                        const struct spec_lower *l = &s->lowers[i];
+
+                        st->lower_dirs[i] = source_find_again(st->host_view, l->real, l->fd, &sb);
+                        if (st->lower_dirs[i] < 0 || !S_ISDIR(sb.st_mode))
+                                return cs_error_set(err, st->lower_dirs[i] < 0 ? errno : ENOTDIR,
+                                                    "find the root's layer %s (%s) again in the "
+                                                    "sandbox's mount namespace",
+                                                    l->path, l->real);
+                }
         }
         close(st->host_view);
         st->host_view = -1;
@@ -265,9 +278,96 @@ static int upper_prepare(struct mnt_state *st, const struct sandbox_spec *s, int
         return 0;
 }
 
+/* The overlay through the new mount API, one fsconfig("lowerdir+") a lower dir (Linux
+ * 6.8), which no option-string length limits: 0 when attached at target, else -errno. */
+static int overlay_fsopen(struct mnt_state *st, const struct sandbox_spec *s, const char *upper,
+                          const char *target)
+{
+        _cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
+        _cleanup_close_ int m = -1;
+        char lower[32];
+
+        if (fs < 0)
+                return -errno;
+        for (size_t i = 0; i < s->n_lowers + 1; i++) {
+                snprintf(lower, sizeof(lower), "/proc/self/fd/%d",
+                         i ? st->lower_dirs[i - 1] : st->root_dir);
+                if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", lower, 0) < 0)
+                        return -errno;
+        }
+        if (upper && (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
+                      fsconfig(fs, FSCONFIG_SET_STRING, "workdir", STAGE "/work", 0) < 0))
+                return -errno;
+        if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (m < 0 || move_mount(m, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return -errno;
+        return 0;
+}
+
+/* The overlay of the root's layers at target: upper NULL for a read-only merged view. Where
+ * the new mount API cannot (no lowerdir+ before Linux 6.8, no overlay fs_context before
+ * 6.5), the one legacy option string, which holds about 200 lower dirs. */
+static int overlay_mount(struct mnt_state *st, const struct sandbox_spec *s, const char *upper,
+                         const char *target, struct cs_error *err)
+{
+        size_t n = s->n_lowers + 1, len;
+        int first = overlay_fsopen(st, s, upper, target);
+        char opts[4096];
+
+        if (first == 0)
+                return 0;
+        len = (size_t)snprintf(opts, sizeof(opts), "lowerdir=");
+        for (size_t i = 0; i < n && len < sizeof(opts); i++)
+                len += (size_t)snprintf(opts + len, sizeof(opts) - len, "%s/proc/self/fd/%d",
+                                        i ? ":" : "", i ? st->lower_dirs[i - 1] : st->root_dir);
+        if (len < sizeof(opts) && upper)
+                len += (size_t)snprintf(opts + len, sizeof(opts) - len,
+                                        ",upperdir=%s,workdir=" STAGE "/work", upper);
+        if (len < sizeof(opts))
+                len += (size_t)snprintf(opts + len, sizeof(opts) - len, ",userxattr");
+        if (len >= sizeof(opts))
+                return cs_error_setx(err, E2BIG,
+                                     "the rootfs %s has %zu layers, more than overlay mount "
+                                     "options can name, and the kernel refused them one by one "
+                                     "(%s; Linux 6.8 takes them so); use an image with fewer "
+                                     "layers or a newer kernel",
+                                     s->root_path, n, strerror(-first));
+        if (mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+                return cs_error_set(err, errno,
+                                    "mount an overlay on the rootfs %s (overlayfs in a user "
+                                    "namespace needs Linux 5.11 or later)",
+                                    s->root_path);
+        return 0;
+}
+
+/* upper_prepare needs to see what the layers show together: a read-only overlay of them
+ * alone, looked at and taken away again. */
+static int upper_prepare_layers(struct mnt_state *st, const struct sandbox_spec *s, int upper,
+                                struct cs_error *err)
+{
+        int top = st->root_dir, r;
+
+        r = mnt_mkdir_stage(STAGE "/lower", 0700, err);
+        if (r >= 0)
+                r = overlay_mount(st, s, NULL, STAGE "/lower", err);
+        if (r < 0)
+                return r;
+        st->root_dir = open(STAGE "/lower", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        r = st->root_dir < 0 ? cs_error_set(err, errno, "open " STAGE "/lower")
+                             : upper_prepare(st, s, upper, err);
+        if (st->root_dir >= 0)
+                close(st->root_dir);
+        st->root_dir = top;
+        if (umount2(STAGE "/lower", MNT_DETACH) < 0 && r >= 0)
+                r = cs_error_set(err, errno, "unmount " STAGE "/lower");
+        return r;
+}
+
 static int attach_root(struct mnt_state *st, const struct sandbox_spec *s, struct cs_error *err)
 {
-        char opts[256];
         int r;
 
         st->root_ro = s->root == SPEC_ROOT_DIR && !s->writable;
@@ -285,8 +385,9 @@ static int attach_root(struct mnt_state *st, const struct sandbox_spec *s, struc
                 close(st->host_root);
                 st->host_root = -1;
         } else {
-                /* The tree is the lower layer: it is never written; new mountpoints and
-                 * (with --writable) the payload's writes land in the tmpfs upper layer. */
+                /* The tree is the lower layer (an image's layers, the lower dirs): it is never
+                 * written; new mountpoints and (with --writable) the payload's writes land in
+                 * the tmpfs upper layer. */
                 _cleanup_close_ int upper = -1;
 
                 r = mnt_mkdir_stage(STAGE "/upper", 0755, err);
@@ -297,20 +398,18 @@ static int attach_root(struct mnt_state *st, const struct sandbox_spec *s, struc
                 upper = open(STAGE "/upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (upper < 0)
                         return cs_error_set(err, errno, "open " STAGE "/upper");
-                r = upper_prepare(st, s, upper, err);
+                r = s->n_lowers ? upper_prepare_layers(st, s, upper, err)
+                                : upper_prepare(st, s, upper, err);
+                if (r >= 0)
+                        r = overlay_mount(st, s, STAGE "/upper", STAGE_ROOT, err);
                 if (r < 0)
                         return r;
-                snprintf(opts, sizeof(opts),
-                         "lowerdir=/proc/self/fd/%d,upperdir=" STAGE "/upper,workdir=" STAGE
-                         "/work,userxattr",
-                         st->root_dir);
-                if (mount("overlay", STAGE_ROOT, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
-                        return cs_error_set(err, errno,
-                                            "mount an overlay on the rootfs %s (overlayfs in a "
-                                            "user namespace needs Linux 5.11 or later)",
-                                            s->root_path);
                 close(st->root_dir);
                 st->root_dir = -1;
+                for (size_t i = 0; i < s->n_lowers; i++) {
+                        close(st->lower_dirs[i]);
+                        st->lower_dirs[i] = -1;
+                }
         }
         st->root = open(STAGE_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (st->root < 0)
@@ -453,6 +552,10 @@ static int assemble(struct mnt_state *st, const struct sandbox_spec *s, struct c
         }
         if (s->root_fd >= 0)
                 close(s->root_fd);
+        for (size_t i = 0; i < s->n_lowers; i++)
+                if (s->lowers[i].fd >= 0)
+                        close(s->lowers[i].fd);
+        free(st->lower_dirs);
         free(st->bind_parents);
         return 0;
 }

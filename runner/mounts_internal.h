@@ -45,6 +45,7 @@ struct mnt_state {
         int host_view;     /* "/" of our copy of the caller's mount table, before staging */
         int host_root;     /* SPEC_ROOT_HOST: detached read-only clone of / */
         int root_dir;      /* SPEC_ROOT_DIR: O_PATH fd of the tree */
+        int *lower_dirs;   /* SPEC_ROOT_DIR: the spec's further lower dirs, found again */
         int dev_trees[N_DEV_NODES];
         int root;             /* the assembled root, once attached */
         uint64_t scratch[64]; /* mount ids of layers that may hold new entries */

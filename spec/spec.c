@@ -19,6 +19,19 @@
 #define SPEC_MAX_MOUNTS 4096
 #define SPEC_MAX_ARGS   65536
 
+static void spec_lowers_free(struct sandbox_spec *s)
+{
+        for (size_t i = 0; i < s->n_lowers; i++) {
+                if (s->lowers[i].fd >= 0)
+                        close(s->lowers[i].fd);
+                free(s->lowers[i].path);
+                free(s->lowers[i].real);
+        }
+        free(s->lowers);
+        s->lowers = NULL;
+        s->n_lowers = 0;
+}
+
 void spec_init(struct sandbox_spec *s)
 {
         memset(s, 0, sizeof(*s));
@@ -53,6 +66,7 @@ void spec_free(struct sandbox_spec *s)
         free(s->root_real);
         if (s->root_fd >= 0)
                 close(s->root_fd);
+        spec_lowers_free(s);
         free(s->hostname);
         free(s->cwd);
         free(s->seccomp_path);
@@ -237,6 +251,41 @@ int spec_set_root_dir(struct sandbox_spec *s, int *fd, const char *path, struct 
         s->root_path = cs_take_ptr(&shown);
         s->root_real = cs_take_ptr(&real);
         s->root_fd = cs_take_fd(&f);
+        return 0;
+}
+
+int spec_set_root_layers(struct sandbox_spec *s, const int *fds, char *const *paths, size_t n,
+                         struct cs_error *err)
+{
+        int fd;
+        int r;
+
+        if (n == 0 || n > SPEC_MAX_LOWERS)
+                return cs_error_setx(err, E2BIG,
+                                     "the root has %zu layers; an overlay stacks 1 to %d", n,
+                                     SPEC_MAX_LOWERS);
+        fd = fcntl(fds[0], F_DUPFD_CLOEXEC, 3);
+        r = spec_set_root_dir(s, &fd, paths[0], err);
+        if (r < 0)
+                return r;
+        spec_lowers_free(s);
+        s->lowers = calloc(n - 1 ? n - 1 : 1, sizeof(*s->lowers));
+        if (!s->lowers)
+                return cs_error_set(err, ENOMEM, "root layers");
+        for (size_t i = 1; i < n; i++) {
+                struct spec_lower *l = &s->lowers[s->n_lowers];
+
+                l->fd = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+                if (l->fd < 0)
+                        return cs_error_set(err, errno, "layer %s", paths[i]);
+                s->n_lowers++;
+                l->path = strdup(paths[i]);
+                if (!l->path)
+                        return cs_error_set(err, ENOMEM, "layer %s", paths[i]);
+                r = fd_kernel_name(l->fd, paths[i], &l->real, err);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -489,6 +538,12 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
                 return cs_error_setx(err, EINVAL, "spec: root %s %s a directory fd",
                                      s->root == SPEC_ROOT_DIR ? "dir" : "host",
                                      s->root == SPEC_ROOT_DIR ? "lacks" : "must not have");
+        if ((s->n_lowers && s->root != SPEC_ROOT_DIR) || s->n_lowers + 1 > SPEC_MAX_LOWERS)
+                return cs_error_setx(err, EINVAL, "spec: %zu lower layers under a %s root",
+                                     s->n_lowers, s->root == SPEC_ROOT_DIR ? "dir" : "host");
+        for (size_t i = 0; i < s->n_lowers; i++)
+                if (s->lowers[i].fd < 0 || !s->lowers[i].real)
+                        return cs_error_setx(err, EINVAL, "spec: lower layer %zu is not open", i);
         for (size_t i = 0; i < s->n_mounts; i++) {
                 const struct spec_mount *m = &s->mounts[i];
                 bool fd_kind = m->kind == SPEC_MOUNT_BIND || m->kind == SPEC_MOUNT_COPY;

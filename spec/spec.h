@@ -13,7 +13,7 @@ typedef struct cJSON cJSON;
 
 enum spec_root {
         SPEC_ROOT_HOST, /* the embedded default: the host's / read-only, homes hidden */
-        SPEC_ROOT_DIR,  /* a directory tree (--rootfs, or an image's unpacked rootfs) */
+        SPEC_ROOT_DIR,  /* a directory tree (--rootfs), or an image: its layers as lower dirs */
 };
 
 enum spec_mount_kind {
@@ -81,6 +81,16 @@ enum spec_tty {
         SPEC_TTY_INHERIT, /* the caller's terminal passed in as it is (no relay) */
 };
 
+/* A further overlay lower dir beneath the root tree (an image's layer). */
+struct spec_lower {
+        int fd;     /* O_PATH|O_DIRECTORY, opened once by the producer */
+        char *path; /* as given (--plan and messages only) */
+        char *real; /* where fd is, as the kernel names it */
+};
+
+/* The most lower dirs an overlay stacks (the kernel's limit). */
+#define SPEC_MAX_LOWERS 500
+
 struct spec_env_var {
         char *name;
         char *value;
@@ -98,6 +108,8 @@ struct sandbox_spec {
         int root_fd;     /* SPEC_ROOT_DIR: O_PATH fd of the tree, opened once by the producer */
         char *root_real; /* SPEC_ROOT_DIR: where root_fd is, as the kernel names it */
         bool writable;   /* an overlay with a tmpfs upper dir stays writable */
+        struct spec_lower *lowers; /* SPEC_ROOT_DIR: lower dirs beneath root_fd, top first */
+        size_t n_lowers;
 
         struct spec_mount *mounts;
         size_t n_mounts;
@@ -165,6 +177,11 @@ int spec_add_bind(struct sandbox_spec *s, unsigned flags, int *source_fd, const 
 /* SPEC_ROOT_DIR on the directory *fd (opened once by the producer); the spec owns the fd
  * from here on, even on failure. path is what --plan and messages show. */
 int spec_set_root_dir(struct sandbox_spec *s, int *fd, const char *path, struct cs_error *err);
+/* SPEC_ROOT_DIR on the n layer dirs fds (top first; duplicated, the caller keeps its own):
+ * the first is the root tree, the rest lower dirs beneath it in the overlay. paths are what
+ * --plan and messages show. */
+int spec_set_root_layers(struct sandbox_spec *s, const int *fds, char *const *paths, size_t n,
+                         struct cs_error *err);
 /* A read-only file at dest holding a copy of data (len bytes). */
 /* A tmpfs at dest with a copy of the directory *dir_fd (O_RDONLY, taken), made by the runner
  * inside the sandbox: links as links, files with their modes, bounded by SPEC_COPY_MAX_*.

@@ -122,6 +122,14 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
         cJSON_AddStringToObject(root, "kind", s->root == SPEC_ROOT_HOST ? "host" : "dir");
         cJSON_AddItemToObject(root, "path", json_str_or_null(s->root_path));
         cJSON_AddBoolToObject(root, "writable", s->writable);
+        if (s->root == SPEC_ROOT_DIR) {
+                /* the overlay's lower dirs, top first */
+                cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+
+                cJSON_AddItemToArray(layers, json_str_or_null(s->root_path));
+                for (size_t i = 0; i < s->n_lowers; i++)
+                        cJSON_AddItemToArray(layers, json_str_or_null(s->lowers[i].path));
+        }
 
         mounts = cJSON_AddArrayToObject(o, "mounts");
         for (size_t i = 0; i < s->n_mounts; i++)

@@ -93,6 +93,11 @@ static void apply(const uint8_t *data, size_t size)
                 FUZZ_CHECK(r == 0 || err.msg[0] != '\0');
         }
         if (r == 0) {
+                /* no layer beneath: pending hard links into one fail with a message */
+                r = layer_tree_set_lowers(t, NULL, 0, &err);
+                FUZZ_CHECK(r == 0 || err.msg[0] != '\0');
+        }
+        if (r == 0) {
                 meta = open("/dev/null", O_WRONLY | O_CLOEXEC);
                 FUZZ_CHECK(meta >= 0);
                 r = layer_tree_finish(t, meta, &err);

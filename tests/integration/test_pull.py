@@ -502,15 +502,19 @@ def test_pull_credentials_do_not_follow_a_redirect_to_another_host(store, auth_r
 
 # --- hostile or broken registries --------------------------------------------------------
 
-def test_pull_of_a_tampered_blob_is_refused_and_the_store_unchanged(store, registry):
-    store.ok("image", "pull", "--tls-verify=false", f"{registry.host}/test/multi:v1")
-    before = store.state()
+def test_pull_of_a_tampered_blob_is_refused_and_the_store_unchanged(store, registry, tmp_path):
+    # an image of its own layers: one sharing bb's would spare the pull that blob
+    other = str(tmp_path / "other")
+    oci.write_layout(other, [oci.Layer([oci.file("other", "x\n")])])
+    store.ok("image", "import", other, "--name", "other")
+    before, layers_before = store.state(), store.stored_layers()
     target = biggest_layer(registry)
     with proxy_to(registry, "tamper", target) as proxy:
         p = store.pull(f"{proxy.host}/test/bb:v1")
     assert p.returncode == 125, p.stderr
     assert target in p.stderr and "tampered" in p.stderr, p.stderr
     assert store.state() == before and before["tmp"] == []
+    assert store.stored_layers() == layers_before
 
 
 @pytest.mark.parametrize("ranges", [True, False], ids=["resumed", "restarted"])
@@ -665,3 +669,35 @@ def test_concurrent_pulls_of_one_image_store_it_once(store, registry):
     st = store.state()
     assert st == {"names": {f"{registry.host}/test/bb:v1": digest}, "sha256": [digest[7:]],
                   "tmp": []}, st
+
+
+def test_pull_of_an_image_sharing_layers_fetches_only_its_config(store, registry):
+    """test/multi's manifest for this platform lists bb's three layers with a config of its
+    own: the import of bb recorded which blob unpacks to which diff_id, so none is fetched
+    or unpacked again."""
+    store.ok("image", "pull", "--tls-verify=false", f"{registry.host}/test/bb:v1")
+    layers = store.stored_layers()
+    with proxy_to(registry, None) as proxy:
+        p = store.pull(f"{proxy.host}/test/multi:v1")
+        assert p.returncode == 0, p.stderr
+        assert "3 layers (3 already stored)" in p.stdout, p.stdout
+        fetched = [path for path, _ in proxy.requests if "/blobs/" in path]
+        assert len(fetched) == 1, proxy.requests
+        cfg = json.loads(store.ok("image", "inspect", f"{proxy.host}/test/multi:v1").stdout)
+        assert "FIXTURE=this-platform" in cfg["config"]["Env"]
+        assert fetched[0].startswith("/v2/test/multi/blobs/sha256:"), fetched
+        assert store.fixture_env(f"{proxy.host}/test/multi:v1") == "this-platform"
+    assert store.stored_layers() == layers
+
+
+def test_concurrent_pulls_of_images_sharing_layers_store_each_layer_once(store, registry):
+    procs = [subprocess.Popen([CSANDBOX, "image", "pull", "--quiet", "--tls-verify=false",
+                               f"{registry.host}/test/{'bb' if i % 2 else 'multi'}:v1"],
+                              env=store.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True) for i in range(8)]
+    outs = [p.communicate(timeout=TIMEOUT) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, outs
+    assert len(store.stored_layers()) == 3
+    assert len(store.state()["sha256"]) == 2 and store.state()["tmp"] == []
+    assert store.fixture_env(f"{registry.host}/test/bb:v1") == "bb"
+    assert store.fixture_env(f"{registry.host}/test/multi:v1") == "this-platform"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 
 static void test_dest_normalised_without_dots_or_double_slashes(void)
@@ -106,6 +107,35 @@ static void test_root_dir_enters_as_an_fd_and_a_file_is_refused(void)
         CHECK(s.root == SPEC_ROOT_DIR && s.root_fd >= 0);
         CHECK(strcmp(s.root_path, "/shown") == 0 && strcmp(s.root_real, "/usr") == 0);
         spec_free(&s);
+        PASS();
+}
+
+static void test_root_layers_enter_as_fds_top_first_and_show_in_the_plan(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err;
+        int fds[3] = {open("/usr", O_PATH | O_DIRECTORY | O_CLOEXEC),
+                      open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC),
+                      open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)};
+        char *paths[3] = {"/top", "/middle", "/base"};
+        cJSON *j, *layers;
+
+        spec_init(&s);
+        CHECK(spec_set_root_layers(&s, fds, paths, 0, &err) < 0);
+        CHECK(spec_set_root_layers(&s, fds, paths, 3, &err) == 0);
+        CHECK(s.root == SPEC_ROOT_DIR && strcmp(s.root_real, "/usr") == 0 && s.n_lowers == 2);
+        CHECK(strcmp(s.lowers[0].real, "/etc") == 0 && strcmp(s.lowers[1].path, "/base") == 0);
+        CHECK(s.lowers[0].fd >= 0 && s.lowers[0].fd != fds[1]); /* its own copy */
+        CHECK(spec_add_base_mounts(&s, &err) == 0 && spec_set_argv(&s, 1, paths, &err) == 0);
+        CHECK(spec_validate(&s, &err) == 0);
+        j = spec_to_json(&s);
+        layers = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "root"), "layers");
+        CHECK(cJSON_GetArraySize(layers) == 3);
+        CHECK(strcmp(cJSON_GetArrayItem(layers, 2)->valuestring, "/base") == 0);
+        cJSON_Delete(j);
+        spec_free(&s);
+        for (int i = 0; i < 3; i++)
+                CHECK(close(fds[i]) == 0);
         PASS();
 }
 
@@ -252,6 +282,7 @@ int main(void)
         test_parents_sorted_before_children_keeping_order();
         test_bind_source_enters_only_as_an_fd_and_is_named_by_the_kernel();
         test_root_dir_enters_as_an_fd_and_a_file_is_refused();
+        test_root_layers_enter_as_fds_top_first_and_show_in_the_plan();
         test_env_file_lines_parsed_and_comments_skipped();
         test_env_file_bad_line_names_origin_and_line();
         test_env_file_blank_last_line_read_within_bounds();
