@@ -1,84 +1,79 @@
+/* SHA-256 (FIPS 180-4) for the launch path. The launch hashes a few short strings (the
+ * reference's per-path keys, the identity file's name); loading libcrypto for them cost a
+ * launch about 2 ms (its relocation and initialisation), and the kernel's AF_ALG socket is
+ * not built into every kernel (this one has none). So the function is here, checked
+ * against the standard's test vectors and against libcrypto itself by tests/unit; the image
+ * code, which hashes gigabytes, keeps libcrypto. */
 #include "sha256.h"
 
-#include "cleanup.h"
-
-#include <dlfcn.h>
-#include <errno.h>
-#include <linux/if_alg.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-/* The kernel's own SHA-256 through an AF_ALG socket: no library to load (libcrypto and its
- * configuration cost a launch milliseconds). Refused where a seccomp filter or a kernel
- * without algif_hash says no: then -ENOSYS and the library below. */
-static int kernel_sha256(const void *data, size_t len, unsigned char out[32])
+static const uint32_t k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+static uint32_t ror(uint32_t x, unsigned n)
 {
-        struct sockaddr_alg sa = {
-            .salg_family = AF_ALG, .salg_type = "hash", .salg_name = "sha256"};
-        _cleanup_close_ int tfm = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        _cleanup_close_ int op = -1;
-        const unsigned char *p = data;
-
-        if (tfm < 0 || bind(tfm, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-                return -ENOSYS;
-        op = accept4(tfm, NULL, NULL, SOCK_CLOEXEC);
-        if (op < 0)
-                return -ENOSYS;
-        do {
-                size_t chunk = len > 65536 ? 65536 : len;
-                ssize_t n = send(op, p, chunk, len > chunk ? MSG_MORE : 0);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -ENOSYS;
-                p += n;
-                len -= (size_t)n;
-        } while (len > 0);
-        return read(op, out, 32) == 32 ? 0 : -ENOSYS;
+        return (x >> n) | (x << (32 - n));
 }
 
-/* The two calls we need, by name, from OpenSSL 3's libcrypto (the package the build uses
- * for image import; every distribution that has it names it libcrypto.so.3). */
-typedef const void *(*evp_sha256_fn)(void);
-typedef int (*evp_digest_fn)(const void *data, size_t len, unsigned char *md, unsigned int *n,
-                             const void *type, void *engine);
-typedef int (*init_crypto_fn)(uint64_t opts, const void *settings);
-/* OPENSSL_INIT_NO_LOAD_CONFIG: openssl.cnf says nothing a digest of a path needs, and reading
- * it costs a launch 0.4 ms here. */
-#define NO_LOAD_CONFIG 0x00000080L
+static void block(uint32_t h[8], const unsigned char *p)
+{
+        uint32_t w[64], a, b, c, d, e, f, g, hh;
+
+        for (int i = 0; i < 16; i++)
+                w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+                       (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+        for (int i = 16; i < 64; i++) {
+                uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
+                uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
+
+                w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+        }
+        a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+        for (int i = 0; i < 64; i++) {
+                uint32_t t1 =
+                    hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+                uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+
+                hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+        }
+        h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+}
 
 int cs_sha256(const void *data, size_t len, unsigned char out[32])
 {
-        static evp_sha256_fn evp_sha256;
-        static evp_digest_fn evp_digest;
-        static bool tried;
-        unsigned int n = 0;
+        uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+        const unsigned char *p = data;
+        unsigned char tail[128] = {0};
+        uint64_t bits = (uint64_t)len * 8;
+        size_t rest, n_tail;
 
-        if (kernel_sha256(data, len, out) == 0)
-                return 0;
-        if (!tried) {
-                void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
-
-                if (!h)
-                        h = dlopen("libcrypto.so", RTLD_NOW | RTLD_LOCAL);
-                if (h) {
-                        init_crypto_fn init;
-
-                        *(void **)&init = dlsym(h, "OPENSSL_init_crypto");
-                        if (init)
-                                init(NO_LOAD_CONFIG, NULL);
-                        *(void **)&evp_sha256 = dlsym(h, "EVP_sha256");
-                        *(void **)&evp_digest = dlsym(h, "EVP_Digest");
-                }
-                tried = true;
+        for (; len >= 64; p += 64, len -= 64)
+                block(h, p);
+        /* The rest, the 0x80 marker, zeros, and the length in bits: one or two blocks. */
+        rest = len;
+        memcpy(tail, p, rest);
+        tail[rest] = 0x80;
+        n_tail = rest + 1 + 8 <= 64 ? 64 : 128;
+        for (int i = 0; i < 8; i++)
+                tail[n_tail - 1 - i] = (unsigned char)(bits >> (8 * i));
+        block(h, tail);
+        if (n_tail == 128)
+                block(h, tail + 64);
+        for (int i = 0; i < 8; i++) {
+                out[4 * i] = (unsigned char)(h[i] >> 24);
+                out[4 * i + 1] = (unsigned char)(h[i] >> 16);
+                out[4 * i + 2] = (unsigned char)(h[i] >> 8);
+                out[4 * i + 3] = (unsigned char)h[i];
         }
-        if (!evp_sha256 || !evp_digest)
-                return -ENOSYS;
-        if (!evp_digest(data, len, out, &n, evp_sha256(), NULL) || n != 32)
-                return -EIO;
         return 0;
 }

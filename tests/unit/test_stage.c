@@ -498,8 +498,8 @@ static void test_git_identity_file(void)
         PASS();
 }
 
-/* The launch path's SHA-256 (the kernel's, else libcrypto's) against known answers and,
- * across several sends, against libcrypto itself. */
+/* The launch path's own SHA-256 against the standard's answers and against libcrypto: every
+ * length across the padding's one- and two-block boundaries, and a large input. */
 static void test_sha256_known_answers_and_large_input(void)
 {
         static const unsigned char abc[32] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea,
@@ -522,6 +522,21 @@ static void test_sha256_known_answers_and_large_input(void)
                 buf[i] = (unsigned char)(i * 7 + (i >> 9));
         CHECK(EVP_Digest(buf, big, want, &n, EVP_sha256(), NULL) == 1 && n == 32);
         CHECK(cs_sha256(buf, big, md) == 0 && memcmp(md, want, 32) == 0);
+        for (size_t len = 0; len <= 300; len++) {
+                CHECK(EVP_Digest(buf + len, len, want, &n, EVP_sha256(), NULL) == 1);
+                CHECKF(cs_sha256(buf + len, len, md) == 0 && memcmp(md, want, 32) == 0,
+                       "length %zu", len);
+        }
+        {
+                /* FIPS 180-4's two-block example */
+                static const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+                static const unsigned char two[32] = {
+                    0x24, 0x8d, 0x6a, 0x61, 0xd2, 0x06, 0x38, 0xb8, 0xe5, 0xc0, 0x26,
+                    0x93, 0x0c, 0x3e, 0x60, 0x39, 0xa3, 0x3c, 0xe4, 0x59, 0x64, 0xff,
+                    0x21, 0x67, 0xf6, 0xec, 0xed, 0xd4, 0x19, 0xdb, 0x06, 0xc1};
+
+                CHECK(cs_sha256(m, strlen(m), md) == 0 && memcmp(md, two, 32) == 0);
+        }
         free(buf);
         PASS();
 }
