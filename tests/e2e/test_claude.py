@@ -9,6 +9,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from conftest import CSANDBOX  # noqa: E402
 from test_run import Profiles  # noqa: E402
 
 CLAUDE = os.environ.get("CSANDBOX_TEST_CLAUDE")
@@ -29,6 +30,29 @@ def test_real_claude_version_inside_csandbox_run(profiles):
     r = profiles.run(args=["--version"], timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == f"{VERSION} (Claude Code)"
+
+
+def test_real_claude_in_an_image_session_with_mcp_list_and_sudo_on_its_path(profiles):
+    """The host's claude on a Debian root (tests/setup-root's mmdebstrap image), mounted as
+    an overlay of its layer: it starts, reads the profile, and its shell finds csandbox's
+    sudo first on PATH."""
+    base = "/var/cache/csandbox-test/apt-base.tar"
+    assert os.path.exists(base), f"{base} is missing: run tests/setup-root as root"
+    d = profiles.add()
+    (d / ".claude.json").write_text(json.dumps({"mcpServers": {
+        "csbt-demo": {"type": "stdio", "command": "/bin/true", "args": []}}}))
+    r = subprocess.run([CSANDBOX, "image", "import", base,
+                        "--name", "debian", "--quiet"], env=profiles.env(), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    env = profiles.env(CLAUDE_PROFILE_SANDBOX_IMAGE="debian")
+    r = profiles.run(args=["mcp", "list"], env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "csbt-demo: /bin/true" in r.stdout
+    plan = json.loads(profiles.run(cmd="plan", env=env).stdout)
+    assert plan["package_broker"] is True and plan["root"]["kind"] == "dir"
+    path = {e["name"]: e["value"] for e in plan["env"]}["PATH"]
+    assert path.startswith("/home/appuser/.local/bin:"), path
 
 
 def test_real_claude_lists_the_profiles_mcp_servers(profiles):
