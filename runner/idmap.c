@@ -235,15 +235,15 @@ static int range_map_args(unsigned inside, unsigned long host, const struct subi
         return n;
 }
 
-static int run_map_helper(const char *name, pid_t child, const unsigned long *v, int n,
-                          struct cs_error *err)
+/* Start name (newuidmap or newgidmap) on child with the map v; its pid, or < 0. */
+static pid_t map_helper_start(const char *name, pid_t child, const unsigned long *v, int n,
+                              struct cs_error *err)
 {
         char buf[64];
         const char *path = helper_path(name, buf);
         char args[10][32];
         char *argv[12];
         pid_t pid;
-        int status;
 
         if (!path)
                 return cs_error_setx(err, ENOENT, "%s is not installed: install uidmap", name);
@@ -266,6 +266,14 @@ static int run_map_helper(const char *name, pid_t child, const unsigned long *v,
                 execv(path, argv);
                 _exit(127);
         }
+        return pid;
+}
+
+static int map_helper_wait(const char *name, pid_t pid, struct cs_error *err)
+{
+        char buf[64];
+        int status;
+
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return cs_error_set(err, errno, "wait for %s", name);
@@ -274,7 +282,8 @@ static int run_map_helper(const char *name, pid_t child, const unsigned long *v,
                                      "%s failed (status %d) mapping the id range (its own words "
                                      "are above): check your ranges in /etc/subuid and "
                                      "/etc/subgid",
-                                     path, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+                                     helper_path(name, buf) ? buf : name,
+                                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         return 0;
 }
 
@@ -298,21 +307,30 @@ int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err)
         int r;
 
         if (s->map_range) {
+                /* Dropped: the first failure is the one reported. */
+                struct cs_error ignored;
                 struct subid_range ru, rg;
                 unsigned long v[9];
-                int n;
+                pid_t pu, pg;
+                int n, r2;
 
                 r = subid_find("/etc/subuid", s->host_uid, &ru, err);
                 if (r >= 0)
                         r = subid_find("/etc/subgid", s->host_uid, &rg, err);
                 if (r < 0)
                         return r;
+                /* The two helpers side by side: each is an exec of a setuid program. */
                 n = range_map_args(s->uid, s->host_uid, &ru, v);
-                r = run_map_helper("newuidmap", child, v, n, err);
-                if (r < 0)
-                        return r;
+                pu = map_helper_start("newuidmap", child, v, n, err);
+                if (pu < 0)
+                        return pu;
                 n = range_map_args(s->gid, s->host_gid, &rg, v);
-                return run_map_helper("newgidmap", child, v, n, err);
+                pg = map_helper_start("newgidmap", child, v, n, err);
+                r = map_helper_wait("newuidmap", pu, pg < 0 ? &ignored : err);
+                if (pg < 0)
+                        return pg;
+                r2 = map_helper_wait("newgidmap", pg, r < 0 ? &ignored : err);
+                return r < 0 ? r : r2;
         }
         /* Without CAP_SETGID in the parent namespace the kernel only takes a gid_map once
          * setgroups is denied (CVE-2014-8989). */

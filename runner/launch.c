@@ -222,8 +222,15 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         close(tty.ctl[1]);
         tty.ctl[1] = -1;
 
-        r = idmap_write(pid, s, err);
-        if (r >= 0 && s->net == SPEC_NET_PASTA)
+        /* pasta first: its start-up (to its tap, about 8 ms) then overlaps the id maps
+         * (newuidmap and newgidmap take milliseconds); it needs none, as it enters the
+         * namespaces as their owner. slirp4netns after them, as it always started. */
+        r = 0;
+        if (s->net == SPEC_NET_PASTA && net.kind == NET_HELPER_PASTA)
+                r = netns_helper_start(s, pid, &net, err);
+        if (r >= 0)
+                r = idmap_write(pid, s, err);
+        if (r >= 0 && s->net == SPEC_NET_PASTA && net.kind == NET_HELPER_SLIRP4NETNS)
                 r = netns_helper_start(s, pid, &net, err);
         /* Release the child: it assembles the root while the network helper starts. */
         if (r >= 0 && write(syncp[1], "g", 1) != 1)
