@@ -189,8 +189,9 @@ static int family_pick(int nl, unsigned char family, int *ret_oif, unsigned char
         struct route_pick rp = {0};
         struct addr_pick ap = {0};
 
+        /* A family the host cannot dump (IPv6 disabled) has no route to take. */
         if (nl_dump(nl, RTM_GETROUTE, family, route_each, &rp) < 0)
-                return -1;
+                return 0;
         if (rp.odd)
                 return -1;
         if (!rp.found)
