@@ -258,8 +258,15 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         r = tty_supervise(&tty, pid, sfd,
                           s->net == SPEC_NET_PASTA && net.tap.early ? net.ready_fd : -1, &wstatus,
                           err);
-        if (r == 1)
-                r = netns_helper_wait_ready(&net, 0, err);
+        /* pasta gave up: when pid 1 failed first (its namespaces went with it, and so
+         * pasta's target), the child's own error is the cause to report. */
+        if (r == 1) {
+                r = -1;
+                if (!child_message(errp[0], err))
+                        r = netns_helper_wait_ready(&net, 0, err);
+                else if (err->err == EPERM)
+                        diagnose_userns(err);
+        }
         if (r < 0) {
                 netns_helper_stop(&net);
                 close(errp[0]);
