@@ -273,3 +273,26 @@ def test_real_apt_get_in_run_on_a_two_layer_image(profiles, tmp_path):  # noqa: 
                      timeout=300)
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert r.stdout.splitlines() == ["hello from a package", "appuser"], r.stdout
+
+
+def test_a_session_that_rewrites_the_package_manager_gets_only_the_brokers_root(store,
+                                                                                 tmp_path):
+    """The image's files are the session's own (the host user owns the store), so a session
+    can replace apt-get and have sudo run it: the allowlist keeps sudo to its purpose, it is
+    not the boundary. The boundary is what the broker holds: uid 0 of the namespace with
+    the nine capabilities, no_new_privs and the filter; no mount, and a read-only bind of a
+    host file stays read-only."""
+    host_file = tmp_path / "host-file"
+    host_file.write_text("host\n")
+    r = session(store, "cat >/usr/bin/apt-get <<'X'\n#!/bin/sh\nid -u\n"
+                       "grep -E '^CapEff:' /proc/self/status\n"
+                       "echo pwned >/ro/host-file 2>/dev/null && echo WROTE || echo read-only\n"
+                       "mount -o remount,rw /ro/host-file 2>/dev/null && echo REMOUNTED"
+                       " || echo no-remount\n"
+                       "umount /ro/host-file 2>/dev/null && echo UNMOUNTED || echo no-umount\nX\n"
+                       "/run/csandbox/sudo apt-get install x",
+                *["--ro-bind", str(host_file), "/ro/host-file"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "CapEff:", BROKER_CAPS, "read-only", "no-remount",
+                                "no-umount"], r.stdout
+    assert host_file.read_text() == "host\n"
