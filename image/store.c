@@ -219,26 +219,45 @@ int store_resolve(struct image_store *s, const char *name, char ret[OCI_DIGEST_L
 
 /* ---- temporary directories ---- */
 
-/* A fresh tmp/PREFIX-XXXXXX, flocked by us for as long as the returned fd is open. */
+/* A fresh tmp/PREFIX-XXXXXX, flocked by us for as long as the returned fd is open. Between
+ * mkdtemp and our flock, another process's sweep (store_tmp_sweep) may take the new,
+ * unlocked directory for a stale one and remove it: then we never hold it (it is gone
+ * before we open it, its lock is the sweep's, or we lock it only once it is unlinked), and
+ * we make another. */
 int store_tmp_create(struct image_store *s, const char *prefix, char ret_name[64],
                      struct cs_error *err)
 {
         char path[PATH_MAX];
-        int fd;
 
-        snprintf(path, sizeof(path), "%s/tmp/%s-XXXXXX", s->root, prefix);
-        if (!mkdtemp(path))
-                return cs_error_set(err, errno, "create a temporary directory in `%s/tmp`",
-                                    s->root);
-        snprintf(ret_name, 64, "%s", strrchr(path, '/') + 1);
-        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
-                int r = cs_error_set(err, errno, "lock `%s`", path);
+        for (int attempt = 0; attempt < 16; attempt++) {
+                struct stat st;
+                int fd, e;
+
+                snprintf(path, sizeof(path), "%s/tmp/%s-XXXXXX", s->root, prefix);
+                if (!mkdtemp(path))
+                        return cs_error_set(err, errno, "create a temporary directory in `%s/tmp`",
+                                            s->root);
+                snprintf(ret_name, 64, "%s", strrchr(path, '/') + 1);
+                fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd < 0 && errno == ENOENT)
+                        continue;
+                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+                        if (fstat(fd, &st) == 0 && st.st_nlink > 0)
+                                return fd;
+                        close(fd);
+                        continue;
+                }
+                e = errno;
                 if (fd >= 0)
                         close(fd);
-                return r;
+                if (e == EWOULDBLOCK)
+                        continue;
+                return cs_error_set(err, e, "lock `%s`", path);
         }
-        return fd;
+        return cs_error_setx(err, EAGAIN,
+                             "create a temporary directory in `%s/tmp`: another process kept "
+                             "removing it; is something else emptying that directory?",
+                             s->root);
 }
 
 int store_tmp_remove(struct image_store *s, const char *name, struct cs_error *err)
