@@ -77,6 +77,11 @@ int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err);
 /* Child side, before anything is mounted: clone every host path the spec binds (so a
  * later tmpfs cannot hide it), then assemble the new root and pivot into it. */
 int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
+/* fd (a directory opened before this mount namespace was made) again, through this
+ * namespace's copy of its mount: overlayfs takes an upper dir only from a mount of the
+ * namespace that mounts it. The same directory (its path looked up without a symlink, then
+ * checked by inode) or an error naming what. */
+int mnt_reopen_here(int fd, const char *what, struct cs_error *err);
 
 enum net_helper_kind { NET_HELPER_PASTA, NET_HELPER_SLIRP4NETNS };
 struct net_host_addr {
@@ -152,6 +157,7 @@ __attribute__((noreturn)) void exec_payload(const struct sandbox_spec *s,
                                             const struct sock_fprog *filter, int errfd);
 /* Drop every capability (effective, permitted, inheritable, ambient, bounding). */
 int exec_drop_capabilities(struct cs_error *err);
+int exec_keep_capabilities(uint64_t caps, struct cs_error *err);
 
 /* Append the likely reason user namespaces are unavailable, and its fix, to err. */
 void diagnose_userns(struct cs_error *err);
