@@ -12,6 +12,7 @@
 
 struct cs_error;
 struct nlmsghdr;
+struct net_early;
 
 /* Signals csandbox and its pid 1 pass on to the payload. */
 #define RUNNER_FORWARDED_SIGNALS                                                                   \
@@ -68,6 +69,11 @@ void cgroup_apply_limits(const struct sandbox_spec *s);
  * should return (the payload's, 128+N, or 125/126/127). */
 int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int *ret_status,
                struct cs_error *err);
+/* The same in the namespaces of early (NULL or not started: as launch_run) when they fit
+ * the spec (--net pasta, the same map_host_loopback); otherwise early is stopped and the
+ * launch makes its own. early is stopped when the session ends. */
+int launch_run_early(const struct sandbox_spec *s, const struct sock_fprog *filter,
+                     struct net_early *early, int *ret_status, struct cs_error *err);
 
 /* Parent side: write the child's uid/gid maps (one id, or ranges through newuidmap). */
 int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err);
@@ -113,6 +119,24 @@ struct net_helper {
         size_t n_host_addrs;
         struct net_tap_conf tap; /* pasta only */
 };
+/* The network made ahead of the launch (netearly.c): a holder process in a new user and
+ * network namespace with pasta already started on it. */
+struct net_early {
+        pid_t holder;        /* -1: none */
+        int user_fd, net_fd; /* the holder's namespaces */
+        int hold_fd;         /* the holder lives until this closes */
+        bool started;        /* pasta runs on them */
+        bool map_host_loopback;
+        struct net_helper net;
+};
+void net_early_init(struct net_early *ne);
+/* Make the namespaces and start pasta on them, as a sandbox with --net pasta and this
+ * map_host_loopback would; false (nothing left running) where that cannot be done, and the
+ * launch makes its network as usual. */
+bool net_early_start(bool map_host_loopback, struct net_early *ne);
+/* Stop pasta and the holder; safe to repeat. */
+void net_early_stop(struct net_early *ne);
+
 /* Before anything exists: which helper, and can it work (/dev/net/tun)? */
 int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, struct cs_error *err);
 /* Attach the helper to the network namespace of child. */
