@@ -44,6 +44,13 @@ struct build_copy {
         const char *what;            /* "Containerfile:12" for messages */
 };
 
+/* The patterns of an ignore file's text (.containerignore, .dockerignore), as docker reads
+ * them: a line starting with `#` is a comment, a UTF-8 byte order mark is dropped; the rest
+ * are kept as written (trimming, `!` and cleaning happen where they are compiled). At most
+ * 10000 patterns; a NUL byte is refused. *ret is a NULL-terminated strv (common/strv.h). */
+int build_ignore_parse(const char *text, size_t len, char ***ret, size_t *ret_n,
+                       struct cs_error *err);
+
 /* Copy c's sources into the merged root root_fd (the step's overlay, O_PATH dir) as docker
  * does: a directory source's contents (not itself) into dest, dest's missing parents made
  * 0755 0:0, symlinks in the root followed inside the root. Errors name c->what and the
