@@ -44,6 +44,13 @@ struct build_copy {
         const char *what;            /* "Containerfile:12" for messages */
 };
 
+/* The patterns of an ignore file's text (.containerignore, .dockerignore), as docker reads
+ * them: a line starting with `#` is a comment, a UTF-8 byte order mark is dropped; the rest
+ * are kept as written (trimming, `!` and cleaning happen where they are compiled). At most
+ * 10000 patterns; a NUL byte is refused. *ret is a NULL-terminated strv (common/strv.h). */
+int build_ignore_parse(const char *text, size_t len, char ***ret, size_t *ret_n,
+                       struct cs_error *err);
+
 /* Copy c's sources into the merged root root_fd (the step's overlay, O_PATH dir) as docker
  * does: a directory source's contents (not itself) into dest, dest's missing parents made
  * 0755 0:0, symlinks in the root followed inside the root. Errors name c->what and the
@@ -58,14 +65,18 @@ int build_copy_digest(const struct build_copy *c, char ret[65], struct cs_error 
  * unmounted) a layer:
  * - each path of mountpoints[] (absolute; what the sandbox of a RUN made to mount on) is
  *   removed from the upper dir when it is an empty file or directory absent from every
- *   lower dir (lower_fds, top first), and then its parents where they are empty, not
- *   opaque and hold nothing but what the lower dir has;
+ *   lower dir (lower_fds, top first: the overlay's lower dirs, i.e. each layer's LAYER_DIFF
+ *   tree, not the layer's directory), and then its parents where they are empty, not
+ *   opaque and either in no lower dir or there a directory of the same mode and owner
+ *   (copied up for the mountpoint); the parents keep their mtimes;
  * - xattrs of user.overlay.* other than user.overlay.opaque are removed;
  * - the owners and modes are written to meta_fd as layer_tree_finish does, then every
  *   entry is chowned to 0:0 with its mode (setuid/setgid bits included) put back;
- * - ret_diff_id: SHA-256 of the layer as a tar (pax, entries sorted by name, owners and
- *   modes from the metadata, 0/0 character devices as `.wh.NAME`, opaque dirs with a
- *   `.wh..wh..opq` entry), deterministic for the same tree.
+ * - ret_diff_id: SHA-256 of the layer as a tar (pax restricted; a directory before its
+ *   contents, siblings in byte order; owners and modes from the metadata; mtimes in whole
+ *   seconds; no xattrs; 0/0 character devices as empty `.wh.NAME` files, opaque dirs with
+ *   a `.wh..wh..opq` entry first; a file's further hard links as hard-link entries),
+ *   deterministic for the same tree.
  * ret_stats: size (file bytes), files (entries). An empty layer (nothing changed) gives
  * ret_empty true. */
 int build_layer_commit(int upper_fd, const int *lower_fds, size_t n_lowers,
