@@ -51,6 +51,8 @@ struct commit_ctx {
         build_tar_tap tap;
         void *tap_opaque;
         struct cs_error *err;
+        uid_t uid; /* the ids the caller has in this namespace: the tree goes back to them */
+        gid_t gid;
 };
 
 static la_ssize_t tar_sink(struct archive *a, void *opaque, const void *buf, size_t len)
@@ -244,8 +246,8 @@ static int tar_data(struct commit_ctx *x, int fd, int64_t size, const char *show
         return 0;
 }
 
-/* Record the entry (metadata line, tar entry), then give it to the caller: 0:0, its mode
- * put back (chown clears setuid and setgid). */
+/* Record the entry (metadata line, tar entry), then give it to the caller (the ids the
+ * caller has here), its mode put back (chown clears setuid and setgid). */
 static int commit_entry(struct commit_ctx *x, int dfd, const char *name, int fd,
                         const struct stat *st, const char *path, const char *shown)
 {
@@ -276,7 +278,7 @@ static int commit_entry(struct commit_ctx *x, int dfd, const char *name, int fd,
         }
         if (r < 0)
                 return r;
-        if (fchownat(dfd, name, 0, 0, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fchownat(dfd, name, x->uid, x->gid, AT_SYMLINK_NOFOLLOW) < 0)
                 return cs_error_set(x->err, errno, "chown `%s` to the caller", shown);
         if (fd >= 0 && fchmod(fd, st->st_mode & 07777) < 0)
                 return cs_error_set(x->err, errno, "chmod `%s`", shown);
@@ -326,7 +328,8 @@ static int commit_dir(struct commit_ctx *x, int dfd, const char *rel, int depth)
                         if (r == 0)
                                 r = tar_header(x, wh, S_IFREG, 0, 0, st.st_mtim.tv_sec, 0, NULL,
                                                NULL);
-                        if (r == 0 && fchownat(dfd, names[i], 0, 0, AT_SYMLINK_NOFOLLOW) < 0)
+                        if (r == 0 &&
+                            fchownat(dfd, names[i], x->uid, x->gid, AT_SYMLINK_NOFOLLOW) < 0)
                                 r = cs_error_set(x->err, errno, "chown `%s`", shown);
                         continue;
                 }
@@ -373,7 +376,9 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
                            build_tar_tap tap, void *opaque, unsigned char ret_diff_id[32],
                            struct layer_stats *ret_stats, bool *ret_empty, struct cs_error *err)
 {
-        struct commit_ctx x = {.lowers = lower_fds,
+        struct commit_ctx x = {.uid = geteuid(),
+                               .gid = getegid(),
+                               .lowers = lower_fds,
                                .n_lowers = n_lowers,
                                .tap = tap,
                                .tap_opaque = opaque,
@@ -432,7 +437,7 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
                 r = tar_header(&x, ".wh..wh..opq", S_IFREG, 0, 0, st.st_mtim.tv_sec, 0, NULL, NULL);
         if (r == 0)
                 r = commit_dir(&x, root, "", 0);
-        if (r == 0 && (fchown(root, 0, 0) < 0 || fchmod(root, st.st_mode & 07777) < 0))
+        if (r == 0 && (fchown(root, x.uid, x.gid) < 0 || fchmod(root, st.st_mode & 07777) < 0))
                 r = cs_error_set(err, errno, "chown the step's upper dir to the caller");
         if (r == 0 && archive_write_close(x.a) != ARCHIVE_OK)
                 r = cs_error_setx(err, EIO, "commit the layer: the tar writer: %s",
