@@ -48,6 +48,22 @@ static const char usage_image[] =
     "                            store and containers/certs.d/HOST/*.crt)\n"
     "      --platform OS/ARCH[/VARIANT]  from a multi-platform image (default: this machine)\n"
     "      --quiet               no progress output\n"
+    "  build [OPTIONS] CONTEXT  build an image from CONTEXT/Containerfile (else Dockerfile):\n"
+    "                        FROM (a stored image, else pulled as `pull` does), RUN (in\n"
+    "                        csandbox's sandbox as root of a user namespace that maps your\n"
+    "                        subordinate ids from /etc/subuid, network through pasta), COPY,\n"
+    "                        ADD, ENV, ARG, WORKDIR, USER, ENTRYPOINT, CMD, LABEL, SHELL,\n"
+    "                        EXPOSE, VOLUME, multi-stage builds; each step's changes are a layer,\n"
+    "                        cached; prints the image's digest\n"
+    "      -f, --file FILE       the Containerfile (default: CONTEXT/Containerfile)\n"
+    "      -t, --tag NAME[:TAG]  name the image (repeatable)\n"
+    "      --build-arg NAME=VALUE  a value for an ARG (repeatable)\n"
+    "      --target STAGE        build up to that stage\n"
+    "      --pull                pull FROM images even when stored\n"
+    "      --no-cache            run every step again\n"
+    "      --network pasta|none  RUN steps' network (default pasta)\n"
+    "      --tls-verify=false    as for pull\n"
+    "      --quiet               no progress output\n"
     "  ls [--json]           list the stored images\n"
     "  inspect NAME          print the image config as JSON\n"
     "  rm NAME...            remove names; an image goes with its last name, and with it\n"
@@ -166,7 +182,7 @@ static int image_prune(int argc, char **argv)
 /* `image import` and `image pull` run the csandbox-import helper beside this binary:
  * unpacking needs libarchive and libcrypto, pulling libcurl, which the binary every launch
  * starts does not load. pull is passed on as its first argument, `--pull`. */
-static int image_import_helper(bool pull, int argc, char **argv)
+static int image_import_helper(const char *what, int argc, char **argv)
 {
         _cleanup_free_ char *helper = cs_self_sibling("csandbox-import");
         char **v;
@@ -177,10 +193,10 @@ static int image_import_helper(bool pull, int argc, char **argv)
         if (!v)
                 return CS_EXIT_SETUP;
         v[0] = "csandbox-import";
-        if (pull)
-                v[1] = "--pull";
+        if (what)
+                v[1] = (char *)what;
         for (int i = 0; i < argc; i++)
-                v[i + 1 + pull] = argv[i];
+                v[i + 1 + (what != NULL)] = argv[i];
         execv(helper, v);
         fprintf(stderr,
                 "csandbox: image import: cannot run %s: %s; it is built and installed beside "
@@ -198,9 +214,11 @@ int cmd_image(int argc, char **argv)
                 return argc < 1 ? CS_EXIT_SETUP : 0;
         }
         if (strcmp(argv[0], "import") == 0)
-                return image_import_helper(false, argc - 1, argv + 1);
+                return image_import_helper(NULL, argc - 1, argv + 1);
         if (strcmp(argv[0], "pull") == 0)
-                return image_import_helper(true, argc - 1, argv + 1);
+                return image_import_helper("--pull", argc - 1, argv + 1);
+        if (strcmp(argv[0], "build") == 0)
+                return image_import_helper("--build", argc - 1, argv + 1);
         if (strcmp(argv[0], "ls") == 0 || strcmp(argv[0], "list") == 0)
                 return image_ls(argc - 1, argv + 1);
         if (strcmp(argv[0], "inspect") == 0)

@@ -241,6 +241,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
         const char *name = NULL;
         struct run_opts o;
         struct rlimit nofile;
+        struct net_early early;
         bool raised;
         int first = 0, status = CS_EXIT_SETUP, r;
 
@@ -272,7 +273,13 @@ int cmd_run(int argc, char **argv, bool plan_only)
         req.pending = plan_only  ? PLAN_PENDING_SHOW
                       : o.accept ? PLAN_PENDING_ACCEPT
                                  : PLAN_PENDING_REFUSE;
+        net_early_init(&early);
         raised = raise_nofile_limit(&nofile);
+        /* A session's network, started now: pasta's start-up runs while the plan is made.
+         * The plan may still decide otherwise (the host, no network, the host's loopback
+         * mapped); launch_run_early then stops it. */
+        if (!plan_only && !o.host && !plan_info_only(&req))
+                net_early_start(false, &early);
         r = plan_build(&req, &plan, &err);
         if (r >= 0 && plan.host && o.image)
                 r = cs_error_setx(&err, EINVAL,
@@ -280,6 +287,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
                                   "the host (%s); add --sandbox to run it on the image",
                                   name, plan.host_why);
         if (r >= 0 && plan.host) {
+                net_early_stop(&early);
                 status = host_launch(&plan, name, plan_only, raised ? &nofile : NULL);
                 plan_free(&plan);
                 profile_config_free(&config);
@@ -304,7 +312,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
                         fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
                 r = bridges_start(&plan.bridges, &err);
                 if (r >= 0)
-                        r = launch_run(&plan.spec, &filter, &status, &err);
+                        r = launch_run_early(&plan.spec, &filter, &early, &status, &err);
                 if (r < 0)
                         status = cli_fail(&err);
                 bridges_close(&plan.bridges);
@@ -323,6 +331,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
                 free(session);
                 free(report);
         }
+        net_early_stop(&early);
         plan_free(&plan);
         profile_config_free(&config);
         return status;

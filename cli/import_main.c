@@ -1,5 +1,6 @@
 /* csandbox-import: `csandbox image import`, in a binary of its own so that libarchive and
  * libcrypto are loaded only to unpack an image (csandbox execs this helper). */
+#include "build.h"
 #include "cmd_image.h"
 #include "cli.h"
 #include "../runner/runner.h"
@@ -220,5 +221,7 @@ int main(int argc, char **argv)
 {
         if (argc > 1 && strcmp(argv[1], "--pull") == 0)
                 return cmd_image_pull(argc - 2, argv + 2);
+        if (argc > 1 && strcmp(argv[1], "--build") == 0)
+                return cmd_image_build(argc - 2, argv + 2);
         return cmd_image_import(argc - 1, argv + 1);
 }

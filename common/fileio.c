@@ -290,6 +290,40 @@ int cs_copy_fd_bytes(int in, int out)
         }
 }
 
+int cs_copy_fd_len(int in, int out, uint64_t len, uint64_t *ret_copied)
+{
+        char buf[65536];
+        bool plain = false;
+        uint64_t done = 0;
+
+        while (done < len) {
+                size_t want =
+                    len - done < ((size_t)1 << 30) ? (size_t)(len - done) : (size_t)1 << 30;
+                ssize_t n = plain ? read(in, buf, want < sizeof(buf) ? want : sizeof(buf))
+                                  : copy_file_range(in, NULL, out, NULL, want, 0);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                /* no copy_file_range between these two files: through the buffer */
+                if (n < 0 && !plain &&
+                    (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+                     errno == EPERM)) {
+                        plain = true;
+                        continue;
+                }
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                if (plain && cs_write_all(out, buf, (size_t)n) < 0)
+                        return -errno;
+                done += (uint64_t)n;
+        }
+        if (ret_copied)
+                *ret_copied = done;
+        return 0;
+}
+
 static int copy_tree(int src, int dst, int depth, struct cs_copy_budget *bud)
 {
         _cleanup_closedir_ DIR *d = NULL;

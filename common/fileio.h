@@ -40,6 +40,9 @@ int cs_remove_at(int dirfd, const char *name, struct cs_error *err);
 int cs_empty_dir(int dirfd, struct cs_error *err);
 /* Copy an open fd's bytes: copy_file_range, else read/write (the fds start at offset 0). */
 int cs_copy_fd_bytes(int in, int out);
+/* At most len bytes from in to out (at their offsets): fewer only when in ends first
+ * (*ret_copied says how many). For a file that may grow while it is copied. */
+int cs_copy_fd_len(int in, int out, uint64_t len, uint64_t *ret_copied);
 
 /* Limits of cs_copy_tree, and what it met (bytes, entries, the first entry skipped). */
 struct cs_copy_budget {

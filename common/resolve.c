@@ -150,6 +150,21 @@ int cs_open_beneath(int dirfd, const char *path, int flags)
         return cs_open_beneath_walk(dirfd, path, flags);
 }
 
+int cs_open_beneath_links(int dirfd, const char *path, int flags)
+{
+        int fd;
+
+        if (path[0] == '/') {
+                errno = EXDEV;
+                return -1;
+        }
+        fd = try_openat2(dirfd, path[0] ? path : ".", flags,
+                         RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+        if (fd != -2)
+                return fd;
+        return cs_open_in_root_walk(dirfd, path, flags);
+}
+
 int cs_open_in_root_walk(int root, const char *path, int flags)
 {
         char todo[2 * PATH_MAX], done[PATH_MAX] = "";

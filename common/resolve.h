@@ -14,6 +14,12 @@ int cs_open_beneath(int dirfd, const char *path, int flags);
 /* The same rules without openat2 (what cs_open_beneath falls back to). */
 int cs_open_beneath_walk(int dirfd, const char *path, int flags);
 
+/* path relative to dirfd, following the symlinks whose targets stay beneath it, as
+ * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS does (a build context: a link to another file of
+ * the context is taken, one leading out of it is EXDEV). Without openat2 the walk of
+ * cs_open_in_root_walk is used: a link out of dirfd then lands inside it instead. */
+int cs_open_beneath_links(int dirfd, const char *path, int flags);
+
 /* path inside the tree at rootfd as if rootfd were /: symlinks are followed but never out
  * of it (absolute targets from rootfd, ".." stopping at it), magic links refused, as
  * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS does. Returns an fd or -1 with errno set. */

@@ -25,7 +25,7 @@
 #define UNPACK_WORKERS_MAX 16
 
 /* locks/layer-HEX, flocked exclusively: one import unpacks a layer, the others wait. */
-static int layer_lock(struct image_store *s, const char *diff_id, struct cs_error *err)
+int store_layer_lock(struct image_store *s, const char *diff_id, struct cs_error *err)
 {
         char name[100];
         int fd, r;
@@ -52,7 +52,7 @@ static uint64_t info_number(const cJSON *j, const char *key)
 }
 
 /* A stored layer's numbers into the image's. */
-static void add_stored_stats(int layer_fd, struct layer_stats *sum)
+void layer_add_stored_stats(int layer_fd, struct layer_stats *sum)
 {
         _cleanup_free_ char *text = NULL;
         _cleanup_json_ cJSON *j = NULL;
@@ -68,7 +68,7 @@ static void add_stored_stats(int layer_fd, struct layer_stats *sum)
         sum->skipped_devices += info_number(j, "skipped_devices");
 }
 
-static int write_info(int dirfd, const struct layer_stats *st, struct cs_error *err)
+int layer_write_info(int dirfd, const struct layer_stats *st, struct cs_error *err)
 {
         char text[256];
         _cleanup_close_ int fd =
@@ -188,8 +188,8 @@ static void unpack_all(struct unpack_ctx *c)
 
 /* Move tmp/tname into layers/sha256/HEX (unless another import stored it first) and hold
  * it, under the store lock so that no sweep sees it unheld in between. */
-static int layer_commit(struct image_store *s, int *tfd, const char *tname, const char *diff_id,
-                        int *ret_held, struct cs_error *err)
+int store_layer_commit(struct image_store *s, int *tfd, const char *tname, const char *diff_id,
+                       int *ret_held, struct cs_error *err)
 {
         _cleanup_close_ int slock = store_lock(s, err);
         char from[100], to[100];
@@ -252,14 +252,14 @@ static int layer_complete(struct unpack_ctx *c, size_t i, struct cs_error *err)
         job->sum.files += st->files;
         job->sum.skipped_devices += st->skipped_devices;
         job->sum.skipped_xattrs += st->skipped_xattrs;
-        r = write_info(sl->tfd, st, err);
+        r = layer_write_info(sl->tfd, st, err);
         if (r == 0 && !l->diff_id[0]) {
                 /* a rootfs tar: its diff_id is known only now */
-                llock = layer_lock(c->s, sl->diff_id, err);
+                llock = store_layer_lock(c->s, sl->diff_id, err);
                 r = llock < 0 ? llock : 0;
         }
         if (r == 0)
-                r = layer_commit(c->s, &sl->tfd, sl->tname, sl->diff_id, &job->held[i], err);
+                r = store_layer_commit(c->s, &sl->tfd, sl->tname, sl->diff_id, &job->held[i], err);
         if (r < 0)
                 return r;
         job->stored++;
@@ -296,7 +296,7 @@ static int layers_plan(struct unpack_ctx *c, int *locks, struct cs_error *err)
         for (size_t k = 0; k < n; k++) {
                 if (k && strcmp(ids[k], ids[k - 1]) == 0)
                         continue;
-                locks[k] = layer_lock(c->s, ids[k], err);
+                locks[k] = store_layer_lock(c->s, ids[k], err);
                 if (locks[k] < 0)
                         return locks[k];
         }
@@ -312,7 +312,7 @@ static int layers_plan(struct unpack_ctx *c, int *locks, struct cs_error *err)
                         if (fd >= 0) {
                                 job->held[i] = fd;
                                 job->reused++;
-                                add_stored_stats(fd, &job->sum);
+                                layer_add_stored_stats(fd, &job->sum);
                                 if (l->size > 0)
                                         atomic_fetch_add(&job->all_done, (uint64_t)l->size);
                                 import_report(job,

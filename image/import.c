@@ -248,6 +248,74 @@ static int write_file_at(int dirfd, const char *name, const char *data, size_t l
         return 0;
 }
 
+int store_image_commit(struct image_store *s, const char *key, const char *config,
+                       size_t config_len, const char *source, const char *format,
+                       const struct layer_stats *sum, size_t n_layers, struct cs_error *err)
+{
+        _cleanup_close_ int tfd = -1, lock = -1;
+        char tname[64] = "", from[100], to[100];
+        _cleanup_json_ cJSON *info = NULL;
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        tfd = store_tmp_create(s, "import", tname, err);
+        r = tfd < 0 ? tfd : write_file_at(tfd, "config.json", config, config_len, err);
+        if (r < 0)
+                goto out;
+        info = cJSON_CreateObject();
+        if (!info || !cJSON_AddStringToObject(info, "digest", key) ||
+            !cJSON_AddStringToObject(info, "source", source) ||
+            !cJSON_AddStringToObject(info, "format", format) ||
+            !cJSON_AddNumberToObject(info, "created", (double)time(NULL)) ||
+            !cJSON_AddNumberToObject(info, "size", (double)sum->size) ||
+            !cJSON_AddNumberToObject(info, "files", (double)sum->files) ||
+            !cJSON_AddNumberToObject(info, "layers", (double)n_layers) ||
+            !cJSON_AddNumberToObject(info, "skipped_devices", (double)sum->skipped_devices) ||
+            !(text = cJSON_Print(info))) {
+                r = cs_error_set(err, ENOMEM, "info.json");
+                goto out;
+        }
+        r = write_file_at(tfd, "info.json", text, strlen(text), err);
+        if (r >= 0)
+                r = lock = store_lock(s, err);
+        if (r < 0)
+                goto out;
+        snprintf(from, sizeof(from), "tmp/%s", tname);
+        snprintf(to, sizeof(to), "sha256/%.64s", store_digest_hex(key));
+        if (renameat(s->fd, from, s->fd, to) < 0) {
+                if (errno != EEXIST && errno != ENOTEMPTY) {
+                        r = cs_error_set(err, errno, "move the image into `%s/%s`", s->root, to);
+                        goto out;
+                }
+        } else {
+                tname[0] = '\0';
+        }
+        r = cs_take_fd(&lock);
+out:
+        if (tname[0]) {
+                /* Dropped: best effort: what is left is swept by the next import or prune. */
+                struct cs_error ignored;
+                (void)store_tmp_remove(s, tname, &ignored);
+        }
+        return r;
+}
+
+int store_name_set(struct image_store *s, const char *name, const char *digest,
+                   struct cs_error *err)
+{
+        _cleanup_json_ cJSON *names = NULL;
+        int r = store_names_read(s, &names, err);
+
+        if (r == 0) {
+                cJSON_DeleteItemFromObjectCaseSensitive(names, name);
+                if (!cJSON_AddStringToObject(names, name, digest))
+                        r = cs_error_set(err, ENOMEM, "names.json");
+        }
+        if (r == 0)
+                r = store_names_write(s, names, err);
+        return r;
+}
+
 /* Every layer into the layer store, then the image (config and numbers) into
  * tmp/import-* and moved into place. Called with the image's lock held; returns the store
  * lock, held for the caller to name the image. */
@@ -261,10 +329,7 @@ static int import_unpack(struct image_store *s, struct image_source *src, const 
                                  .o = o,
                                  .p = p,
                                  .report_lock = PTHREAD_MUTEX_INITIALIZER};
-        _cleanup_close_ int tfd = -1, lock = -1;
-        char tname[64] = "", from[100], to[100];
-        _cleanup_json_ cJSON *info = NULL;
-        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int lock = -1;
         bool unknown = false; /* a layer's size: all_total stays 0 */
         int r = 0;
 
@@ -283,27 +348,6 @@ static int import_unpack(struct image_store *s, struct image_source *src, const 
         if (unknown)
                 job.all_total = 0;
         r = layers_import(s, &job, err);
-        if (r == 0) {
-                tfd = store_tmp_create(s, "import", tname, err);
-                r = tfd < 0 ? tfd
-                            : write_file_at(tfd, "config.json", p->config, p->config_len, err);
-        }
-        if (r < 0)
-                goto out;
-        info = cJSON_CreateObject();
-        if (!info || !cJSON_AddStringToObject(info, "digest", p->key) ||
-            !cJSON_AddStringToObject(info, "source", o->source) ||
-            !cJSON_AddStringToObject(info, "format", import_format_name(p->format)) ||
-            !cJSON_AddNumberToObject(info, "created", (double)time(NULL)) ||
-            !cJSON_AddNumberToObject(info, "size", (double)job.sum.size) ||
-            !cJSON_AddNumberToObject(info, "files", (double)job.sum.files) ||
-            !cJSON_AddNumberToObject(info, "layers", (double)p->n_layers) ||
-            !cJSON_AddNumberToObject(info, "skipped_devices", (double)job.sum.skipped_devices) ||
-            !(text = cJSON_Print(info))) {
-                r = cs_error_set(err, ENOMEM, "info.json");
-                goto out;
-        }
-        r = write_file_at(tfd, "info.json", text, strlen(text), err);
         if (r < 0)
                 goto out;
         res->size = job.sum.size;
@@ -311,20 +355,10 @@ static int import_unpack(struct image_store *s, struct image_source *src, const 
         res->skipped_devices = job.sum.skipped_devices;
         res->skipped_xattrs = job.sum.skipped_xattrs;
         res->layers_reused = job.reused;
-
-        lock = store_lock(s, err);
-        if (lock < 0) {
-                r = lock;
-                goto out;
-        }
-        snprintf(from, sizeof(from), "tmp/%s", tname);
-        snprintf(to, sizeof(to), "sha256/%.64s", store_digest_hex(p->key));
-        if (renameat(s->fd, from, s->fd, to) < 0) {
-                r = cs_error_set(err, errno, "move the image into `%s/%s`", s->root, to);
-                goto out;
-        }
-        tname[0] = '\0';
-        r = cs_take_fd(&lock); /* the caller names it, then unlocks */
+        r = lock = store_image_commit(s, p->key, p->config, p->config_len, o->source,
+                                      import_format_name(p->format), &job.sum, p->n_layers, err);
+        if (r >= 0)
+                r = cs_take_fd(&lock); /* the caller names it, then unlocks */
 out:
         for (size_t i = 0; i < p->n_layers; i++)
                 if (job.held[i] >= 0)
@@ -334,8 +368,6 @@ out:
                 /* Dropped: best effort: what is left is swept by the next import or prune. */
                 struct cs_error ignored;
 
-                if (tname[0])
-                        (void)store_tmp_remove(s, tname, &ignored);
                 /* a refused image leaves the store as it was: the layers it stored go again,
                  * unless another image lists them or another import holds them */
                 if (job.stored && (lock >= 0 || (lock = store_lock(s, &ignored)) >= 0))
@@ -469,14 +501,7 @@ int store_import(struct image_store *s, const struct import_options *o, struct i
                         goto out;
                 }
         }
-        r = store_names_read(s, &names, err);
-        if (r == 0) {
-                cJSON_DeleteItemFromObjectCaseSensitive(names, res.name);
-                if (!cJSON_AddStringToObject(names, res.name, res.digest))
-                        r = cs_error_set(err, ENOMEM, "names.json");
-        }
-        if (r == 0)
-                r = store_names_write(s, names, err);
+        r = store_name_set(s, res.name, res.digest, err);
         if (r < 0)
                 r = cs_error_wrap(err, "the image is stored as %s but naming it `%s` failed",
                                   res.digest, res.name);

@@ -31,18 +31,24 @@ struct finish_ctx {
         struct cs_error *err;
 };
 
+int layer_meta_line(FILE *meta, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
+                    struct cs_error *err)
+{
+        char esc[4 * 4096 + 8];
+
+        if (layer_path_escape(path, esc, sizeof(esc)) < 0)
+                return cs_error_setx(err, ENAMETOOLONG, "metadata: path too long");
+        if (fprintf(meta, "%o %u %u %s\n", mode, uid, gid, esc) < 0)
+                return cs_error_set(err, errno, "write the image metadata");
+        return 0;
+}
+
 static int meta_line(struct finish_ctx *c, const char *path, const struct stat *st,
                      const struct meta_rec *rec)
 {
-        char esc[4 * 4096 + 8];
         uint32_t mode = rec ? (rec->mode & 07777) | (st->st_mode & S_IFMT) : st->st_mode;
 
-        if (layer_path_escape(path, esc, sizeof(esc)) < 0)
-                return cs_error_setx(c->err, ENAMETOOLONG, "metadata: path too long");
-        if (fprintf(c->meta, "%o %u %u %s\n", mode, rec ? rec->uid : 0, rec ? rec->gid : 0, esc) <
-            0)
-                return cs_error_set(c->err, errno, "write the image metadata");
-        return 0;
+        return layer_meta_line(c->meta, path, mode, rec ? rec->uid : 0, rec ? rec->gid : 0, c->err);
 }
 
 static int finish_dir(struct finish_ctx *c, int dfd, size_t plen)

@@ -243,7 +243,9 @@ static int copy_from_lower(struct layer_tree *t, const char *target, int pfd, co
 {
         _cleanup_close_ int in = lower_open_file(t, target, rec);
         _cleanup_close_ int out = -1;
+        uint64_t copied = 0;
         struct stat st;
+        int r;
 
         if (in < 0)
                 return cs_error_setx(err, ENOENT,
@@ -261,23 +263,11 @@ static int copy_from_lower(struct layer_tree *t, const char *target, int pfd, co
         out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (out < 0)
                 return cs_error_set(err, errno, "hard link `%s`: create its copy", shown);
-        for (off_t left = st.st_size; left > 0;) {
-                ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
-
-                if (n < 0 &&
-                    (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS)) {
-                        /* not offered here: through our buffer */
-                        n = read(in, t->buf, IO_BUF < (size_t)left ? IO_BUF : (size_t)left);
-                        if (n > 0 && cs_write_all(out, t->buf, (size_t)n) < 0)
-                                n = -1;
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return cs_error_set(err, n < 0 ? errno : EIO,
-                                            "hard link `%s`: copy its target", shown);
-                left -= n;
-        }
+        r = cs_copy_fd_len(in, out, (uint64_t)st.st_size, &copied);
+        if (r == 0 && copied != (uint64_t)st.st_size)
+                r = -EIO;
+        if (r < 0)
+                return cs_error_set(err, -r, "hard link `%s`: copy its target", shown);
         if (fchmod(out, st.st_mode & 07777) < 0)
                 return cs_error_set(err, errno, "hard link `%s`: chmod", shown);
         return 0;

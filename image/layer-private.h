@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #define IO_BUF (256u << 10)
@@ -43,7 +44,6 @@ struct layer_tree {
         /* The parent directory of the previous entry: tars list siblings together. */
         char *cache_path;
         int cache_fd;
-        char *buf;
         /* The layers beneath, top first (borrowed), and their ownership tables, each read
          * when first needed. */
         const int *lowers;
@@ -117,6 +117,9 @@ static inline uint64_t layer_budget_left(struct layer_tree *t)
 }
 /* Close the cached parent directory of the previous entry. */
 void cache_drop(struct layer_tree *t);
+/* One line of a layer's metadata file (layer_tree_finish's format) to meta. */
+int layer_meta_line(FILE *meta, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
+                    struct cs_error *err);
 /* One tar entry onto the tree (layer.c). */
 int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e,
                 struct cs_error *err);

@@ -27,7 +27,7 @@ int layer_tree_new(int root_fd, const struct layer_limits *lim, struct layer_tre
 {
         struct layer_tree *t = calloc(1, sizeof(*t));
 
-        if (!t || !(t->buf = malloc(IO_BUF))) {
+        if (!t) {
                 free(t);
                 return cs_error_set(err, ENOMEM, "layer extraction");
         }
@@ -62,7 +62,6 @@ void layer_tree_free(struct layer_tree *t)
         for (size_t i = 0; i < t->cap; i++)
                 free(t->slots[i].path);
         free(t->slots);
-        free(t->buf);
         free(t);
 }
 

@@ -35,6 +35,23 @@ int exec_drop_capabilities(struct cs_error *err)
         return 0;
 }
 
+/* A build step's root: the capabilities in caps stay (effective, permitted, inheritable, and
+ * the bounding set cut to them), so that an exec as uid 0 under no_new_privs keeps them. */
+int exec_keep_capabilities(uint64_t caps, struct cs_error *err)
+{
+        capng_clear(CAPNG_SELECT_ALL);
+        for (unsigned c = 0; c <= CAP_LAST_CAP && c < 64; c++)
+                if (caps & (1ull << c) && capng_update(CAPNG_ADD,
+                                                       CAPNG_EFFECTIVE | CAPNG_PERMITTED |
+                                                           CAPNG_INHERITABLE | CAPNG_BOUNDING_SET,
+                                                       c) != 0)
+                        return cs_error_setx(err, EINVAL, "keep capability %u", c);
+        if (capng_apply(CAPNG_SELECT_ALL) != 0)
+                return cs_error_setx(err, EPERM, "keep the build step's capabilities");
+        prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        return 0;
+}
+
 static char **build_environ(const struct sandbox_spec *s)
 {
         char **env = calloc(s->n_env + 1, sizeof(*env));
@@ -82,7 +99,8 @@ void exec_payload(const struct sandbox_spec *s, const struct sock_fprog *filter,
                         cs_error_set(&err, errno, "set rlimit %d", s->rlimits[i].resource);
                         runner_child_fail(errfd, &err);
                 }
-        if (exec_drop_capabilities(&err) < 0)
+        if ((s->payload_caps ? exec_keep_capabilities(s->payload_caps, &err)
+                             : exec_drop_capabilities(&err)) < 0)
                 runner_child_fail(errfd, &err);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
                 cs_error_set(&err, errno, "set no_new_privs");

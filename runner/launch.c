@@ -121,10 +121,78 @@ bool raise_nofile_limit(struct rlimit *ret_orig)
         return setrlimit(RLIMIT_NOFILE, &rl) == 0;
 }
 
+/* The sandbox's first process inside early's user and network namespaces: an intermediate
+ * child joins them (setns), makes the rest (flags) and clones pid 1 as csandbox's own child
+ * (CLONE_PARENT), then exits. pid 1's pid, or -errno when the intermediate could not (the
+ * caller then makes namespaces of its own). */
+static pid_t clone_into_early(const struct net_early *early, unsigned long flags,
+                              const struct sandbox_spec *s, const struct net_helper *net,
+                              const struct sock_fprog *filter, const struct tty_link *tty,
+                              int syncp[2], int errp[2])
+{
+        int pp[2];
+        struct {
+                pid_t pid;
+                int err;
+        } got = {-1, EIO};
+        pid_t mid;
+
+        if (pipe2(pp, O_CLOEXEC) < 0)
+                return -errno;
+        mid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+        if (mid < 0) {
+                int e = errno;
+                close(pp[0]), close(pp[1]);
+                return -e;
+        }
+        if (mid == 0) {
+                close(pp[0]);
+                got.pid = -1;
+                if (setns(early->user_fd, CLONE_NEWUSER) < 0 ||
+                    setns(early->net_fd, CLONE_NEWNET) < 0 || unshare((int)flags) < 0) {
+                        got.err = errno;
+                } else {
+                        got.pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL,
+                                                 NULL, NULL);
+                        got.err = errno;
+                        if (got.pid == 0) {
+                                close(pp[1]);
+                                close(syncp[1]);
+                                close(errp[0]);
+                                close(tty->ctl[0]);
+                                child_main(s, net, filter, tty, syncp[0], errp[1]);
+                                _exit(CS_EXIT_SETUP);
+                        }
+                }
+                (void)!write(pp[1], &got, sizeof(got));
+                _exit(0);
+        }
+        close(pp[1]);
+        if (read(pp[0], &got, sizeof(got)) != (ssize_t)sizeof(got))
+                got.pid = -1, got.err = EIO;
+        close(pp[0]);
+        while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return got.pid > 0 ? got.pid : -got.err;
+}
+
 int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int *ret_status,
                struct cs_error *err)
 {
+        return launch_run_early(s, filter, NULL, ret_status, err);
+}
+
+int launch_run_early(const struct sandbox_spec *s, const struct sock_fprog *filter,
+                     struct net_early *early, int *ret_status, struct cs_error *err)
+{
         static const int forwarded[] = RUNNER_FORWARDED_SIGNALS;
+        __attribute__((cleanup(net_early_stop))) struct net_early none_early = {
+            .holder = -1,
+            .user_fd = -1,
+            .net_fd = -1,
+            .hold_fd = -1,
+            .net = {.pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1}};
+        bool use_early;
         __attribute__((cleanup(netns_helper_stop))) struct net_helper net = {
             .pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
         __attribute__((cleanup(tty_link_close))) struct tty_link tty = {.ctl = {-1, -1}};
@@ -157,7 +225,17 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
                 }
                 s = &ranged;
         }
-        if (s->net == SPEC_NET_PASTA) {
+        if (!early)
+                early = &none_early;
+        use_early = early->started && s->net == SPEC_NET_PASTA &&
+                    s->map_host_loopback == early->map_host_loopback;
+        if (!use_early)
+                net_early_stop(early);
+        if (use_early) {
+                /* pasta is ours now; the holder stays early's until the end */
+                net = early->net;
+                early->started = false;
+        } else if (s->net == SPEC_NET_PASTA) {
                 r = netns_helper_find(s, &net, err);
                 if (r < 0)
                         return r;
@@ -197,12 +275,30 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
         /* Read once the sandbox is gone; never wait on a writer that leaked the pipe. */
         fcntl(errp[0], F_SETFL, O_NONBLOCK);
 
-        flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                CLONE_NEWCGROUP;
-        if (s->net != SPEC_NET_HOST)
-                flags |= CLONE_NEWNET;
+        flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
         fflush(NULL);
-        pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+        pid = -1;
+        if (use_early) {
+                pid = clone_into_early(early, flags, s, &net, filter, &tty, syncp, errp);
+                if (pid < 0) {
+                        /* Those namespaces cannot be joined here (a seccomp profile that
+                         * refuses setns): the usual way, with a pasta of its own. */
+                        netns_helper_stop(&net);
+                        net_early_stop(early);
+                        use_early = false;
+                        r = netns_helper_find(s, &net, err);
+                        if (r < 0) {
+                                close(syncp[0]), close(syncp[1]), close(errp[0]), close(errp[1]);
+                                return r;
+                        }
+                }
+        }
+        if (!use_early) {
+                flags |= CLONE_NEWUSER;
+                if (s->net != SPEC_NET_HOST)
+                        flags |= CLONE_NEWNET;
+                pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+        }
         if (pid < 0) {
                 r = errno;
                 close(syncp[0]), close(syncp[1]), close(errp[0]), close(errp[1]);
@@ -226,10 +322,11 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
          * (newuidmap and newgidmap take milliseconds); it needs none, as it enters the
          * namespaces as their owner. slirp4netns after them, as it always started. */
         r = 0;
-        if (s->net == SPEC_NET_PASTA && net.kind == NET_HELPER_PASTA)
+        if (s->net == SPEC_NET_PASTA && net.kind == NET_HELPER_PASTA && !use_early)
                 r = netns_helper_start(s, pid, &net, err);
+        /* the maps belong to the user namespace, the holder's when pid 1 joined it */
         if (r >= 0)
-                r = idmap_write(pid, s, err);
+                r = idmap_write(use_early ? early->holder : pid, s, err);
         if (r >= 0 && s->net == SPEC_NET_PASTA && net.kind == NET_HELPER_SLIRP4NETNS)
                 r = netns_helper_start(s, pid, &net, err);
         /* Release the child: it assembles the root while the network helper starts. */

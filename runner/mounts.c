@@ -281,7 +281,7 @@ static int upper_prepare(struct mnt_state *st, const struct sandbox_spec *s, int
 /* The overlay through the new mount API, one fsconfig("lowerdir+") a lower dir (Linux
  * 6.8), which no option-string length limits: 0 when attached at target, else -errno. */
 static int overlay_fsopen(struct mnt_state *st, const struct sandbox_spec *s, const char *upper,
-                          const char *target)
+                          const char *work, const char *target)
 {
         _cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
         _cleanup_close_ int m = -1;
@@ -296,7 +296,7 @@ static int overlay_fsopen(struct mnt_state *st, const struct sandbox_spec *s, co
                         return -errno;
         }
         if (upper && (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
-                      fsconfig(fs, FSCONFIG_SET_STRING, "workdir", STAGE "/work", 0) < 0))
+                      fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0))
                 return -errno;
         if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
             fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
@@ -307,14 +307,15 @@ static int overlay_fsopen(struct mnt_state *st, const struct sandbox_spec *s, co
         return 0;
 }
 
-/* The overlay of the root's layers at target: upper NULL for a read-only merged view. Where
+/* The overlay of the root's layers at target: upper (and its work dir) NULL for a read-only
+ * merged view. Where
  * the new mount API cannot (no lowerdir+ before Linux 6.8, no overlay fs_context before
  * 6.5), the one legacy option string, which holds about 200 lower dirs. */
 static int overlay_mount(struct mnt_state *st, const struct sandbox_spec *s, const char *upper,
-                         const char *target, struct cs_error *err)
+                         const char *work, const char *target, struct cs_error *err)
 {
         size_t n = s->n_lowers + 1, len;
-        int first = overlay_fsopen(st, s, upper, target);
+        int first = overlay_fsopen(st, s, upper, work, target);
         char opts[4096];
 
         if (first == 0)
@@ -324,8 +325,8 @@ static int overlay_mount(struct mnt_state *st, const struct sandbox_spec *s, con
                 len += (size_t)snprintf(opts + len, sizeof(opts) - len, "%s/proc/self/fd/%d",
                                         i ? ":" : "", i ? st->lower_dirs[i - 1] : st->root_dir);
         if (len < sizeof(opts) && upper)
-                len += (size_t)snprintf(opts + len, sizeof(opts) - len,
-                                        ",upperdir=%s,workdir=" STAGE "/work", upper);
+                len += (size_t)snprintf(opts + len, sizeof(opts) - len, ",upperdir=%s,workdir=%s",
+                                        upper, work);
         if (len < sizeof(opts))
                 len += (size_t)snprintf(opts + len, sizeof(opts) - len, ",userxattr");
         if (len >= sizeof(opts))
@@ -352,7 +353,7 @@ static int upper_prepare_layers(struct mnt_state *st, const struct sandbox_spec 
 
         r = mnt_mkdir_stage(STAGE "/lower", 0700, err);
         if (r >= 0)
-                r = overlay_mount(st, s, NULL, STAGE "/lower", err);
+                r = overlay_mount(st, s, NULL, NULL, STAGE "/lower", err);
         if (r < 0)
                 return r;
         st->root_dir = open(STAGE "/lower", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -366,11 +367,46 @@ static int upper_prepare_layers(struct mnt_state *st, const struct sandbox_spec 
         return r;
 }
 
+int mnt_reopen_here(int fd, const char *what, struct cs_error *err)
+{
+        char link[32], path[SPEC_PATH_MAX];
+        struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                               .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+        struct stat a, b;
+        ssize_t n;
+        int nfd;
+
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        n = readlink(link, path, sizeof(path) - 1);
+        if (n <= 0 || fstat(fd, &a) < 0)
+                return cs_error_set(err, errno, "%s: find it", what);
+        path[n] = '\0';
+        nfd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+        if (nfd < 0)
+                return cs_error_set(err, errno, "%s: open %s", what, path);
+        if (fstat(nfd, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+                close(nfd);
+                return cs_error_setx(err, ESTALE, "%s: %s was replaced", what, path);
+        }
+        return nfd;
+}
+
 static int attach_root(struct mnt_state *st, const struct sandbox_spec *s, struct cs_error *err)
 {
         int r;
 
-        st->root_ro = s->root == SPEC_ROOT_DIR && !s->writable;
+        _cleanup_close_ int upper = -1, work = -1;
+
+        st->root_ro = s->root == SPEC_ROOT_DIR && !s->writable && s->upper_fd < 0;
+        if (s->root == SPEC_ROOT_DIR && s->upper_fd >= 0) {
+                /* before the staging tmpfs covers /tmp, where the dirs may be */
+                upper = mnt_reopen_here(s->upper_fd, "the root's upper dir", err);
+                if (upper < 0)
+                        return upper;
+                work = mnt_reopen_here(s->work_fd, "the root's work dir", err);
+                if (work < 0)
+                        return work;
+        }
         if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
                 return cs_error_set(err, errno, "mount the staging tmpfs on " STAGE);
         r = mnt_mkdir_stage(STAGE_ROOT, 0755, err);
@@ -387,21 +423,26 @@ static int attach_root(struct mnt_state *st, const struct sandbox_spec *s, struc
         } else {
                 /* The tree is the lower layer (an image's layers, the lower dirs): it is never
                  * written; new mountpoints and (with --writable) the payload's writes land in
-                 * the tmpfs upper layer. */
-                _cleanup_close_ int upper = -1;
+                 * the upper layer: a tmpfs, or the spec's own dir on disk (a build step's). */
+                char upper_path[32] = STAGE "/upper", work_path[32] = STAGE "/work";
 
-                r = mnt_mkdir_stage(STAGE "/upper", 0755, err);
-                if (r >= 0)
-                        r = mnt_mkdir_stage(STAGE "/work", 0700, err);
-                if (r < 0)
-                        return r;
-                upper = open(STAGE "/upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (upper < 0)
-                        return cs_error_set(err, errno, "open " STAGE "/upper");
+                if (s->upper_fd >= 0) {
+                        snprintf(upper_path, sizeof(upper_path), "/proc/self/fd/%d", upper);
+                        snprintf(work_path, sizeof(work_path), "/proc/self/fd/%d", work);
+                } else {
+                        r = mnt_mkdir_stage(STAGE "/upper", 0755, err);
+                        if (r >= 0)
+                                r = mnt_mkdir_stage(STAGE "/work", 0700, err);
+                        if (r < 0)
+                                return r;
+                        upper = open(STAGE "/upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                        if (upper < 0)
+                                return cs_error_set(err, errno, "open " STAGE "/upper");
+                }
                 r = s->n_lowers ? upper_prepare_layers(st, s, upper, err)
                                 : upper_prepare(st, s, upper, err);
                 if (r >= 0)
-                        r = overlay_mount(st, s, STAGE "/upper", STAGE_ROOT, err);
+                        r = overlay_mount(st, s, upper_path, work_path, STAGE_ROOT, err);
                 if (r < 0)
                         return r;
                 close(st->root_dir);
@@ -526,7 +567,7 @@ static int assemble(struct mnt_state *st, const struct sandbox_spec *s, struct c
                         return cs_error_wrap(err, "%s on %s", spec_mount_kind_name(m->kind),
                                              m->dest);
         }
-        if (s->root == SPEC_ROOT_DIR && !s->writable &&
+        if (s->root == SPEC_ROOT_DIR && !s->writable && s->upper_fd < 0 &&
             mnt_set_tree_attrs(st->root, MOUNT_ATTR_RDONLY, false) < 0)
                 return cs_error_set(err, errno, "make the root read-only");
         if (fchdir(st->root) < 0)

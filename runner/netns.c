@@ -264,6 +264,9 @@ static void helper_child(const struct net_helper *h, char *const argv[], pid_t p
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* pasta (passt 2023-03-09) exits "Couldn't install signal handlers" when it starts
+         * with SIGPIPE ignored, which a caller (nohup, a CI runner, the build) may pass on. */
+        signal(SIGPIPE, SIG_DFL);
         execv(h->exec_path[0] ? h->exec_path : h->path, argv);
         dprintf(2, "cannot execute %s: %s\n", h->path, strerror(errno));
         _exit(127);

@@ -12,6 +12,7 @@
 
 struct cs_error;
 struct nlmsghdr;
+struct net_early;
 
 /* Signals csandbox and its pid 1 pass on to the payload. */
 #define RUNNER_FORWARDED_SIGNALS                                                                   \
@@ -68,6 +69,11 @@ void cgroup_apply_limits(const struct sandbox_spec *s);
  * should return (the payload's, 128+N, or 125/126/127). */
 int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int *ret_status,
                struct cs_error *err);
+/* The same in the namespaces of early (NULL or not started: as launch_run) when they fit
+ * the spec (--net pasta, the same map_host_loopback); otherwise early is stopped and the
+ * launch makes its own. early is stopped when the session ends. */
+int launch_run_early(const struct sandbox_spec *s, const struct sock_fprog *filter,
+                     struct net_early *early, int *ret_status, struct cs_error *err);
 
 /* Parent side: write the child's uid/gid maps (one id, or ranges through newuidmap). */
 int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err);
@@ -77,6 +83,11 @@ int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err);
 /* Child side, before anything is mounted: clone every host path the spec binds (so a
  * later tmpfs cannot hide it), then assemble the new root and pivot into it. */
 int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
+/* fd (a directory opened before this mount namespace was made) again, through this
+ * namespace's copy of its mount: overlayfs takes an upper dir only from a mount of the
+ * namespace that mounts it. The same directory (its path looked up without a symlink, then
+ * checked by inode) or an error naming what. */
+int mnt_reopen_here(int fd, const char *what, struct cs_error *err);
 
 enum net_helper_kind { NET_HELPER_PASTA, NET_HELPER_SLIRP4NETNS };
 struct net_host_addr {
@@ -108,6 +119,24 @@ struct net_helper {
         size_t n_host_addrs;
         struct net_tap_conf tap; /* pasta only */
 };
+/* The network made ahead of the launch (netearly.c): a holder process in a new user and
+ * network namespace with pasta already started on it. */
+struct net_early {
+        pid_t holder;        /* -1: none */
+        int user_fd, net_fd; /* the holder's namespaces */
+        int hold_fd;         /* the holder lives until this closes */
+        bool started;        /* pasta runs on them */
+        bool map_host_loopback;
+        struct net_helper net;
+};
+void net_early_init(struct net_early *ne);
+/* Make the namespaces and start pasta on them, as a sandbox with --net pasta and this
+ * map_host_loopback would; false (nothing left running) where that cannot be done, and the
+ * launch makes its network as usual. */
+bool net_early_start(bool map_host_loopback, struct net_early *ne);
+/* Stop pasta and the holder; safe to repeat. */
+void net_early_stop(struct net_early *ne);
+
 /* Before anything exists: which helper, and can it work (/dev/net/tun)? */
 int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, struct cs_error *err);
 /* Attach the helper to the network namespace of child. */
@@ -152,6 +181,7 @@ __attribute__((noreturn)) void exec_payload(const struct sandbox_spec *s,
                                             const struct sock_fprog *filter, int errfd);
 /* Drop every capability (effective, permitted, inheritable, ambient, bounding). */
 int exec_drop_capabilities(struct cs_error *err);
+int exec_keep_capabilities(uint64_t caps, struct cs_error *err);
 
 /* Append the likely reason user namespaces are unavailable, and its fix, to err. */
 void diagnose_userns(struct cs_error *err);

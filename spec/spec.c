@@ -37,6 +37,7 @@ void spec_init(struct sandbox_spec *s)
         memset(s, 0, sizeof(*s));
         s->root = SPEC_ROOT_HOST;
         s->root_fd = -1;
+        s->upper_fd = s->work_fd = -1;
         s->net = SPEC_NET_NONE;
         s->seccomp = SPEC_SECCOMP_DEFAULT;
 }
@@ -66,6 +67,10 @@ void spec_free(struct sandbox_spec *s)
         free(s->root_real);
         if (s->root_fd >= 0)
                 close(s->root_fd);
+        if (s->upper_fd >= 0)
+                close(s->upper_fd);
+        if (s->work_fd >= 0)
+                close(s->work_fd);
         spec_lowers_free(s);
         free(s->hostname);
         free(s->cwd);
@@ -286,6 +291,28 @@ int spec_set_root_layers(struct sandbox_spec *s, const int *fds, char *const *pa
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+int spec_set_root_upper(struct sandbox_spec *s, int upper_fd, int work_fd, struct cs_error *err)
+{
+        int u = fcntl(upper_fd, F_DUPFD_CLOEXEC, 3), w = fcntl(work_fd, F_DUPFD_CLOEXEC, 3);
+
+        if (u < 0 || w < 0) {
+                int e = errno;
+
+                if (u >= 0)
+                        close(u);
+                if (w >= 0)
+                        close(w);
+                return cs_error_set(err, e, "the root's upper dir");
+        }
+        if (s->upper_fd >= 0)
+                close(s->upper_fd);
+        if (s->work_fd >= 0)
+                close(s->work_fd);
+        s->upper_fd = u;
+        s->work_fd = w;
         return 0;
 }
 
@@ -583,6 +610,14 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
                                      "--package-broker needs --rootfs or --image: packages are "
                                      "installed into the session's own writable layer, and the "
                                      "host's root is read-only");
+        if ((s->upper_fd >= 0) != (s->work_fd >= 0) ||
+            (s->upper_fd >= 0 && s->root != SPEC_ROOT_DIR))
+                return cs_error_setx(err, EINVAL,
+                                     "spec: an upper dir on disk needs its work dir and a "
+                                     "layered root");
+        if (s->payload_caps && s->uid != 0)
+                return cs_error_setx(err, EINVAL,
+                                     "spec: only a payload of uid 0 keeps capabilities");
         if (s->map_host_loopback && s->net != SPEC_NET_PASTA)
                 return cs_error_setx(err, EINVAL,
                                      "--map-host-loopback needs --net pasta (with --net host the "

@@ -110,6 +110,10 @@ struct sandbox_spec {
         bool writable;   /* an overlay with a tmpfs upper dir stays writable */
         struct spec_lower *lowers; /* SPEC_ROOT_DIR: lower dirs beneath root_fd, top first */
         size_t n_lowers;
+        /* SPEC_ROOT_DIR: the overlay's upper and work dirs on disk (O_PATH, one filesystem,
+         * the caller's), so that the payload's writes outlive the session: a build step's
+         * new layer. -1: a tmpfs upper. The spec owns them (spec_set_root_upper). */
+        int upper_fd, work_fd;
 
         struct spec_mount *mounts;
         size_t n_mounts;
@@ -118,6 +122,10 @@ struct sandbox_spec {
         uid_t host_uid; /* the caller's ids, mapped onto uid/gid */
         gid_t host_gid;
         bool map_range; /* 65536 ids through newuidmap/newgidmap */
+        /* Capabilities the payload keeps (bit n: capability n), its bounding set cut to
+         * them, with no_new_privs and the filter as always: a build step's root. Only for a
+         * payload of uid 0. 0: none, as every session. */
+        uint64_t payload_caps;
         /* The package broker (runner/broker.c) at SPEC_BROKER_SOCKET, which needs uid 0
          * mapped: the range is then mapped when the caller has one; without one, a warning
          * says why and the session has no broker. */
@@ -182,6 +190,9 @@ int spec_set_root_dir(struct sandbox_spec *s, int *fd, const char *path, struct 
  * --plan and messages show. */
 int spec_set_root_layers(struct sandbox_spec *s, const int *fds, char *const *paths, size_t n,
                          struct cs_error *err);
+/* The overlay's upper and work dirs on disk (see upper_fd), duplicated: the caller keeps
+ * its own. */
+int spec_set_root_upper(struct sandbox_spec *s, int upper_fd, int work_fd, struct cs_error *err);
 /* A read-only file at dest holding a copy of data (len bytes). */
 /* A tmpfs at dest with a copy of the directory *dir_fd (O_RDONLY, taken), made by the runner
  * inside the sandbox: links as links, files with their modes, bounded by SPEC_COPY_MAX_*.

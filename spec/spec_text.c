@@ -121,7 +121,9 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
 
         cJSON_AddStringToObject(root, "kind", s->root == SPEC_ROOT_HOST ? "host" : "dir");
         cJSON_AddItemToObject(root, "path", json_str_or_null(s->root_path));
-        cJSON_AddBoolToObject(root, "writable", s->writable);
+        cJSON_AddBoolToObject(root, "writable", s->writable || s->upper_fd >= 0);
+        if (s->upper_fd >= 0)
+                cJSON_AddBoolToObject(root, "upper_on_disk", true);
         if (s->root == SPEC_ROOT_DIR) {
                 /* the overlay's lower dirs, top first */
                 cJSON *layers = cJSON_AddArrayToObject(root, "layers");
@@ -148,6 +150,12 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
         cJSON_AddNumberToObject(ids, "host_uid", s->host_uid);
         cJSON_AddNumberToObject(ids, "host_gid", s->host_gid);
         cJSON_AddBoolToObject(ids, "map_range", s->map_range);
+        if (s->payload_caps) {
+                char caps[20];
+
+                snprintf(caps, sizeof(caps), "%016llx", (unsigned long long)s->payload_caps);
+                cJSON_AddStringToObject(ids, "payload_caps", caps);
+        }
         cJSON_AddBoolToObject(o, "package_broker", s->package_broker);
 
         cJSON_AddStringToObject(o, "hostname", s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME);

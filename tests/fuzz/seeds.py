@@ -178,6 +178,12 @@ def containerfile():
         "HEALTHCHECK CMD true\nRUN --mount=type=cache,target=/c x\nFOO bar\n")
 
 
+def ignore():
+    put("ignore", "reference", "# comment\n*.md\n!README.md\n**/node_modules\n/build/\n"
+        "docs/**/*.tmp\n[a-c]?.txt\n\\*literal\n  ! spaced \n.git\n")
+    put("ignore", "malformed", "\ufeff[a\n[]\na[b-]\n!\n***/x**y\n../../etc\n")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         settings()
@@ -189,6 +195,7 @@ def main():
         git_index(tmp)
         layer_seeds()
         containerfile()
+        ignore()
 
 
 if __name__ == "__main__":

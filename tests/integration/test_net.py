@@ -109,6 +109,19 @@ def test_pasta_egress_from_a_busybox_rootfs(csb, rootfs):
     assert r.stdout == "csandbox-testhost\n"
 
 
+def test_pasta_works_for_a_caller_that_ignores_sigpipe(csb, rootfs):
+    """nohup, some CI runners and csandbox's own image build start csandbox with SIGPIPE
+    ignored, which the process keeps across exec; this pasta then exited with `Couldn't
+    install signal handlers` and the launch failed."""
+    r = subprocess.run([csb.binary, "exec", "--net", "pasta", "--rootfs", rootfs, "--",
+                        "/bin/busybox", "wget", "-q", "-O", "-", f"http://{TEST_HOST}:8080/"],
+                       capture_output=True, text=True, timeout=60, env=base_env(),
+                       stdin=subprocess.DEVNULL,
+                       preexec_fn=lambda: signal.signal(signal.SIGPIPE, signal.SIG_IGN))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "csandbox-testhost\n"
+
+
 def test_net_none_reaches_nothing_but_its_own_loopback(csb, loopback_server):
     r = probe(csb, "connect", TEST_HOST, "8080", opts=["--net", "none"])
     assert r["errno"] == "ENETUNREACH"

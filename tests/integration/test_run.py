@@ -1316,3 +1316,22 @@ def test_diff_settings_over_4_mib_are_refused(profiles):
     (d / "settings.json").write_text('{"a": "' + "x" * (4 << 20) + '"}')
     r = profiles.run()
     assert r.returncode == 125 and "larger than the limit" in r.stderr
+
+
+def test_run_starts_the_network_before_the_plan_and_the_payload_connects_at_once(profiles):
+    """`run` makes the session's user and network namespaces and starts pasta before it
+    plans the launch, then builds the sandbox inside them: a claude that connects as its
+    first act reaches the test host on every launch, and no holder or pasta outlives one."""
+    host = os.environ["CSANDBOX_TEST_HOST"]
+    profiles.add()
+    shell_claude(profiles, f'exec bash -c "exec 3<>/dev/tcp/{host}/8080 && echo connected"\n')
+    for i in range(60):
+        r = profiles.run()
+        assert r.returncode == 0 and r.stdout == "connected\n", (i, r.stderr)
+
+    def gone():
+        # a killed pasta takes tens of milliseconds to unregister its tap and exit
+        return subprocess.run(["pgrep", "-u", str(os.getuid()), "-f", "pasta|csandbox run"],
+                              capture_output=True).stdout == b""
+
+    assert wait_until(gone, 10), "a holder or pasta outlived its launch"

@@ -4,9 +4,13 @@
  * failure. RUN calls check_setup and check_teardown around each test when a file sets
  * them. */
 #pragma once
+#include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 static int failures;
 static char why[4096] __attribute__((unused));
@@ -63,3 +67,28 @@ static void check_run(const char *name, bool (*test)(void))
                 check_teardown();
 }
 #define RUN(t) check_run(#t, t)
+
+/* In a child: a user and mount namespace of its own, our uid and gid mapped to 0 (so files
+ * can be made and chowned on what it mounts). 0, -1 when user namespaces are refused, -2
+ * when the maps could not be written. */
+static int check_unshare_user(void) __attribute__((unused));
+static int check_unshare_user(void)
+{
+        const char *files[] = {"/proc/self/uid_map", "/proc/self/setgroups", "/proc/self/gid_map"};
+        char maps[3][64];
+        unsigned uid = (unsigned)getuid(), gid = (unsigned)getgid();
+
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+                return -1;
+        snprintf(maps[0], sizeof(maps[0]), "0 %u 1\n", uid);
+        snprintf(maps[1], sizeof(maps[1]), "deny");
+        snprintf(maps[2], sizeof(maps[2]), "0 %u 1\n", gid);
+        for (int i = 0; i < 3; i++) {
+                int fd = open(files[i], O_WRONLY | O_CLOEXEC);
+
+                if (fd < 0 || write(fd, maps[i], strlen(maps[i])) < 0)
+                        return -2;
+                close(fd);
+        }
+        return 0;
+}

@@ -177,28 +177,11 @@ static void test_mount_points_are_crossed_links_beyond_them_refused(void)
 
         if (pid == 0) {
                 struct stat inner, outer;
-                char map[64];
-                uid_t uid = getuid();
-                gid_t gid = getgid();
-                int fd;
+                int fd, r;
 
-                if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
-                        _exit(10);
-                /* Our own ids mapped, so files can be made on the new tmpfs. */
-                snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
-                fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC);
-                if (fd < 0 || write(fd, map, strlen(map)) < 0)
-                        _exit(9);
-                close(fd);
-                fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
-                if (fd < 0 || write(fd, "deny", 4) < 0)
-                        _exit(9);
-                close(fd);
-                snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
-                fd = open("/proc/self/gid_map", O_WRONLY | O_CLOEXEC);
-                if (fd < 0 || write(fd, map, strlen(map)) < 0)
-                        _exit(9);
-                close(fd);
+                r = check_unshare_user();
+                if (r < 0)
+                        _exit(r == -1 ? 10 : 9);
                 mkdir(at("a/b/mnt"), 0755);
                 if (mount("tmpfs", at("a/b/mnt"), "tmpfs", 0, "mode=0777") < 0)
                         _exit(11);
