@@ -1081,17 +1081,18 @@ int build_image(const struct build_options *o, char ret_digest[OCI_DIGEST_LEN + 
         if (r < 0)
                 goto out;
         b.ctx.store = &b.store;
-        {
-                /* Dropped: best effort; what a killed build left in tmp/ is only space. */
-                struct cs_error ignored;
-                (void)store_tmp_sweep(&b.store, NULL, &ignored);
-        }
         spec_init(&probe);
         probe.host_uid = getuid();
         probe.map_range = true;
         b.ctx.range = idmap_check_range(&probe, &why) == 0;
         spec_free(&probe);
         b.ctx.why_no_range = why.msg;
+        {
+                /* Dropped: best effort; what a killed build left in tmp/ is only space. */
+                struct cs_error ignored;
+                (void)build_sweep(&b.ctx, &ignored);
+                (void)store_tmp_sweep(&b.store, NULL, &ignored);
+        }
         if (!b.ctx.range && !o->quiet)
                 fprintf(stderr,
                         "csandbox: build steps run as root of a user namespace where no other "

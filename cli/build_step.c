@@ -18,7 +18,9 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
+#include <dirent.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,9 +186,37 @@ struct worker_job {
         const struct build_step *st;
         int tfd;          /* tmp/layer-*: diff/, work/, empty/, metadata */
         bool only_remove; /* the step failed: give the tree back to the caller for removal */
+        bool sweep;       /* tfd is the store's tmp/: remove what killed builds left there */
         const char *const *mountpoints;
         size_t n_mountpoints;
 };
+
+/* The tmp/layer-* that no build holds any more (killed while a step ran): their files may
+ * belong to subordinate ids, which only root of this namespace can remove. */
+static int sweep_layers(int tmp, struct cs_error *err)
+{
+        int fd = openat(tmp, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return cs_error_set(err, errno, "the store's tmp/");
+        }
+        while ((de = readdir(d))) {
+                _cleanup_close_ int e = -1;
+
+                if (strncmp(de->d_name, "layer-", 6) != 0)
+                        continue;
+                e = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (e < 0 || flock(e, LOCK_EX | LOCK_NB) < 0)
+                        continue; /* a build or import in progress */
+                if (cs_remove_at(dirfd(d), de->d_name, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
 
 static int worker_body(const struct worker_job *j, struct worker_result *res, struct cs_error *err)
 {
@@ -200,6 +230,8 @@ static int worker_body(const struct worker_job *j, struct worker_result *res, st
                 (void)cs_remove_at(j->tfd, "work", &ignored);
                 return 0;
         }
+        if (j->sweep)
+                return sweep_layers(j->tfd, err);
         if (j->st->kind != BUILD_STEP_RUN) {
                 _cleanup_close_ int u =
                     openat(j->tfd, LAYER_DIFF, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -308,8 +340,8 @@ static int worker_run(struct build_ctx *b, const struct worker_job *j, struct wo
                 goto reap;
         }
         spec_init(&map);
-        map.uid = j->st->uid;
-        map.gid = j->st->gid;
+        map.uid = j->st ? j->st->uid : 0;
+        map.gid = j->st ? j->st->gid : 0;
         map.host_uid = getuid();
         map.host_gid = getgid();
         map.map_range = b->range;
@@ -438,6 +470,17 @@ static int run_sandbox(struct build_ctx *b, const struct build_layers *l,
                 err->status = 1;
         }
         return r;
+}
+
+int build_sweep(struct build_ctx *b, struct cs_error *err)
+{
+        _cleanup_close_ int tmp = openat(b->store->fd, "tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct worker_job job = {.tfd = tmp, .sweep = true};
+        struct worker_result res;
+
+        if (tmp < 0)
+                return cs_error_set(err, errno, "open `%s/tmp`", b->store->root);
+        return worker_run(b, &job, &res, err);
 }
 
 int build_step_do(struct build_ctx *b, const struct build_layers *l, const struct build_step *st,
