@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -376,6 +378,35 @@ out:
         return r;
 }
 
+/* With --quiet, a step's output is kept aside and shown only when the step fails (its last
+ * 64 KiB). */
+static int run_quietly(const struct sandbox_spec *s, const struct sock_fprog *filter, int *status,
+                       struct cs_error *err)
+{
+        _cleanup_close_ int log = memfd_create("csandbox-build-step", MFD_CLOEXEC);
+        _cleanup_close_ int out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+        _cleanup_close_ int errfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        char buf[65536];
+        off_t size;
+        ssize_t n;
+        int r;
+
+        if (log < 0 || out < 0 || errfd < 0 || dup2(log, STDOUT_FILENO) < 0 ||
+            dup2(log, STDERR_FILENO) < 0)
+                return cs_error_set(err, errno, "keep the step's output aside");
+        r = launch_run(s, filter, status, err);
+        dup2(out, STDOUT_FILENO);
+        dup2(errfd, STDERR_FILENO);
+        if (r >= 0 && *status != 0 && (size = lseek(log, 0, SEEK_END)) > 0) {
+                off_t from = size > (off_t)sizeof(buf) ? size - (off_t)sizeof(buf) : 0;
+
+                n = pread(log, buf, sizeof(buf), from);
+                if (n > 0)
+                        (void)!write(STDERR_FILENO, buf, (size_t)n);
+        }
+        return r;
+}
+
 /* RUN in csandbox's sandbox: the layers below, the step's upper dir on disk, root of the
  * namespace with a build's capabilities (or the USER), the network through pasta. */
 static int run_sandbox(struct build_ctx *b, const struct build_layers *l,
@@ -457,7 +488,8 @@ static int run_sandbox(struct build_ctx *b, const struct build_layers *l,
                 *ret_n = s.n_mounts;
         }
         if (r >= 0)
-                r = launch_run(&s, &filter, &status, err);
+                r = b->quiet ? run_quietly(&s, &filter, &status, err)
+                             : launch_run(&s, &filter, &status, err);
         spec_free(&s); /* the builtin filter is static */
         if (r >= 0 && status != 0) {
                 r = cs_error_setx(err, ECHILD, "%s: RUN exited with status %d%s%s", run->what,
