@@ -63,6 +63,10 @@ struct build_step {
 int build_step_do(struct build_ctx *b, const struct build_layers *l, const struct build_step *st,
                   char ret_diff_id[OCI_DIGEST_LEN + 1], int *ret_held, struct cs_error *err);
 
+/* Remove the tmp/layer-* of builds that were killed while a step ran (whose files may
+ * belong to subordinate ids, which the caller cannot remove itself). */
+int build_sweep(struct build_ctx *b, struct cs_error *err);
+
 /* The build's options, from the command line. */
 struct build_options {
         const char *file; /* -f, or NULL: CONTEXT/Containerfile, else CONTEXT/Dockerfile */

@@ -220,7 +220,7 @@ static int history_add(cJSON *doc, const char *created_by, bool empty)
 
 /* A stored image by name or registry reference (pulled when absent, or always with
  * --pull): held in b->bases, its layers into *layers, its config document into *doc. */
-static int open_base(struct build *b, const char *what, const char *ref_text,
+static int open_base(struct build *b, const char *what, const char *kw, const char *ref_text,
                      struct build_layers *layers, cJSON **doc, char ret_digest[OCI_DIGEST_LEN + 1],
                      struct cs_error *err)
 {
@@ -234,7 +234,7 @@ static int open_base(struct build *b, const char *what, const char *ref_text,
         int r;
 
         if (registry_ref_parse(ref_text, &rr, err) < 0)
-                return cs_error_wrap(err, "%s: FROM %s", what, ref_text);
+                return cs_error_wrap(err, "%s: %s%s", what, kw, ref_text);
         /* a name in the store first (what `image import --name` gave), then the registry's */
         if (b->o->pull || store_resolve(&b->store, ref_text, digest, &probe) < 0) {
                 name = rr.name;
@@ -251,14 +251,14 @@ static int open_base(struct build *b, const char *what, const char *ref_text,
                         r = store_pull(&b->store, &rr, &po, &io, &res, err);
                         if (r < 0)
                                 return cs_error_wrap(err,
-                                                     "%s: FROM %s: not in the store, and "
-                                                     "pulling it failed",
-                                                     what, ref_text);
+                                                     "%s: %s%s: no stage or stored image of that "
+                                                     "name, and pulling it failed",
+                                                     what, kw, ref_text);
                 }
         }
         r = store_open_image(name, &ref, err);
         if (r < 0)
-                return cs_error_wrap(err, "%s: FROM %s", what, ref_text);
+                return cs_error_wrap(err, "%s: %s%s", what, kw, ref_text);
         nb = realloc(b->bases, (b->n_bases + 1) * sizeof(*nb));
         if (!nb) {
                 image_ref_free(&ref);
@@ -272,10 +272,10 @@ static int open_base(struct build *b, const char *what, const char *ref_text,
 
                 if (fd == -ENOENT)
                         return cs_error_setx(err, ENOENT,
-                                             "%s: FROM %s: the image is stored in csandbox's "
+                                             "%s: %s%s: the image is stored in csandbox's "
                                              "earlier layout (one unpacked tree), which a build "
                                              "cannot stack layers on: import or pull it again",
-                                             what, ref_text);
+                                             what, kw, ref_text);
                 if (fd < 0 || build_layers_add(layers, ref.config.diff_ids[i], fd, err) < 0)
                         return -1;
         }
@@ -284,7 +284,7 @@ static int open_base(struct build *b, const char *what, const char *ref_text,
                 return r;
         *doc = cJSON_Parse(json);
         if (!cJSON_IsObject(*doc))
-                return cs_error_setx(err, EINVAL, "%s: FROM %s: its config is not JSON", what,
+                return cs_error_setx(err, EINVAL, "%s: %s%s: its config is not JSON", what, kw,
                                      ref_text);
         return 0;
 }
@@ -336,7 +336,7 @@ static int do_from(struct build *b, size_t si, const struct cf_instr *in, struct
                 snprintf(st->key, sizeof(st->key), "%s", prev->key);
                 return build_layers_copy(&st->layers, &prev->layers, err);
         }
-        r = open_base(b, what, ref, &st->layers, &st->doc, digest, err);
+        r = open_base(b, what, "FROM ", ref, &st->layers, &st->doc, digest, err);
         if (r < 0)
                 return r;
         {
@@ -707,12 +707,7 @@ static int do_copy(struct build *b, size_t si, const struct cf_instr *in, const 
                         r = cs_error_setx(err, EINVAL, "%s: ADD --from=%s: no such stage", what,
                                           from);
                 } else {
-                        r = open_base(b, what, from, &from_layers, &doc, d, err);
-                        if (r < 0)
-                                cs_error_wrap(err,
-                                              "COPY --from=%s names no earlier stage, and "
-                                              "as an image",
-                                              from);
+                        r = open_base(b, what, "COPY --from=", from, &from_layers, &doc, d, err);
                 }
                 if (r < 0)
                         goto out;
@@ -999,15 +994,15 @@ static int plan_stages(struct build *b, size_t *ret_last, struct cs_error *err)
                                 last = n;
                         n++;
                 }
-        if (n == 0)
-                return cs_error_setx(err, EINVAL, "%s: no FROM: a build starts with FROM IMAGE",
-                                     b->file_name);
-        if (b->cf.instrs[0].kind != CF_FROM && b->cf.instrs[0].kind != CF_ARG)
+        if (b->cf.n && b->cf.instrs[0].kind != CF_FROM && b->cf.instrs[0].kind != CF_ARG)
                 return cs_error_setx(err, EINVAL,
                                      "%s:%u: %s before the first FROM (only ARG may "
                                      "come before it)",
                                      b->file_name, b->cf.instrs[0].line,
                                      cf_kind_name(b->cf.instrs[0].kind));
+        if (n == 0)
+                return cs_error_setx(err, EINVAL, "%s: no FROM: a build starts with FROM IMAGE",
+                                     b->file_name);
         if (b->o->target && last == SIZE_MAX)
                 return cs_error_setx(err, EINVAL, "--target %s: %s has no stage of that name",
                                      b->o->target, b->file_name);
@@ -1081,17 +1076,18 @@ int build_image(const struct build_options *o, char ret_digest[OCI_DIGEST_LEN + 
         if (r < 0)
                 goto out;
         b.ctx.store = &b.store;
-        {
-                /* Dropped: best effort; what a killed build left in tmp/ is only space. */
-                struct cs_error ignored;
-                (void)store_tmp_sweep(&b.store, NULL, &ignored);
-        }
         spec_init(&probe);
         probe.host_uid = getuid();
         probe.map_range = true;
         b.ctx.range = idmap_check_range(&probe, &why) == 0;
         spec_free(&probe);
         b.ctx.why_no_range = why.msg;
+        {
+                /* Dropped: best effort; what a killed build left in tmp/ is only space. */
+                struct cs_error ignored;
+                (void)build_sweep(&b.ctx, &ignored);
+                (void)store_tmp_sweep(&b.store, NULL, &ignored);
+        }
         if (!b.ctx.range && !o->quiet)
                 fprintf(stderr,
                         "csandbox: build steps run as root of a user namespace where no other "

@@ -18,10 +18,14 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
+#include <dirent.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -184,9 +188,37 @@ struct worker_job {
         const struct build_step *st;
         int tfd;          /* tmp/layer-*: diff/, work/, empty/, metadata */
         bool only_remove; /* the step failed: give the tree back to the caller for removal */
+        bool sweep;       /* tfd is the store's tmp/: remove what killed builds left there */
         const char *const *mountpoints;
         size_t n_mountpoints;
 };
+
+/* The tmp/layer-* that no build holds any more (killed while a step ran): their files may
+ * belong to subordinate ids, which only root of this namespace can remove. */
+static int sweep_layers(int tmp, struct cs_error *err)
+{
+        int fd = openat(tmp, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return cs_error_set(err, errno, "the store's tmp/");
+        }
+        while ((de = readdir(d))) {
+                _cleanup_close_ int e = -1;
+
+                if (strncmp(de->d_name, "layer-", 6) != 0)
+                        continue;
+                e = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (e < 0 || flock(e, LOCK_EX | LOCK_NB) < 0)
+                        continue; /* a build or import in progress */
+                if (cs_remove_at(dirfd(d), de->d_name, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
 
 static int worker_body(const struct worker_job *j, struct worker_result *res, struct cs_error *err)
 {
@@ -200,6 +232,8 @@ static int worker_body(const struct worker_job *j, struct worker_result *res, st
                 (void)cs_remove_at(j->tfd, "work", &ignored);
                 return 0;
         }
+        if (j->sweep)
+                return sweep_layers(j->tfd, err);
         if (j->st->kind != BUILD_STEP_RUN) {
                 _cleanup_close_ int u =
                     openat(j->tfd, LAYER_DIFF, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -308,8 +342,8 @@ static int worker_run(struct build_ctx *b, const struct worker_job *j, struct wo
                 goto reap;
         }
         spec_init(&map);
-        map.uid = j->st->uid;
-        map.gid = j->st->gid;
+        map.uid = j->st ? j->st->uid : 0;
+        map.gid = j->st ? j->st->gid : 0;
         map.host_uid = getuid();
         map.host_gid = getgid();
         map.map_range = b->range;
@@ -340,6 +374,35 @@ out:
                         close(go[k]);
                 if (back[k] >= 0)
                         close(back[k]);
+        }
+        return r;
+}
+
+/* With --quiet, a step's output is kept aside and shown only when the step fails (its last
+ * 64 KiB). */
+static int run_quietly(const struct sandbox_spec *s, const struct sock_fprog *filter, int *status,
+                       struct cs_error *err)
+{
+        _cleanup_close_ int log = memfd_create("csandbox-build-step", MFD_CLOEXEC);
+        _cleanup_close_ int out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+        _cleanup_close_ int errfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        char buf[65536];
+        off_t size;
+        ssize_t n;
+        int r;
+
+        if (log < 0 || out < 0 || errfd < 0 || dup2(log, STDOUT_FILENO) < 0 ||
+            dup2(log, STDERR_FILENO) < 0)
+                return cs_error_set(err, errno, "keep the step's output aside");
+        r = launch_run(s, filter, status, err);
+        dup2(out, STDOUT_FILENO);
+        dup2(errfd, STDERR_FILENO);
+        if (r >= 0 && *status != 0 && (size = lseek(log, 0, SEEK_END)) > 0) {
+                off_t from = size > (off_t)sizeof(buf) ? size - (off_t)sizeof(buf) : 0;
+
+                n = pread(log, buf, sizeof(buf), from);
+                if (n > 0)
+                        (void)!write(STDERR_FILENO, buf, (size_t)n);
         }
         return r;
 }
@@ -425,7 +488,8 @@ static int run_sandbox(struct build_ctx *b, const struct build_layers *l,
                 *ret_n = s.n_mounts;
         }
         if (r >= 0)
-                r = launch_run(&s, &filter, &status, err);
+                r = b->quiet ? run_quietly(&s, &filter, &status, err)
+                             : launch_run(&s, &filter, &status, err);
         spec_free(&s); /* the builtin filter is static */
         if (r >= 0 && status != 0) {
                 r = cs_error_setx(err, ECHILD, "%s: RUN exited with status %d%s%s", run->what,
@@ -438,6 +502,17 @@ static int run_sandbox(struct build_ctx *b, const struct build_layers *l,
                 err->status = 1;
         }
         return r;
+}
+
+int build_sweep(struct build_ctx *b, struct cs_error *err)
+{
+        _cleanup_close_ int tmp = openat(b->store->fd, "tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct worker_job job = {.tfd = tmp, .sweep = true};
+        struct worker_result res;
+
+        if (tmp < 0)
+                return cs_error_set(err, errno, "open `%s/tmp`", b->store->root);
+        return worker_run(b, &job, &res, err);
 }
 
 int build_step_do(struct build_ctx *b, const struct build_layers *l, const struct build_step *st,

@@ -944,7 +944,12 @@ int build_copy_apply(int root_fd, const struct build_copy *c, struct cs_error *e
                                 r = unpack_tar(&x, in, dfd, dest, false, shown);
                         continue;
                 }
-                /* a file: into dest when it is a directory, else as dest */
+                /* a file: into dest when it is a directory, else as dest (from its start:
+                 * ADD's probe for an archive has read some of it) */
+                if (c->add && lseek(in, 0, SEEK_SET) < 0) {
+                        r = cs_error_set(err, errno, "%s: %s", c->what, shown);
+                        break;
+                }
                 existing = cs_open_in_root(root_fd, dest, O_PATH | O_DIRECTORY);
                 if (dir_dest || existing >= 0) {
                         const char *base =

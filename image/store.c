@@ -292,6 +292,13 @@ int store_tmp_sweep(struct image_store *s, size_t *ret_n, struct cs_error *err)
                 if (e >= 0 && flock(e, LOCK_EX | LOCK_NB) < 0)
                         continue; /* an import or removal in progress */
                 r = cs_remove_at(dirfd(d), de->d_name, err);
+                if (r == -EPERM || r == -EACCES)
+                        /* a build step's tree, owned by the caller's subordinate ids */
+                        return cs_error_setx(err, -r,
+                                             "remove the stale `%s/tmp/%s`: it holds files of "
+                                             "your subordinate ids (a build killed while a step "
+                                             "ran), which the next `csandbox image build` removes",
+                                             s->root, de->d_name);
                 if (r < 0)
                         return cs_error_wrap(err, "remove the stale `%s/tmp/%s`", s->root,
                                              de->d_name);

@@ -16,10 +16,10 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 
-#include <cap-ng.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
@@ -165,15 +165,15 @@ static int broker_become_root(const struct sock_fprog *filter)
         static const unsigned caps[] = {CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
                                         CAP_FOWNER, CAP_FSETID,       CAP_SETUID,
                                         CAP_SETGID, CAP_SETFCAP,      CAP_KILL};
+        /* Dropped: the broker has no error channel but its return value. */
+        struct cs_error ignored;
+        uint64_t mask = 0;
 
         if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
                 return -errno;
-        capng_clear(CAPNG_SELECT_ALL);
         for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
-                if (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
-                                 caps[i]) != 0)
-                        return -EINVAL;
-        if (capng_apply(CAPNG_SELECT_ALL) != 0)
+                mask |= 1ull << caps[i];
+        if (exec_keep_capabilities(mask, &ignored) < 0)
                 return -EPERM;
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return -errno;

@@ -1323,15 +1323,18 @@ def test_run_starts_the_network_before_the_plan_and_the_payload_connects_at_once
     plans the launch, then builds the sandbox inside them: a claude that connects as its
     first act reaches the test host on every launch, and no holder or pasta outlives one."""
     host = os.environ["CSANDBOX_TEST_HOST"]
+
+    def ours():
+        # a killed pasta takes tens of milliseconds to unregister its tap and exit
+        r = subprocess.run(["pgrep", "-u", str(os.getuid()), "-f", "pasta|csandbox run"],
+                           capture_output=True, text=True)
+        return set(r.stdout.split()) - before
+
+    before = set()
+    before = ours()
     profiles.add()
     shell_claude(profiles, f'exec bash -c "exec 3<>/dev/tcp/{host}/8080 && echo connected"\n')
     for i in range(60):
         r = profiles.run()
         assert r.returncode == 0 and r.stdout == "connected\n", (i, r.stderr)
-
-    def gone():
-        # a killed pasta takes tens of milliseconds to unregister its tap and exit
-        return subprocess.run(["pgrep", "-u", str(os.getuid()), "-f", "pasta|csandbox run"],
-                              capture_output=True).stdout == b""
-
-    assert wait_until(gone, 10), "a holder or pasta outlived its launch"
+    assert wait_until(lambda: not ours(), 10), f"outlived their launch: {ours()}"
