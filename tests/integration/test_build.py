@@ -36,7 +36,7 @@ import oci  # noqa: E402
 import rootfs as rootfs_builder  # noqa: E402
 
 import test_pull  # noqa: E402
-from conftest import CSANDBOX, PROBE, procs_with  # noqa: E402
+from conftest import CSANDBOX, PROBE, procs_with, wait_until  # noqa: E402
 from test_image import layer_metadata  # noqa: E402
 from test_packages import APT_BASE, build_repo  # noqa: E402
 from test_run import Profiles, shell_claude  # noqa: E402
@@ -993,3 +993,103 @@ def test_debian_rebuild_is_served_from_the_cache(debian):
     cached = layer_steps(p.stderr)
     assert len(cached) == 9 and all(cached.values()), p.stderr
     assert digest == first
+
+
+# --- a build killed while a step runs --------------------------------------------------
+
+def test_a_build_killed_in_a_run_step_is_cleared_by_the_next_build(store, ctx):
+    """SIGKILL while a RUN step runs leaves its upper dir in tmp/, with files of subordinate
+    ids that the user cannot remove: prune says so (and which command clears it), and the
+    next build removes it as root of a user namespace with the same map."""
+    c = ctx({"Containerfile": "FROM bb\nRUN mkdir /d && touch /d/f && chown -R 42:42 /d "
+                              "&& chmod 500 /d && touch /ready && sleep 600\n"})
+    p = subprocess.Popen([CSANDBOX, "image", "build", "--quiet", str(c)], env=store.env(),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    tmp = os.path.join(store.images, "tmp")
+
+    def ready():
+        return [e for e in store.tmp_entries()
+                if os.path.exists(os.path.join(tmp, e, "diff", "ready"))]
+
+    try:
+        assert wait_until(ready, 60), "the RUN step never started"
+        assert os.stat(os.path.join(tmp, ready()[0], "diff", "d")).st_uid != os.getuid()
+    finally:
+        p.kill()
+        p.wait()
+    assert wait_until(lambda: not procs_with("sleep 600"), 10), "the step outlived its build"
+    r = store.run("image", "prune")
+    assert r.returncode == 125, r.stderr
+    assert "subordinate ids" in r.stderr and "image build" in r.stderr, r.stderr
+    store.built(ctx({"Containerfile": "FROM bb\nRUN true\n"}), "--quiet")
+    assert store.tmp_entries() == []
+    assert store.run("image", "prune").returncode == 0
+
+
+# --- claude-profile's reference image, in its structure ---------------------------------
+
+REFERENCE_FILE = """\
+ARG BASE_DIGEST={digest}
+FROM {base}@${{BASE_DIGEST}}
+COPY repo/ /srv/repo/
+RUN echo 'deb [trusted=yes] file:/srv/repo ./' >/etc/apt/sources.list \\
+    && rm -f /etc/apt/sources.list.d/*.sources \\
+    && apt-get update -q && apt-get install -y -q --no-install-recommends csb-hello \\
+    && apt-get clean && rm -rf /var/lib/apt/lists/*
+RUN useradd -m -u 1000 -U appuser \\
+    && mkdir -p /etc/sudoers.d \\
+    && printf 'appuser ALL=(root) NOPASSWD: /usr/bin/apt-get\\n' >/etc/sudoers.d/appuser \\
+    && chmod 0440 /etc/sudoers.d/appuser
+RUN mkdir -p /etc/containers \\
+    && printf '[storage]\\ndriver = "overlay"\\n' >/etc/containers/storage.conf
+USER appuser
+RUN mkdir -p /home/appuser/.local/bin \\
+    && printf '#!/bin/sh\\necho "claude of the image as $(id -un): $*"\\n' \\
+       >/home/appuser/.local/bin/claude \\
+    && chmod +x /home/appuser/.local/bin/claude
+USER root
+COPY --chmod=0755 entrypoint.sh /entrypoint.sh
+COPY --chmod=0755 wl-paste /usr/local/bin/wl-paste
+ENV PATH="/home/appuser/.local/bin:$PATH"
+ENTRYPOINT ["/entrypoint.sh"]
+CMD ["claude"]
+"""
+
+
+def test_the_reference_containerfile_structure_builds_and_runs(debian, tmp_path):
+    """claude-profile's sandbox image (reference §4.2) in its structure: a base pinned by
+    digest through an ARG before FROM, packages from the distribution's manager, appuser
+    with uid and gid 1000 and a 0440 sudoers file, a RUN as appuser writing into its home,
+    USER root again at the end, COPY --chmod of the entrypoint and a shim, ENV PATH
+    extending the inherited one, ENTRYPOINT and CMD; the result runs with `exec --image`
+    and under `csandbox run`."""
+    store, _ = debian_built(debian)
+    base = next(n for n in (i["name"] for i in store.ls()) if n.endswith("/test/debian:12"))
+    digest = next(i["digest"] for i in store.ls() if i["name"] == base)
+    c = tmp_path / "ref"
+    write_context(c, {
+        "Containerfile": REFERENCE_FILE.format(base=base.rsplit(":", 1)[0], digest=digest),
+        "entrypoint.sh": "#!/bin/sh\nexec \"$@\"\n",
+        "wl-paste": "#!/bin/sh\necho shim\n"})
+    shutil.copytree(os.path.join(debian.ctx, "repo"), c / "repo")
+    store.built(c, "-t", "reference", "--tls-verify=false", timeout=DEBIAN_TIMEOUT)
+    cfg = store.inspect("reference")["config"]
+    assert cfg["Entrypoint"] == ["/entrypoint.sh"] and cfg["Cmd"] == ["claude"]
+    assert cfg.get("User") == "root"
+    path = next(e for e in cfg["Env"] if e.startswith("PATH="))
+    assert path.startswith("PATH=/home/appuser/.local/bin:/usr/local/sbin:"), path
+    assert store.sh("reference", "id appuser; stat -c '%a %U' /etc/sudoers.d/appuser "
+                    "/entrypoint.sh /usr/local/bin/wl-paste; csb-hello") == (
+        "uid=1000(appuser) gid=1000(appuser) groups=1000(appuser)\n"
+        "440 root\n755 root\n755 root\nhello from a package\n")
+    p = store.exec("reference")
+    assert p.returncode == 0 and p.stdout.startswith("claude of the image as "), p.stderr
+    profiles = Profiles(tmp_path)
+    profiles.data = store.data
+    profiles.add()
+    shell_claude(profiles, "command -v wl-paste; csb-hello; cat /etc/containers/storage.conf\n")
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX_IMAGE="reference"),
+                     timeout=TIMEOUT)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert "hello from a package" in r.stdout and 'driver = "overlay"' in r.stdout, r.stdout
