@@ -8,6 +8,7 @@
  * later build with the same key takes that layer when it is still stored. */
 #include "build.h"
 #include "cli.h"
+#include "cmd_image.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -243,12 +244,16 @@ static int open_base(struct build *b, const char *what, const char *kw, const ch
                                                   .max_layers = LAYER_DEFAULT_MAX_LAYERS};
                         struct import_options io;
                         struct import_result res;
+                        struct pull_display *disp = NULL;
 
                         oci_platform_host(&po.platform);
                         import_options_init(&io);
-                        if (!b->o->quiet)
+                        if (!b->o->quiet) {
                                 fprintf(stderr, "pulling %s\n", rr.name);
+                                disp = pull_display_attach(&po, &io);
+                        }
                         r = store_pull(&b->store, &rr, &po, &io, &res, err);
+                        pull_display_end(disp, &io);
                         if (r < 0)
                                 return cs_error_wrap(err,
                                                      "%s: %s%s: no stage or stored image of that "

@@ -8,6 +8,12 @@ int cmd_image(int argc, char **argv);
 
 /* `image pull`, in the csandbox-import helper (runner/pull_main.c). */
 int cmd_image_pull(int argc, char **argv);
+/* pull's progress display (cli/pull_main.c) on po and io, for `image pull` and the pulls of
+ * `image build`; pull_display_end after the pull (NULL: nothing shown). */
+struct pull_options;
+struct import_options;
+struct pull_display *pull_display_attach(struct pull_options *po, struct import_options *io);
+void pull_display_end(struct pull_display *d, const struct import_options *io);
 /* The import's progress line on a terminal (cli/import_main.c), for pull too. */
 struct import_progress;
 void image_import_progress(void *opaque, const struct import_progress *p);

@@ -124,6 +124,30 @@ static void show_pull(void *opaque, const struct pull_blob *blobs, size_t n)
 }
 
 /* --tls-verify, --tls-verify=BOOL or --tls-verify BOOL (podman's spellings). */
+struct pull_display *pull_display_attach(struct pull_options *po, struct import_options *io)
+{
+        struct pull_display *d = calloc(1, sizeof(*d));
+
+        if (!d)
+                return NULL;
+        d->tty = isatty(STDERR_FILENO);
+        po->progress = show_pull;
+        po->progress_opaque = d;
+        if (d->tty)
+                io->progress = image_import_progress;
+        return d;
+}
+
+void pull_display_end(struct pull_display *d, const struct import_options *io)
+{
+        if (!d)
+                return;
+        if (io->progress)
+                fprintf(stderr, "\r\033[K");
+        free(d->printed);
+        free(d);
+}
+
 static int parse_tls_verify(int argc, char **argv, int *i, bool *ret)
 {
         const char *a = argv[*i], *v = NULL;
@@ -145,7 +169,7 @@ static int parse_tls_verify(int argc, char **argv, int *i, bool *ret)
 int cmd_image_pull(int argc, char **argv)
 {
         struct pull_options po = {.tls_verify = true};
-        struct pull_display disp = {.tty = isatty(STDERR_FILENO)};
+        struct pull_display *disp = NULL;
         struct import_options o;
         struct import_result res;
         struct registry_ref ref;
@@ -181,13 +205,9 @@ int cmd_image_pull(int argc, char **argv)
                 return cli_usage_error("image", "pull needs a REF");
         if (registry_ref_parse(arg, &ref, &err) < 0)
                 return cli_fail(&err);
-        if (!quiet) {
-                po.progress = show_pull;
-                po.progress_opaque = &disp;
-        }
         import_options_init(&o);
-        if (!quiet && disp.tty)
-                o.progress = image_import_progress;
+        if (!quiet)
+                disp = pull_display_attach(&po, &o);
 
         /* a peer that resets a TLS connection must fail the transfer, not kill us */
         signal(SIGPIPE, SIG_IGN);
@@ -195,9 +215,7 @@ int cmd_image_pull(int argc, char **argv)
         if (r < 0)
                 return cli_fail(&err);
         r = store_pull(&s, &ref, &po, &o, &res, &err);
-        free(disp.printed);
-        if (o.progress)
-                fprintf(stderr, "\r\033[K");
+        pull_display_end(disp, &o);
         store_close(&s);
         if (r < 0)
                 return cli_fail(&err);

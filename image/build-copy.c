@@ -688,6 +688,8 @@ static int tar_entry(struct copy_ctx *x, struct archive *a, struct archive_entry
 
                 r = layer_path_normalize(hl[0] == '/' ? hl + 1 : hl, LAYER_DEFAULT_MAX_PATH, &trel,
                                          x->err);
+                if (r < 0)
+                        cs_error_wrap(x->err, "%s: the archive", x->c->what);
                 if (r == 0) {
                         const char *tbase = strrchr(trel, '/') ? strrchr(trel, '/') + 1 : trel;
 
