@@ -385,7 +385,6 @@ int store_import(struct image_store *s, const struct import_options *o, struct i
         struct import_result res = {0};
         _cleanup_free_ char *path = NULL, *ref = NULL;
         _cleanup_close_ int ilock = -1, slock = -1;
-        _cleanup_json_ cJSON *names = NULL;
         char lockname[80];
         struct stat st;
         int r;
