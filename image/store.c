@@ -446,6 +446,41 @@ int store_remove(struct image_store *s, const char *name, struct cs_error *err)
         return r;
 }
 
+/* build-cache/KEY entries (image build's) whose layer is no longer stored: a build would
+ * miss them anyway. Best effort; called under the store lock, after the layers' sweep. */
+static void build_cache_sweep(struct image_store *s)
+{
+        int fd = openat(s->fd, "build-cache", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        while ((de = readdir(d))) {
+                char text[OCI_DIGEST_LEN + 2] = "", layer[100];
+                _cleanup_close_ int e = -1;
+                struct stat st;
+                ssize_t len;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                e = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                len = e >= 0 ? read(e, text, sizeof(text) - 1) : -1;
+                if (len <= 0)
+                        continue;
+                text[len] = '\0';
+                text[strcspn(text, "\n")] = '\0';
+                if (strncmp(text, "sha256:", 7) != 0)
+                        continue; /* "empty": a step that changed nothing */
+                store_layer_path(text, layer);
+                if (fstatat(s->fd, layer, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                        unlinkat(dirfd(d), de->d_name, 0);
+        }
+}
+
 int store_prune(struct image_store *s, size_t *ret_images, size_t *ret_layers, size_t *ret_tmp,
                 struct cs_error *err)
 {
@@ -485,6 +520,8 @@ int store_prune(struct image_store *s, size_t *ret_images, size_t *ret_layers, s
                         n++;
         }
         r = store_layers_sweep(s, ret_layers, err);
+        if (r == 0)
+                build_cache_sweep(s);
         if (r == 0)
                 r = store_tmp_sweep(s, ret_tmp, err);
         if (r < 0)

@@ -1093,3 +1093,20 @@ def test_the_reference_containerfile_structure_builds_and_runs(debian, tmp_path)
                      timeout=TIMEOUT)
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert "hello from a package" in r.stdout and 'driver = "overlay"' in r.stdout, r.stdout
+
+
+def test_prune_drops_cache_entries_whose_layers_are_gone(store, ctx):
+    c = ctx({"Containerfile": "FROM bb\nRUN echo one >/one\nRUN true\n"})
+    store.built(c, "-t", "cached")
+    cache = os.path.join(store.images, "build-cache")
+    entries = sorted(os.listdir(cache))
+    assert len(entries) == 2  # a layer, and "empty" for the RUN that changed nothing
+    store.ok("image", "rm", "cached")
+    store.ok("image", "prune")
+    kept = sorted(os.listdir(cache))
+    assert len(kept) == 1
+    with open(os.path.join(cache, kept[0])) as f:
+        assert f.read() == "empty\n"
+    # the rebuild runs the step whose layer went, and is cached again
+    _, p = store.built(c, "-t", "cached")
+    assert p.stderr.count("--> Using cache") == 1, p.stderr
