@@ -512,7 +512,7 @@ static void cache_put(struct build *b, const char *key, const char *diff_id)
 
 /* A step that writes a layer: from the cache, or run; the layer appended to the stage. */
 static int layer_step(struct build *b, struct stage *st, const struct build_step *step,
-                      const char *key_text, struct cs_error *err)
+                      const char *key_text, const char *content, struct cs_error *err)
 {
         char diff_id[OCI_DIGEST_LEN + 1];
         int held = -1, r;
@@ -526,6 +526,24 @@ static int layer_step(struct build *b, struct stage *st, const struct build_step
                 r = build_step_do(&b->ctx, &st->layers, step, diff_id, &held, err);
                 if (r < 0)
                         return r;
+                /* What the context holds after the copy must be what the key says: a
+                 * context changed while it was read (a session writing the work tree) must
+                 * neither land in the cache under the old content nor pass silently. */
+                if (content) {
+                        char again[65];
+
+                        r = build_copy_digest(step->copy, again, err);
+                        if (r == 0 && strcmp(again, content) != 0)
+                                r = cs_error_setx(err, EAGAIN,
+                                                  "%s: the build context changed while %s read "
+                                                  "it; build again once nothing writes to it",
+                                                  step->what, step->copy->add ? "ADD" : "COPY");
+                        if (r < 0) {
+                                if (held >= 0)
+                                        close(held);
+                                return r;
+                        }
+                }
                 cache_put(b, st->key, diff_id);
         }
         if (diff_id[0]) {
@@ -640,7 +658,7 @@ static int do_run(struct build *b, struct stage *st, const struct cf_instr *in, 
                         hist = NULL;
                 /* the chain key takes everything; history shows the instruction */
                 key_extend(st->key, key);
-                r = layer_step(b, st, &step, hist ? hist : "RUN", err);
+                r = layer_step(b, st, &step, hist ? hist : "RUN", NULL, err);
         }
 out:
         strv_free(&env, &n_env);
@@ -762,7 +780,7 @@ static int do_copy(struct build *b, size_t si, const struct cf_instr *in, const 
 
                 if (asprintf(&hist, "%s %s", cf_kind_name(in->kind), in->original) < 0)
                         hist = NULL;
-                r = layer_step(b, st, &step, hist ? hist : "COPY", err);
+                r = layer_step(b, st, &step, hist ? hist : "COPY", from ? NULL : digest, err);
         }
 out:
         build_layers_free(&from_layers);
@@ -896,7 +914,7 @@ static int do_workdir(struct build *b, struct stage *st, const struct cf_instr *
         step.mkdir = dir;
         if (asprintf(&key, "WORKDIR %s", dir) < 0)
                 return cs_error_set(err, ENOMEM, "build");
-        return layer_step(b, st, &step, key, err);
+        return layer_step(b, st, &step, key, NULL, err);
 }
 
 static int run_instr(struct build *b, size_t si, const struct cf_instr *in, struct cs_error *err)

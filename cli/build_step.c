@@ -19,6 +19,7 @@
 #include <linux/capability.h>
 #include <linux/openat2.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <stdio.h>
@@ -378,29 +379,78 @@ out:
         return r;
 }
 
-/* With --quiet, a step's output is kept aside and shown only when the step fails (its last
- * 64 KiB). */
-static int run_quietly(const struct sandbox_spec *s, const struct sock_fprog *filter, int *status,
-                       struct cs_error *err)
+/* Copies a step's output from the pipe to csandbox's own stderr. */
+struct relay {
+        int from, to;
+};
+
+static void *relay_main(void *opaque)
 {
-        _cleanup_close_ int log = memfd_create("csandbox-build-step", MFD_CLOEXEC);
+        const struct relay *r = opaque;
+        char buf[65536];
+        ssize_t n;
+
+        while ((n = read(r->from, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+                if (n > 0 && cs_write_all(r->to, buf, (size_t)n) < 0)
+                        break;
+        return NULL;
+}
+
+/* The step's stdout and stderr are never the caller's terminal (a RUN could read what the
+ * user types, or change the terminal's modes): a pipe relayed to our stderr, or with
+ * --quiet a memfd shown only when the step fails (its last 64 KiB). */
+static int run_captured(const struct sandbox_spec *s, const struct sock_fprog *filter, bool quiet,
+                        int *status, struct cs_error *err)
+{
         _cleanup_close_ int out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
         _cleanup_close_ int errfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        _cleanup_close_ int sink = -1, rd = -1;
+        struct relay relay = {.from = -1, .to = -1};
+        pthread_t tid;
+        bool relaying = false;
         char buf[65536];
         off_t size;
         ssize_t n;
-        int r;
+        int p[2], r;
 
-        if (log < 0 || out < 0 || errfd < 0 || dup2(log, STDOUT_FILENO) < 0 ||
-            dup2(log, STDERR_FILENO) < 0)
-                return cs_error_set(err, errno, "keep the step's output aside");
+        if (out < 0 || errfd < 0)
+                return cs_error_set(err, errno, "the step's output");
+        if (quiet) {
+                sink = memfd_create("csandbox-build-step", MFD_CLOEXEC);
+        } else if (pipe2(p, O_CLOEXEC) == 0) {
+                rd = p[0];
+                sink = p[1];
+                sigset_t all, old;
+
+                relay = (struct relay){.from = rd, .to = errfd};
+                /* The relay takes no signal: launch_run waits for SIGCHLD on a signalfd,
+                 * and a thread that does not block it would swallow it. */
+                sigfillset(&all);
+                pthread_sigmask(SIG_SETMASK, &all, &old);
+                relaying = pthread_create(&tid, NULL, relay_main, &relay) == 0;
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                if (!relaying) {
+                        close(sink);
+                        sink = -1;
+                }
+        }
+        if (sink < 0 || dup2(sink, STDOUT_FILENO) < 0 || dup2(sink, STDERR_FILENO) < 0) {
+                r = cs_error_set(err, errno ? errno : EIO, "the step's output");
+                goto out;
+        }
         r = launch_run(s, filter, status, err);
+out:
         dup2(out, STDOUT_FILENO);
         dup2(errfd, STDERR_FILENO);
-        if (r >= 0 && *status != 0 && (size = lseek(log, 0, SEEK_END)) > 0) {
+        if (relaying) {
+                close(sink); /* the relay sees the end once the sandbox's copies are gone */
+                sink = -1;
+                pthread_join(tid, NULL);
+        }
+        if (quiet && sink >= 0 && r >= 0 && *status != 0 && (size = lseek(sink, 0, SEEK_END)) > 0) {
                 off_t from = size > (off_t)sizeof(buf) ? size - (off_t)sizeof(buf) : 0;
 
-                n = pread(log, buf, sizeof(buf), from);
+                n = pread(sink, buf, sizeof(buf), from);
                 if (n > 0)
                         (void)!write(STDERR_FILENO, buf, (size_t)n);
         }
@@ -488,8 +538,7 @@ static int run_sandbox(struct build_ctx *b, const struct build_layers *l,
                 *ret_n = s.n_mounts;
         }
         if (r >= 0)
-                r = b->quiet ? run_quietly(&s, &filter, &status, err)
-                             : launch_run(&s, &filter, &status, err);
+                r = run_captured(&s, &filter, b->quiet, &status, err);
         spec_free(&s); /* the builtin filter is static */
         if (r >= 0 && status != 0) {
                 r = cs_error_setx(err, ECHILD, "%s: RUN exited with status %d%s%s", run->what,

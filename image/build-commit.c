@@ -5,8 +5,9 @@
  *
  * The tar form: pax (restricted: ustar headers, pax records only where ustar cannot say
  * it), directories before their contents and siblings in byte order, mtimes in whole
- * seconds, no atime/ctime, no user or group names, no xattrs; a whiteout (0/0 character
- * device) is an empty `.wh.NAME` file of mode 0 owned by 0:0, an opaque directory has a
+ * seconds, no atime/ctime, no user or group names; the xattrs the step left (not the overlay's)
+ * sorted by name; a whiteout (0/0 character device) is an empty `.wh.NAME` file of mode 0 owned by
+ * 0:0, an opaque directory has a
  * `.wh..wh..opq` entry first. Files that are hard links of each other are one file and
  * hard-link entries to its first name. */
 #include "build-private.h"
@@ -29,7 +30,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define XATTR_LIST_MAX_LEN 65536
+#define XATTR_LIST_MAX_LEN  65536
+#define XATTR_VALUE_MAX_LEN 65536
 
 struct link_rec {
         dev_t dev;
@@ -209,10 +211,52 @@ static const char *link_first(struct commit_ctx *x, const struct stat *st, const
         return NULL;
 }
 
+static int name_ptr_cmp(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The xattrs a step left on fd (file capabilities, ACLs, user.*; not the overlay's own),
+ * sorted by name, into the tar entry: they are part of the layer, so of its diff_id. */
+static int tar_xattrs(struct commit_ctx *x, int fd, const char *path)
+{
+        _cleanup_free_ char *list = malloc(XATTR_LIST_MAX_LEN);
+        _cleanup_free_ char *value = malloc(XATTR_VALUE_MAX_LEN);
+        _cleanup_free_ const char **names = NULL;
+        ssize_t n = list ? flistxattr(fd, list, XATTR_LIST_MAX_LEN) : -1;
+        size_t count = 0;
+
+        if (!list || !value)
+                return cs_error_set(x->err, ENOMEM, "xattrs of `%s`", path);
+        if (n < 0)
+                return errno == ENOTSUP ? 0 : cs_error_set(x->err, errno, "xattrs of `%s`", path);
+        for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1)
+                count++;
+        names = calloc(count + 1, sizeof(*names));
+        if (!names)
+                return cs_error_set(x->err, ENOMEM, "xattrs of `%s`", path);
+        count = 0;
+        for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1)
+                if (strncmp(list + i, "user.overlay.", 13) != 0)
+                        names[count++] = list + i;
+        qsort(names, count, sizeof(*names), name_ptr_cmp);
+        for (size_t i = 0; i < count; i++) {
+                ssize_t len = fgetxattr(fd, names[i], value, XATTR_VALUE_MAX_LEN);
+
+                if (len < 0)
+                        return cs_error_set(x->err, errno, "xattr %s of `%s`", names[i], path);
+                archive_entry_xattr_add_entry(x->e, names[i], value, (size_t)len);
+        }
+        return 0;
+}
+
 static int tar_header(struct commit_ctx *x, const char *path, mode_t mode, uid_t uid, gid_t gid,
-                      time_t mtime, int64_t size, const char *symlink, const char *hardlink)
+                      time_t mtime, int64_t size, const char *symlink, const char *hardlink,
+                      int xattr_fd)
 {
         archive_entry_clear(x->e);
+        if (xattr_fd >= 0 && tar_xattrs(x, xattr_fd, path) < 0)
+                return -1;
         archive_entry_set_pathname(x->e, path);
         archive_entry_set_mode(x->e, mode);
         archive_entry_set_uid(x->e, uid);
@@ -271,7 +315,7 @@ static int commit_entry(struct commit_ctx *x, int dfd, const char *name, int fd,
         if (S_ISREG(st->st_mode) && st->st_nlink > 1 && (hardlink = link_first(x, st, path)))
                 size = 0;
         r = tar_header(x, path, st->st_mode, st->st_uid, st->st_gid, st->st_mtim.tv_sec, size,
-                       S_ISLNK(st->st_mode) ? target : NULL, hardlink);
+                       S_ISLNK(st->st_mode) ? target : NULL, hardlink, hardlink ? -1 : fd);
         if (r == 0 && size > 0) {
                 x->stats.size += (uint64_t)size;
                 r = tar_data(x, fd, size, shown);
@@ -327,7 +371,7 @@ static int commit_dir(struct commit_ctx *x, int dfd, const char *rel, int depth)
                                 r = cs_error_set(x->err, ENOMEM, "commit the layer");
                         if (r == 0)
                                 r = tar_header(x, wh, S_IFREG, 0, 0, st.st_mtim.tv_sec, 0, NULL,
-                                               NULL);
+                                               NULL, -1);
                         if (r == 0 &&
                             fchownat(dfd, names[i], x->uid, x->gid, AT_SYMLINK_NOFOLLOW) < 0)
                                 r = cs_error_set(x->err, errno, "chown `%s`", shown);
@@ -352,7 +396,7 @@ static int commit_dir(struct commit_ctx *x, int dfd, const char *rel, int depth)
                                         r = cs_error_set(x->err, ENOMEM, "commit the layer");
                                 else
                                         r = tar_header(x, opq, S_IFREG, 0, 0, st.st_mtim.tv_sec, 0,
-                                                       NULL, NULL);
+                                                       NULL, NULL, -1);
                         }
                         if (r == 0)
                                 r = commit_dir(x, fd, path, depth + 1);
@@ -434,7 +478,8 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
         strip_overlay_xattrs(&x, root);
         r = layer_meta_line(x.meta, ".", st.st_mode, st.st_uid, st.st_gid, err);
         if (r == 0 && is_opaque(root))
-                r = tar_header(&x, ".wh..wh..opq", S_IFREG, 0, 0, st.st_mtim.tv_sec, 0, NULL, NULL);
+                r = tar_header(&x, ".wh..wh..opq", S_IFREG, 0, 0, st.st_mtim.tv_sec, 0, NULL, NULL,
+                               -1);
         if (r == 0)
                 r = commit_dir(&x, root, "", 0);
         if (r == 0 && (fchown(root, x.uid, x.gid) < 0 || fchmod(root, st.st_mode & 07777) < 0))

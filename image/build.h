@@ -76,11 +76,10 @@ int build_copy_digest(const struct build_copy *c, char ret[65], struct cs_error 
  *   (setuid/setgid bits included) put back;
  * - ret_diff_id: SHA-256 of the layer as a tar (pax restricted; a directory before its
  *   contents, siblings in byte order; owners and modes from the metadata; mtimes in whole
- *   seconds; no xattrs; 0/0 character devices as empty `.wh.NAME` files, opaque dirs with
- *   a `.wh..wh..opq` entry first; a file's further hard links as hard-link entries),
- *   deterministic for the same tree.
- * ret_stats: size (file bytes), files (entries). An empty layer (nothing changed) gives
- * ret_empty true. */
+ *   seconds; the xattrs other than user.overlay.*, sorted; 0/0 character devices as empty
+ * `.wh.NAME` files, opaque dirs with a `.wh..wh..opq` entry first; a file's further hard links as
+ * hard-link entries), deterministic for the same tree. ret_stats: size (file bytes), files
+ * (entries). An empty layer (nothing changed) gives ret_empty true. */
 int build_layer_commit(int upper_fd, const int *lower_fds, size_t n_lowers,
                        const char *const *mountpoints, size_t n_mountpoints, int meta_fd,
                        unsigned char ret_diff_id[32], struct layer_stats *ret_stats,

@@ -75,6 +75,10 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter,
                 close(netready_fd);
         }
         broker_start(s, filter);
+        /* Not dumpable before the payload exists: pid 1 never execs, so it keeps csandbox's
+         * fds, and a payload of the same uid must never reach them through /proc/1/fd (the
+         * payload's own exec makes it dumpable again). */
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         payload = fork();
         if (payload < 0) {
                 cs_error_set(&err, errno, "pid 1: fork the payload");
@@ -97,7 +101,6 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter,
         }
         close(errfd);
         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
         for (;;) {
                 struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl, .events = POLLIN}};

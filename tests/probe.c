@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
@@ -549,6 +550,14 @@ static int cmd_write(const char *path, const char *content)
         return 0;
 }
 
+static int cmd_setxattr(const char *path, const char *name, const char *value)
+{
+        int e = setxattr(path, name, value, strlen(value), 0) < 0 ? errno : 0;
+
+        printf("{\"errno\":\"%s\"}\n", errno_name(e));
+        return 0;
+}
+
 static int cmd_read(const char *path)
 {
         errno = 0;
@@ -980,7 +989,8 @@ static int cmd_pgrp_attack(void)
 
 static int usage(void)
 {
-        fputs("usage: probe [report [ARG...]] | write PATH [CONTENT] | read PATH | stat PATH |"
+        fputs("usage: probe [report [ARG...]] | write PATH [CONTENT] | read PATH | setxattr PATH "
+              "NAME VALUE | stat PATH |"
               " ls PATH | exit N | kill-self SIG | wait-signal | sleep SECONDS |"
               " spawn-sleeper SECONDS MARKER [--exit] | connect HOST PORT | connect-unix NAME |"
               " dns-a NAME SERVER | tty-info | tty-echo N | tty-winch COUNT |"
@@ -1078,6 +1088,8 @@ int main(int argc, char **argv)
                 return cmd_write(argv[2], argc >= 4 ? argv[3] : "probe\n");
         if (!strcmp(cmd, "read") && argc >= 3)
                 return cmd_read(argv[2]);
+        if (!strcmp(cmd, "setxattr") && argc >= 5)
+                return cmd_setxattr(argv[2], argv[3], argv[4]);
         if (!strcmp(cmd, "stat") && argc >= 3)
                 return cmd_stat(argv[2]);
         if (!strcmp(cmd, "ls") && argc >= 3)

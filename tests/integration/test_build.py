@@ -1110,3 +1110,27 @@ def test_prune_drops_cache_entries_whose_layers_are_gone(store, ctx):
     # the rebuild runs the step whose layer went, and is cached again
     _, p = store.built(c, "-t", "cached")
     assert p.stderr.count("--> Using cache") == 1, p.stderr
+
+
+def test_a_run_step_sees_no_terminal_even_when_the_build_has_one(store, ctx):
+    """A RUN's stdout and stderr are a pipe csandbox relays, never the caller's terminal:
+    a step could otherwise read what the user types or change the terminal's modes."""
+    from conftest import run_stderr_on_pty
+    # the marker is split in the instruction, which the STEP line shows
+    c = ctx({"Containerfile": "FROM bb\nRUN for fd in 0 1 2; do [ -t $fd ] && "
+                              "echo IS-A''-TERMINAL$fd; done; echo checked >&2\n"})
+    p, screen = run_stderr_on_pty([CSANDBOX, "image", "build", "--no-cache", str(c)],
+                                  store.env())
+    assert p.returncode == 0, screen
+    assert "checked" in screen and "IS-A-TERMINAL" not in screen, screen
+
+
+def test_xattrs_a_run_step_sets_are_part_of_the_layer_digest(store, ctx):
+    """Two steps that differ only in an xattr they set make two layers, not one."""
+    ids = []
+    for value in ("one", "two"):
+        c = ctx({"Containerfile": "FROM bb\nRUN touch /x && "
+                                  f"/probe setxattr /x user.csandbox {value}\n"})
+        store.built(c, "-t", f"x-{value}")
+        ids.append(store.inspect(f"x-{value}")["rootfs"]["diff_ids"][-1])
+    assert ids[0] != ids[1], ids
