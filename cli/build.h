@@ -52,8 +52,6 @@ struct build_step {
         const struct build_copy *copy;   /* COPY, ADD */
         const struct build_layers *from; /* COPY --from a stage or image: its layers */
         const char *mkdir;               /* MKDIR: WORKDIR's absolute path */
-        uid_t uid; /* the step's user, whom the caller's ids stand for (RUN: its USER; 0) */
-        gid_t gid;
         const char *what;
 };
 

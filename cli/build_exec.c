@@ -647,11 +647,7 @@ static int do_run(struct build *b, struct stage *st, const struct cf_instr *in, 
                 goto out;
         }
         {
-                struct build_step step = {.kind = BUILD_STEP_RUN,
-                                          .run = &run,
-                                          .what = what,
-                                          .uid = run.uid,
-                                          .gid = run.gid};
+                struct build_step step = {.kind = BUILD_STEP_RUN, .run = &run, .what = what};
                 _cleanup_free_ char *hist = NULL;
 
                 if (asprintf(&hist, "RUN %s", in->original) < 0)

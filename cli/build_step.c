@@ -175,6 +175,71 @@ static int mkdir_in_root(int root, const char *path, struct cs_error *err)
         return 0;
 }
 
+struct give_ctx {
+        int root;
+        const char *what;
+        struct cs_error *err;
+};
+
+static int give_one(void *opaque, const char *path, uint32_t mode, uint32_t uid, uint32_t gid)
+{
+        struct give_ctx *g = opaque;
+        struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                               .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS};
+        _cleanup_free_ char *dir = strdup(path);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        const char *base = slash ? slash + 1 : path;
+        _cleanup_close_ int dfd = -1;
+
+        if (!dir)
+                return cs_error_set(g->err, ENOMEM, "%s", g->what);
+        if (strcmp(path, ".") == 0)
+                return 0; /* the root stays root's */
+        if (slash)
+                *slash = '\0';
+        dfd = (int)syscall(SYS_openat2, g->root, slash ? dir : ".", &how, sizeof(how));
+        if (dfd < 0)
+                return 0; /* hidden or replaced by a later layer: nothing of the user's */
+        /* Copied up into the step's layer with the owner the layers record; a link's mode
+         * is not its own. A path a later layer removed is simply absent. */
+        if (fchownat(dfd, base, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0
+                                       : cs_error_set(g->err, errno, "%s: give `%s` to %u:%u",
+                                                      g->what, path, uid, gid);
+        if (!S_ISLNK(mode) && fchmodat(dfd, base, mode & 07777, 0) < 0)
+                return cs_error_set(g->err, errno, "%s: chmod `%s`", g->what, path);
+        return 0;
+}
+
+/* Before a USER's RUN, in the step's overlay root: what the layers' metadata records as
+ * owned by that user or its group gets that owner (the tree on disk is the caller's, which
+ * the step sees as root's), so the user writes where the Containerfile gave it a place,
+ * and nowhere else. */
+static int give_owned(int root, const struct build_layers *l, const struct build_run *run,
+                      struct cs_error *err)
+{
+        struct layer_limits lim = {.max_size = LAYER_DEFAULT_MAX_SIZE,
+                                   .max_entries = LAYER_DEFAULT_MAX_ENTRIES,
+                                   .max_path = LAYER_DEFAULT_MAX_PATH,
+                                   .max_layers = STORE_MAX_LAYERS};
+        _cleanup_free_ int *dirs = calloc(l->n + 1, sizeof(int));
+        struct give_ctx g = {.root = root, .what = run->what, .err = err};
+        struct layer_tree *t = NULL;
+        int r;
+
+        if (!dirs)
+                return cs_error_set(err, ENOMEM, "%s", run->what);
+        for (size_t k = 0; k < l->n; k++)
+                dirs[k] = l->held[l->n - 1 - k];
+        r = layer_tree_new(root, &lim, &t, err);
+        if (r >= 0)
+                r = layer_tree_set_lowers(t, dirs, l->n, err);
+        if (r >= 0)
+                r = layer_lowers_owned_by(t, run->uid, run->gid, give_one, &g);
+        layer_tree_free(t);
+        return r < 0 ? -1 : 0;
+}
+
 /* What the worker sends back. */
 struct worker_result {
         int r;
@@ -190,6 +255,7 @@ struct worker_job {
         int tfd;          /* tmp/layer-*: diff/, work/, empty/, metadata */
         bool only_remove; /* the step failed: give the tree back to the caller for removal */
         bool sweep;       /* tfd is the store's tmp/: remove what killed builds left there */
+        bool prepare;     /* before a USER's RUN: give it what the layers record as its own */
         const char *const *mountpoints;
         size_t n_mountpoints;
 };
@@ -235,7 +301,7 @@ static int worker_body(const struct worker_job *j, struct worker_result *res, st
         }
         if (j->sweep)
                 return sweep_layers(j->tfd, err);
-        if (j->st->kind != BUILD_STEP_RUN) {
+        if (j->st->kind != BUILD_STEP_RUN || j->prepare) {
                 _cleanup_close_ int u =
                     openat(j->tfd, LAYER_DIFF, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 _cleanup_close_ int w =
@@ -254,6 +320,11 @@ static int worker_body(const struct worker_job *j, struct worker_result *res, st
                 m = overlay_open(j->l, empty, upper, work, err);
                 if (m < 0)
                         return m;
+                if (j->prepare) {
+                        r = give_owned(m, j->l, j->st->run, err);
+                        close(m);
+                        return r;
+                }
                 if (j->st->kind == BUILD_STEP_MKDIR) {
                         r = mkdir_in_root(m, j->st->mkdir, err);
                 } else {
@@ -343,8 +414,6 @@ static int worker_run(struct build_ctx *b, const struct worker_job *j, struct wo
                 goto reap;
         }
         spec_init(&map);
-        map.uid = j->st ? j->st->uid : 0;
-        map.gid = j->st ? j->st->gid : 0;
         map.host_uid = getuid();
         map.host_gid = getgid();
         map.map_range = b->range;
@@ -491,14 +560,17 @@ static int run_sandbox(struct build_ctx *b, const struct build_layers *l,
                 r = cs_error_set(err, errno, "the step's directories");
         if (r >= 0)
                 r = spec_set_root_upper(&s, upper, work, err);
-        /* The step's user stands for the caller, so that what the stage's layers hold
-         * (the caller's files) is that user's: a USER's RUN may write where the
-         * Containerfile gave it a directory (the layers record owners, not the tree). */
-        s.uid = run->uid;
-        s.gid = run->gid;
+        /* The caller is root here (what the layers hold is the caller's); a USER's RUN
+         * runs as that user, on one of the subordinate ids, and owns what give_owned gave
+         * it. */
         s.host_uid = getuid();
         s.host_gid = getgid();
         s.map_range = b->range;
+        if (run->uid != 0 || run->gid != 0) {
+                s.payload_ids = true;
+                s.payload_uid = run->uid;
+                s.payload_gid = run->gid;
+        }
         if (run->uid == 0)
                 s.payload_caps = BUILD_CAPS;
         s.net = b->net ? SPEC_NET_PASTA : SPEC_NET_NONE;
@@ -588,7 +660,19 @@ int build_step_do(struct build_ctx *b, const struct build_layers *l, const struc
         }
         job.tfd = tfd;
         r = 0;
-        if (st->kind == BUILD_STEP_RUN)
+        if (st->kind == BUILD_STEP_RUN && (st->run->uid != 0 || st->run->gid != 0)) {
+                struct worker_job prep = {.l = l, .st = st, .tfd = tfd, .prepare = true};
+                struct worker_result pr;
+
+                r = b->range ? worker_run(b, &prep, &pr, err)
+                             : cs_error_setx(err, EPERM,
+                                             "%s: RUN as the USER %u:%u needs the ids above 0 of "
+                                             "the user namespace, which only a subordinate id "
+                                             "range gives, and %s",
+                                             st->run->what, (unsigned)st->run->uid,
+                                             (unsigned)st->run->gid, b->why_no_range);
+        }
+        if (r >= 0 && st->kind == BUILD_STEP_RUN)
                 r = run_sandbox(b, l, st->run, tfd, &mountpoints, &n_mp, err);
         job.mountpoints = (const char *const *)mountpoints;
         job.n_mountpoints = n_mp;

@@ -55,6 +55,11 @@ struct commit_ctx {
         struct cs_error *err;
         uid_t uid; /* the ids the caller has in this namespace: the tree goes back to them */
         gid_t gid;
+        /* The lower layers' ownership records (each lower's layer dir is the parent of its
+         * tree), for the directories a step only copied up; NULL without them. */
+        struct layer_tree *lt;
+        int *lt_dirs;
+        size_t n_lt_dirs;
 };
 
 static la_ssize_t tar_sink(struct archive *a, void *opaque, const void *buf, size_t len)
@@ -300,7 +305,19 @@ static int commit_entry(struct commit_ctx *x, int dfd, const char *name, int fd,
         int64_t size = S_ISREG(st->st_mode) ? st->st_size : 0;
         int r;
 
-        r = layer_meta_line(x->meta, path, st->st_mode, st->st_uid, st->st_gid, x->err);
+        uid_t uid = st->st_uid;
+        gid_t gid = st->st_gid;
+        uint32_t lmode, luid, lgid;
+
+        /* A directory the step only passed through was copied up with the owner it has on
+         * disk (the caller's): it keeps the owner its layer recorded. */
+        if (S_ISDIR(st->st_mode) && uid == x->uid && gid == x->gid && x->lt &&
+            strcmp(path, ".") != 0 && layer_lowers_record(x->lt, path, &lmode, &luid, &lgid) &&
+            S_ISDIR(lmode)) {
+                uid = luid;
+                gid = lgid;
+        }
+        r = layer_meta_line(x->meta, path, st->st_mode, uid, gid, x->err);
         if (r < 0)
                 return r;
         x->stats.files++;
@@ -314,7 +331,7 @@ static int commit_entry(struct commit_ctx *x, int dfd, const char *name, int fd,
         }
         if (S_ISREG(st->st_mode) && st->st_nlink > 1 && (hardlink = link_first(x, st, path)))
                 size = 0;
-        r = tar_header(x, path, st->st_mode, st->st_uid, st->st_gid, st->st_mtim.tv_sec, size,
+        r = tar_header(x, path, st->st_mode, uid, gid, st->st_mtim.tv_sec, size,
                        S_ISLNK(st->st_mode) ? target : NULL, hardlink, hardlink ? -1 : fd);
         if (r == 0 && size > 0) {
                 x->stats.size += (uint64_t)size;
@@ -406,6 +423,40 @@ static int commit_dir(struct commit_ctx *x, int dfd, const char *rel, int depth)
         return r;
 }
 
+/* The lower layers' ownership tables, when their trees sit in layer dirs of the store. */
+static void lowers_records(struct commit_ctx *x)
+{
+        struct layer_limits lim = {.max_size = LAYER_DEFAULT_MAX_SIZE,
+                                   .max_entries = LAYER_DEFAULT_MAX_ENTRIES,
+                                   .max_path = LAYER_DEFAULT_MAX_PATH,
+                                   .max_layers = 500};
+        /* Dropped: without the tables, copied-up directories keep their owner on disk. */
+        struct cs_error ignored;
+
+        if (!x->n_lowers || !(x->lt_dirs = calloc(x->n_lowers, sizeof(int))))
+                return;
+        for (size_t k = 0; k < x->n_lowers; k++) {
+                x->lt_dirs[k] = openat(x->lowers[k], "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (x->lt_dirs[k] < 0)
+                        break;
+                x->n_lt_dirs++;
+        }
+        if (x->n_lt_dirs != x->n_lowers || layer_tree_new(x->lowers[0], &lim, &x->lt, &ignored) < 0)
+                return;
+        if (layer_tree_set_lowers(x->lt, x->lt_dirs, x->n_lt_dirs, &ignored) < 0) {
+                layer_tree_free(x->lt);
+                x->lt = NULL;
+        }
+}
+
+static void lowers_records_free(struct commit_ctx *x)
+{
+        layer_tree_free(x->lt);
+        for (size_t k = 0; k < x->n_lt_dirs; k++)
+                close(x->lt_dirs[k]);
+        free(x->lt_dirs);
+}
+
 int build_layer_commit(int upper_fd, const int *lower_fds, size_t n_lowers,
                        const char *const *mountpoints, size_t n_mountpoints, int meta_fd,
                        unsigned char ret_diff_id[32], struct layer_stats *ret_stats,
@@ -450,6 +501,7 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
                         return r;
         }
 
+        lowers_records(&x);
         x.buf = malloc(IO_BUF > XATTR_LIST_MAX_LEN ? IO_BUF : XATTR_LIST_MAX_LEN);
         x.md = EVP_MD_CTX_new();
         x.a = archive_write_new();
@@ -506,5 +558,6 @@ out:
                 free(x.links[i].path);
         free(x.links);
         free(x.buf);
+        lowers_records_free(&x);
         return r;
 }

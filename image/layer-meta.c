@@ -156,6 +156,51 @@ static struct layer_tree *lower_meta(struct layer_tree *t, size_t k)
         return m;
 }
 
+bool layer_lowers_record(struct layer_tree *t, const char *path, uint32_t *ret_mode,
+                         uint32_t *ret_uid, uint32_t *ret_gid)
+{
+        for (size_t k = 0; k < t->n_lowers; k++) {
+                struct layer_tree *m = lower_meta(t, k);
+                const struct meta_rec *rec = m ? meta_find(m, path) : NULL;
+
+                if (rec) {
+                        *ret_mode = rec->mode;
+                        *ret_uid = rec->uid;
+                        *ret_gid = rec->gid;
+                        return true;
+                }
+        }
+        return false;
+}
+
+int layer_lowers_owned_by(struct layer_tree *t, uint32_t uid, uint32_t gid,
+                          int (*each)(void *opaque, const char *path, uint32_t mode, uint32_t uid,
+                                      uint32_t gid),
+                          void *opaque)
+{
+        for (size_t k = 0; k < t->n_lowers; k++) {
+                struct layer_tree *m = lower_meta(t, k);
+
+                for (size_t i = 0; m && i < m->cap; i++) {
+                        const struct meta_rec *rec = &m->slots[i];
+                        bool above = false;
+                        int r;
+
+                        if (!rec->path || (rec->uid != uid && rec->gid != gid))
+                                continue;
+                        /* the topmost layer's record of a path is the one that counts */
+                        for (size_t j = 0; j < k && !above; j++)
+                                above = lower_meta(t, j) && meta_find(lower_meta(t, j), rec->path);
+                        if (above)
+                                continue;
+                        r = each(opaque, rec->path, rec->mode, rec->uid, rec->gid);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 void lower_meta_free(struct layer_tree *t)
 {
         for (size_t k = 0; t->lower_meta && k < t->n_lowers; k++)

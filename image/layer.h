@@ -22,6 +22,7 @@
 #pragma once
 #include "oci.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -85,6 +86,18 @@ int layer_tree_set_lowers(struct layer_tree *t, const int *layer_dirs, size_t n,
  * -1 to accept any of none/gzip/zstd. ret_diff_id: sha256 of the uncompressed stream. */
 int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_fn read,
                 void *opaque, unsigned char ret_diff_id[32], struct cs_error *err);
+
+/* After layer_tree_set_lowers: the record of path in the topmost lower layer that lists it
+ * (its metadata); false when none does. */
+bool layer_lowers_record(struct layer_tree *t, const char *path, uint32_t *ret_mode,
+                         uint32_t *ret_uid, uint32_t *ret_gid);
+/* After layer_tree_set_lowers: each path whose record in the topmost lower layer that lists
+ * it names uid as its owner or gid as its group (a build's USER: what it must own in its
+ * step), with that record. Stops at the first negative return of each. */
+int layer_lowers_owned_by(struct layer_tree *t, uint32_t uid, uint32_t gid,
+                          int (*each)(void *opaque, const char *path, uint32_t mode, uint32_t uid,
+                                      uint32_t gid),
+                          void *opaque);
 
 /* After the last layer: give directories their recorded modes and mtimes (they stay
  * u+rwx while layers are applied), count the tree, and write the ownership metadata to

@@ -52,6 +52,32 @@ int exec_keep_capabilities(uint64_t caps, struct cs_error *err)
         return 0;
 }
 
+/* The payload's capabilities and, for a build step, its own ids. A uid other than 0 cuts
+ * the bounding set while CAP_SETPCAP is still there; the change of uid then clears the rest. */
+static int exec_set_identity(const struct sandbox_spec *s, struct cs_error *err)
+{
+        bool other = s->payload_ids && s->payload_uid != 0;
+
+        if (other) {
+                capng_clear(CAPNG_SELECT_BOUNDS);
+                if (capng_apply(CAPNG_SELECT_BOUNDS) != 0)
+                        return cs_error_setx(err, EPERM, "drop the bounding set");
+        }
+        if (s->payload_ids && (setresgid(s->payload_gid, s->payload_gid, s->payload_gid) < 0 ||
+                               setresuid(s->payload_uid, s->payload_uid, s->payload_uid) < 0))
+                return cs_error_set(err, errno, "become uid %u gid %u", (unsigned)s->payload_uid,
+                                    (unsigned)s->payload_gid);
+        if (other) {
+                capng_clear(CAPNG_SELECT_CAPS);
+                if (capng_apply(CAPNG_SELECT_CAPS) != 0)
+                        return cs_error_setx(err, EPERM, "drop capabilities");
+                prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+                return 0;
+        }
+        return s->payload_caps ? exec_keep_capabilities(s->payload_caps, err)
+                               : exec_drop_capabilities(err);
+}
+
 static char **build_environ(const struct sandbox_spec *s)
 {
         char **env = calloc(s->n_env + 1, sizeof(*env));
@@ -99,8 +125,7 @@ void exec_payload(const struct sandbox_spec *s, const struct sock_fprog *filter,
                         cs_error_set(&err, errno, "set rlimit %d", s->rlimits[i].resource);
                         runner_child_fail(errfd, &err);
                 }
-        if ((s->payload_caps ? exec_keep_capabilities(s->payload_caps, &err)
-                             : exec_drop_capabilities(&err)) < 0)
+        if (exec_set_identity(s, &err) < 0)
                 runner_child_fail(errfd, &err);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
                 cs_error_set(&err, errno, "set no_new_privs");

@@ -615,7 +615,10 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
                 return cs_error_setx(err, EINVAL,
                                      "spec: an upper dir on disk needs its work dir and a "
                                      "layered root");
-        if (s->payload_caps && s->uid != 0)
+        if (s->payload_ids && !s->map_range)
+                return cs_error_setx(err, EINVAL,
+                                     "spec: the payload's own ids need the subordinate range");
+        if (s->payload_caps && (s->payload_ids ? s->payload_uid : s->uid) != 0)
                 return cs_error_setx(err, EINVAL,
                                      "spec: only a payload of uid 0 keeps capabilities");
         if (s->map_host_loopback && s->net != SPEC_NET_PASTA)

@@ -122,6 +122,12 @@ struct sandbox_spec {
         uid_t host_uid; /* the caller's ids, mapped onto uid/gid */
         gid_t host_gid;
         bool map_range; /* 65536 ids through newuidmap/newgidmap */
+        /* The payload's own ids where they differ from uid/gid (which the caller maps to):
+         * a build step runs as the Containerfile's USER in a namespace where the caller is
+         * root. Needs map_range. */
+        bool payload_ids;
+        uid_t payload_uid;
+        gid_t payload_gid;
         /* Capabilities the payload keeps (bit n: capability n), its bounding set cut to
          * them, with no_new_privs and the filter as always: a build step's root. Only for a
          * payload of uid 0. 0: none, as every session. */

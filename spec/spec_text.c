@@ -150,6 +150,10 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
         cJSON_AddNumberToObject(ids, "host_uid", s->host_uid);
         cJSON_AddNumberToObject(ids, "host_gid", s->host_gid);
         cJSON_AddBoolToObject(ids, "map_range", s->map_range);
+        if (s->payload_ids) {
+                cJSON_AddNumberToObject(ids, "payload_uid", s->payload_uid);
+                cJSON_AddNumberToObject(ids, "payload_gid", s->payload_gid);
+        }
         if (s->payload_caps) {
                 char caps[20];
 

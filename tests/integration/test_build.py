@@ -1134,3 +1134,29 @@ def test_xattrs_a_run_step_sets_are_part_of_the_layer_digest(store, ctx):
         store.built(c, "-t", f"x-{value}")
         ids.append(store.inspect(f"x-{value}")["rootfs"]["diff_ids"][-1])
     assert ids[0] != ids[1], ids
+
+
+def test_a_users_run_owns_what_the_image_gave_it_and_nothing_else(store, ctx):
+    """After USER, a RUN writes where the Containerfile gave the user a place (a directory
+    chowned in a RUN, a file COPY --chown'ed into it) and nowhere root owns: /etc/passwd
+    stays unwritable and a root-only file unreadable, as with docker's USER."""
+    c = ctx({"Containerfile": """\
+FROM bb
+RUN echo 'bob:x:1000:1000::/home/bob:/bin/sh' >>/etc/passwd \\
+    && echo 'bob:x:1000:' >>/etc/group \\
+    && mkdir -p /home/bob && chown bob:bob /home/bob && echo secret >/root-only \\
+    && chmod 600 /root-only
+COPY --chown=bob --chmod=600 note /home/bob/note
+USER bob
+RUN touch /home/bob/made && cat /home/bob/note \\
+    && { echo evil >>/etc/passwd && echo PASSWD''-WRITTEN || echo passwd-refused; } \\
+    && { cat /root-only || echo root-only-refused; } \\
+    && { touch /bin/planted && echo PLAN''TED || echo bin-refused; }
+""", "note": "mine\n"})
+    _, p = store.built(c, "-t", "bob")
+    for line in ("mine", "passwd-refused", "root-only-refused", "bin-refused"):
+        assert line in p.stderr, p.stderr
+    assert "PASSWD-WRITTEN" not in p.stderr and "PLANTED" not in p.stderr, p.stderr
+    assert store.owner("bob:latest", "home/bob/made")[1:] == (1000, 1000)
+    assert store.owner("bob:latest", "home/bob")[1:] == (1000, 1000)
+    assert "evil" not in store.cat("bob", "/etc/passwd")
