@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,7 +236,9 @@ static int give_owned(int root, const struct build_layers *l, const struct build
         if (r >= 0)
                 r = layer_tree_set_lowers(t, dirs, l->n, err);
         if (r >= 0)
-                r = layer_lowers_owned_by(t, run->uid, run->gid, give_one, &g);
+                /* root's uid or group would name nearly every file: only the others */
+                r = layer_lowers_owned_by(t, run->uid ? run->uid : UINT32_MAX,
+                                          run->gid ? run->gid : UINT32_MAX, give_one, &g);
         layer_tree_free(t);
         return r < 0 ? -1 : 0;
 }

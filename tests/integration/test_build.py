@@ -1160,3 +1160,14 @@ RUN touch /home/bob/made && cat /home/bob/note \\
     assert store.owner("bob:latest", "home/bob/made")[1:] == (1000, 1000)
     assert store.owner("bob:latest", "home/bob")[1:] == (1000, 1000)
     assert "evil" not in store.cat("bob", "/etc/passwd")
+
+
+def test_a_user_in_roots_group_is_given_only_its_own(store, ctx):
+    """USER 1000:0: what the layers record as group 0 is nearly everything; only the
+    user's own files are given to it, so its step's layer holds what it wrote and its
+    home, not a copy of the image."""
+    c = ctx({"Containerfile": "FROM bb\nRUN mkdir -p /home/u && chown 1000:0 /home/u\n"
+                              "USER 1000:0\nRUN touch /home/u/made\n"})
+    store.built(c, "-t", "grp")
+    top = layer_metadata(store.layers("grp:latest")[0])
+    assert sorted(top) == [".", "home", "home/u", "home/u/made"], sorted(top)
