@@ -31,8 +31,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BUILD_CACHE_DIR "build-cache"
-
 struct stage {
         char *name; /* AS name, lowercased; NULL */
         struct build_layers layers;
@@ -229,7 +227,6 @@ static int open_base(struct build *b, const char *what, const char *kw, const ch
         struct registry_ref rr;
         _cleanup_free_ char *json = NULL;
         struct image_ref *nb;
-        const char *name = ref_text;
         char digest[OCI_DIGEST_LEN + 1];
         struct cs_error probe = {0};
         int r;
@@ -238,7 +235,6 @@ static int open_base(struct build *b, const char *what, const char *kw, const ch
                 return cs_error_wrap(err, "%s: %s%s", what, kw, ref_text);
         /* a name in the store first (what `image import --name` gave), then the registry's */
         if (b->o->pull || store_resolve(&b->store, ref_text, digest, &probe) < 0) {
-                name = rr.name;
                 if (b->o->pull || store_resolve(&b->store, rr.name, digest, &probe) < 0) {
                         struct pull_options po = {.tls_verify = b->o->tls_verify,
                                                   .max_layers = LAYER_DEFAULT_MAX_LAYERS};
@@ -259,9 +255,12 @@ static int open_base(struct build *b, const char *what, const char *kw, const ch
                                                      "%s: %s%s: no stage or stored image of that "
                                                      "name, and pulling it failed",
                                                      what, kw, ref_text);
+                        snprintf(digest, sizeof(digest), "%s", res.digest);
                 }
         }
-        r = store_open_image(name, &ref, err);
+        /* By its digest from here on: a name retagged meanwhile must not pair one image's
+         * layers with another's config. */
+        r = store_open_image(digest, &ref, err);
         if (r < 0)
                 return cs_error_wrap(err, "%s: %s%s", what, kw, ref_text);
         nb = realloc(b->bases, (b->n_bases + 1) * sizeof(*nb));
@@ -284,7 +283,7 @@ static int open_base(struct build *b, const char *what, const char *kw, const ch
                 if (fd < 0 || build_layers_add(layers, ref.config.diff_ids[i], fd, err) < 0)
                         return -1;
         }
-        r = store_inspect(&b->store, name, &json, err);
+        r = store_inspect(&b->store, digest, &json, err);
         if (r < 0)
                 return r;
         *doc = cJSON_Parse(json);
@@ -474,7 +473,7 @@ static int cache_get(struct build *b, const char *key, char ret_diff_id[OCI_DIGE
 
         if (b->o->no_cache || strncmp(key, "sha256:", 7) != 0)
                 return 0;
-        snprintf(name, sizeof(name), BUILD_CACHE_DIR "/%s", key + 7);
+        snprintf(name, sizeof(name), STORE_BUILD_CACHE "/%s", key + 7);
         if (cs_read_file_at(b->store.fd, name, 256, true, &text, &len, &ignored) < 0)
                 return 0;
         text[strcspn(text, "\n")] = '\0';
@@ -502,8 +501,8 @@ static void cache_put(struct build *b, const char *key, const char *diff_id)
 
         if (strncmp(key, "sha256:", 7) != 0)
                 return;
-        mkdirat(b->store.fd, BUILD_CACHE_DIR, 0700);
-        dir = openat(b->store.fd, BUILD_CACHE_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        mkdirat(b->store.fd, STORE_BUILD_CACHE, 0700);
+        dir = openat(b->store.fd, STORE_BUILD_CACHE, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dir < 0)
                 return;
         snprintf(line, sizeof(line), "%s\n", diff_id[0] ? diff_id : "empty");
@@ -511,8 +510,11 @@ static void cache_put(struct build *b, const char *key, const char *diff_id)
 }
 
 /* A step that writes a layer: from the cache, or run; the layer appended to the stage. */
+/* key_text: the step as it runs (extends the chain key); history: the instruction as
+ * written (the image's history); content: COPY's digest of what it reads, or NULL. */
 static int layer_step(struct build *b, struct stage *st, const struct build_step *step,
-                      const char *key_text, const char *content, struct cs_error *err)
+                      const char *key_text, const char *history, const char *content,
+                      struct cs_error *err)
 {
         char diff_id[OCI_DIGEST_LEN + 1];
         int held = -1, r;
@@ -572,8 +574,8 @@ static int layer_step(struct build *b, struct stage *st, const struct build_step
                 }
                 cJSON_AddItemToArray(ids, cJSON_CreateString(diff_id));
         }
-        return history_add(st->doc, key_text, !diff_id[0]) < 0 ? cs_error_set(err, ENOMEM, "build")
-                                                               : 0;
+        return history_add(st->doc, history, !diff_id[0]) < 0 ? cs_error_set(err, ENOMEM, "build")
+                                                              : 0;
 }
 
 /* The stage's layers as an image_ref, for reading its /etc/passwd (nothing owned). */
@@ -653,8 +655,7 @@ static int do_run(struct build *b, struct stage *st, const struct cf_instr *in, 
                 if (asprintf(&hist, "RUN %s", in->original) < 0)
                         hist = NULL;
                 /* the chain key takes everything; history shows the instruction */
-                key_extend(st->key, key);
-                r = layer_step(b, st, &step, hist ? hist : "RUN", NULL, err);
+                r = layer_step(b, st, &step, key, hist ? hist : "RUN", NULL, err);
         }
 out:
         strv_free(&env, &n_env);
@@ -770,13 +771,12 @@ static int do_copy(struct build *b, size_t si, const struct cf_instr *in, const 
                 r = cs_error_set(err, ENOMEM, "build");
                 goto out;
         }
-        key_extend(st->key, key);
         {
                 _cleanup_free_ char *hist = NULL;
 
                 if (asprintf(&hist, "%s %s", cf_kind_name(in->kind), in->original) < 0)
                         hist = NULL;
-                r = layer_step(b, st, &step, hist ? hist : "COPY", from ? NULL : digest, err);
+                r = layer_step(b, st, &step, key, hist ? hist : "COPY", from ? NULL : digest, err);
         }
 out:
         build_layers_free(&from_layers);
@@ -910,7 +910,7 @@ static int do_workdir(struct build *b, struct stage *st, const struct cf_instr *
         step.mkdir = dir;
         if (asprintf(&key, "WORKDIR %s", dir) < 0)
                 return cs_error_set(err, ENOMEM, "build");
-        return layer_step(b, st, &step, key, NULL, err);
+        return layer_step(b, st, &step, key, key, NULL, err);
 }
 
 static int run_instr(struct build *b, size_t si, const struct cf_instr *in, struct cs_error *err)

@@ -219,10 +219,8 @@ static int give_one(void *opaque, const char *path, uint32_t mode, uint32_t uid,
 static int give_owned(int root, const struct build_layers *l, const struct build_run *run,
                       struct cs_error *err)
 {
-        struct layer_limits lim = {.max_size = LAYER_DEFAULT_MAX_SIZE,
-                                   .max_entries = LAYER_DEFAULT_MAX_ENTRIES,
-                                   .max_path = LAYER_DEFAULT_MAX_PATH,
-                                   .max_layers = STORE_MAX_LAYERS};
+        /* only ownership tables: no stream is read against these limits */
+        struct layer_limits lim = LAYER_LIMITS_DEFAULT;
         _cleanup_free_ int *dirs = calloc(l->n + 1, sizeof(int));
         struct give_ctx g = {.root = root, .what = run->what, .err = err};
         struct layer_tree *t = NULL;
@@ -687,13 +685,7 @@ int build_step_do(struct build_ctx *b, const struct build_layers *l, const struc
                 r = 0;
                 goto out;
         }
-        {
-                char hex[65];
-
-                for (int k = 0; k < 32; k++)
-                        snprintf(hex + 2 * k, 3, "%02x", res.diff_id[k]);
-                snprintf(ret_diff_id, OCI_DIGEST_LEN + 1, "sha256:%s", hex);
-        }
+        oci_digest_format(res.diff_id, ret_diff_id);
         r = layer_write_info(tfd, &res.stats, err);
         if (r >= 0)
                 r = llock = store_layer_lock(b->store, ret_diff_id, err);

@@ -426,10 +426,8 @@ static int commit_dir(struct commit_ctx *x, int dfd, const char *rel, int depth)
 /* The lower layers' ownership tables, when their trees sit in layer dirs of the store. */
 static void lowers_records(struct commit_ctx *x)
 {
-        struct layer_limits lim = {.max_size = LAYER_DEFAULT_MAX_SIZE,
-                                   .max_entries = LAYER_DEFAULT_MAX_ENTRIES,
-                                   .max_path = LAYER_DEFAULT_MAX_PATH,
-                                   .max_layers = 500};
+        /* only ownership tables: no stream is read against these limits */
+        struct layer_limits lim = LAYER_LIMITS_DEFAULT;
         /* Dropped: without the tables, copied-up directories keep their owner on disk. */
         struct cs_error ignored;
 

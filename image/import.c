@@ -38,12 +38,7 @@ void import_options_init(struct import_options *o)
 {
         memset(o, 0, sizeof(*o));
         oci_platform_host(&o->platform);
-        o->limits = (struct layer_limits){
-            .max_size = LAYER_DEFAULT_MAX_SIZE,
-            .max_entries = LAYER_DEFAULT_MAX_ENTRIES,
-            .max_path = LAYER_DEFAULT_MAX_PATH,
-            .max_layers = LAYER_DEFAULT_MAX_LAYERS,
-        };
+        o->limits = LAYER_LIMITS_DEFAULT;
 }
 
 struct blob_reader {

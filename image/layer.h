@@ -47,6 +47,12 @@ struct layer_limits {
 #define LAYER_DEFAULT_MAX_ENTRIES 4000000ull
 #define LAYER_DEFAULT_MAX_PATH    4096u
 #define LAYER_DEFAULT_MAX_LAYERS  256u
+/* The defaults, as one initializer. */
+#define LAYER_LIMITS_DEFAULT                                                                       \
+        ((struct layer_limits){.max_size = LAYER_DEFAULT_MAX_SIZE,                                 \
+                               .max_entries = LAYER_DEFAULT_MAX_ENTRIES,                           \
+                               .max_path = LAYER_DEFAULT_MAX_PATH,                                 \
+                               .max_layers = LAYER_DEFAULT_MAX_LAYERS})
 /* Deeper names are refused: the final walk holds one fd per level. */
 #define LAYER_MAX_DEPTH 256
 

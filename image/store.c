@@ -450,7 +450,7 @@ int store_remove(struct image_store *s, const char *name, struct cs_error *err)
  * miss them anyway. Best effort; called under the store lock, after the layers' sweep. */
 static void build_cache_sweep(struct image_store *s)
 {
-        int fd = openat(s->fd, "build-cache", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int fd = openat(s->fd, STORE_BUILD_CACHE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
         struct dirent *de;
 

@@ -19,6 +19,8 @@
  *   locks/HEX           per-image flock: one import does the work, the others wait
  *   locks/layer-HEX     per-layer flock: one import unpacks a layer, the others wait and
  *                       reuse it
+ *   build-cache/KEY     `image build`'s cache: "sha256:DIFFID" (or "empty") for the chain key
+ *                       of a step; an entry whose layer is gone is a miss, and prune drops it
  *
  * A layer appears only by rename(tmp/layer-* -> layers/sha256/HEX) after its blob digest,
  * size and diff_id have been verified, and an image only by rename(tmp/import-* ->
@@ -44,6 +46,9 @@
 #include <sys/types.h>
 
 struct cs_error;
+
+/* image build's cache, in the store (see the layout above). */
+#define STORE_BUILD_CACHE "build-cache"
 
 /* The most lower dirs an overlay mounts (the kernel's limit). */
 #define STORE_MAX_LAYERS 500u
