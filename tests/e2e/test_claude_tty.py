@@ -68,6 +68,24 @@ def move_to_trust(pane, first):
     raise AssertionError(pane.screen())
 
 
+def trust_folder(pane, after):
+    """Choose "Yes, I trust this folder" until the prompt is gone and `after` holds; the
+    screen then. claude may paint its prompt anew while it starts and forget a choice made
+    on the first one, so the choice is made again while the prompt shows."""
+    for _ in range(5):
+        screen = pane.wait_for(lambda s: TRUST in s or after(s))
+        if TRUST not in screen:
+            return screen
+        if TRUST not in selected(screen):
+            move_to_trust(pane, selected(screen))
+        pane.keys("Enter")
+        try:
+            return pane.wait_for(lambda s: TRUST not in s and after(s), deadline=5)
+        except AssertionError:
+            pass
+    raise AssertionError(f"the trust prompt stays:\n{pane.screen()}")
+
+
 @pytest.fixture
 def pane(tmp_path, profiles):
     d = profiles.add()
@@ -88,16 +106,16 @@ def pane(tmp_path, profiles):
     p.kill()
 
 
-def exit_on_ctrl_c(pane, first_wait=0):
-    """Ctrl-C through the relay until the session has ended (claude asks for a second one
-    at its prompt); the screen then."""
+def exit_on_ctrl_c(pane, first_wait=0, ended="csandbox-exit="):
+    """Ctrl-C through the relay until the session has ended (at its prompt claude ends on a
+    second Ctrl-C that follows the first closely); the screen then."""
     for _ in range(10):
         try:
-            return pane.wait_for(lambda s: "csandbox-exit=" in s, deadline=first_wait or 2)
+            return pane.wait_for(lambda s: ended in s, deadline=first_wait or 2)
         except AssertionError:
             first_wait = 0
-            pane.keys("C-c")
-    return pane.wait_for(lambda s: "csandbox-exit=" in s)
+            pane.keys("C-c", "C-c")
+    return pane.wait_for(lambda s: ended in s)
 
 
 def stty_unchanged(pane, but_size=False):
@@ -139,19 +157,7 @@ def test_real_claude_renders_reacts_redraws_and_leaves_the_terminal_sane(pane):
 
 
 def test_real_claude_session_exits_on_ctrl_c_and_leaves_the_terminal_sane(pane):
-    # claude may paint its prompt anew while it starts (and forget a choice made on the
-    # first one): choose until the prompt is gone.
-    for _ in range(5):
-        screen = pane.wait_for(lambda s: TRUST in s or "csandbox-exit=" in s)
-        if TRUST not in screen:
-            break
-        move_to_trust(pane, "❯ No, exit")
-        pane.keys("Enter")
-        try:
-            pane.wait_for(lambda s: TRUST not in s, deadline=5)
-            break
-        except AssertionError:
-            pass
+    trust_folder(pane, lambda s: "bypass permissions on" in s.lower() or "csandbox-exit=" in s)
     screen = exit_on_ctrl_c(pane)
     assert "csandbox-exit=0" in screen
     assert stty_unchanged(pane)
@@ -185,23 +191,13 @@ def test_real_claude_never_asks_to_accept_bypass_mode_the_sandbox_chose(fresh_pa
     pane = fresh_pane
     settings_before = (pane.profile / "settings.json").read_text()
     for i in (1, 2):
-        screen = pane.wait_for(lambda s: TRUST in s or "bypass permissions on" in s.lower()
-                               or BYPASS_DIALOG in s)
-        if TRUST in screen:
-            move_to_trust(pane, selected(screen))
-            pane.keys("Enter")
-            screen = pane.wait_for(lambda s: TRUST not in s and (
-                "bypass permissions on" in s.lower() or BYPASS_DIALOG in s))
+        # What the screen shows below the line the previous launch ended with.
+        def now(s, i=i):
+            return s.split(f"csandbox-exit-{i - 1}=")[-1]
+        screen = now(trust_folder(pane, lambda s: "bypass permissions on" in now(s).lower()
+                                  or BYPASS_DIALOG in now(s)))
         assert BYPASS_DIALOG not in screen, screen
         assert "bypass permissions on" in screen.lower(), screen
-        # At its prompt claude ends on a second Ctrl-C that follows the first closely.
-        for _ in range(10):
-            pane.keys("C-c", "C-c")
-            try:
-                pane.wait_for(lambda s: f"csandbox-exit-{i}=" in s, deadline=2)
-                break
-            except AssertionError:
-                pass
-        pane.wait_for(lambda s: f"csandbox-exit-{i}=" in s)
+        exit_on_ctrl_c(pane, ended=f"csandbox-exit-{i}=")
     # The profile's own settings are the user's: the acceptance lives in the copy only.
     assert (pane.profile / "settings.json").read_text() == settings_before
