@@ -52,6 +52,9 @@ struct build_step {
         const struct build_copy *copy;   /* COPY, ADD */
         const struct build_layers *from; /* COPY --from a stage or image: its layers */
         const char *mkdir;               /* MKDIR: WORKDIR's absolute path */
+        /* COPY, ADD from the context: build_copy_digest's digest, which the step's cache
+         * key holds. The copy is digested as it is made and must be of the same. */
+        const char *content;
         const char *what;
 };
 

@@ -511,10 +511,9 @@ static void cache_put(struct build *b, const char *key, const char *diff_id)
 
 /* A step that writes a layer: from the cache, or run; the layer appended to the stage. */
 /* key_text: the step as it runs (extends the chain key); history: the instruction as
- * written (the image's history); content: COPY's digest of what it reads, or NULL. */
+ * written (the image's history). */
 static int layer_step(struct build *b, struct stage *st, const struct build_step *step,
-                      const char *key_text, const char *history, const char *content,
-                      struct cs_error *err)
+                      const char *key_text, const char *history, struct cs_error *err)
 {
         char diff_id[OCI_DIGEST_LEN + 1];
         int held = -1, r;
@@ -528,24 +527,6 @@ static int layer_step(struct build *b, struct stage *st, const struct build_step
                 r = build_step_do(&b->ctx, &st->layers, step, diff_id, &held, err);
                 if (r < 0)
                         return r;
-                /* What the context holds after the copy must be what the key says: a
-                 * context changed while it was read (a session writing the work tree) must
-                 * neither land in the cache under the old content nor pass silently. */
-                if (content) {
-                        char again[65];
-
-                        r = build_copy_digest(step->copy, again, err);
-                        if (r == 0 && strcmp(again, content) != 0)
-                                r = cs_error_setx(err, EAGAIN,
-                                                  "%s: the build context changed while %s read "
-                                                  "it; build again once nothing writes to it",
-                                                  step->what, step->copy->add ? "ADD" : "COPY");
-                        if (r < 0) {
-                                if (held >= 0)
-                                        close(held);
-                                return r;
-                        }
-                }
                 cache_put(b, st->key, diff_id);
         }
         if (diff_id[0]) {
@@ -655,7 +636,7 @@ static int do_run(struct build *b, struct stage *st, const struct cf_instr *in, 
                 if (asprintf(&hist, "RUN %s", in->original) < 0)
                         hist = NULL;
                 /* the chain key takes everything; history shows the instruction */
-                r = layer_step(b, st, &step, key, hist ? hist : "RUN", NULL, err);
+                r = layer_step(b, st, &step, key, hist ? hist : "RUN", err);
         }
 out:
         strv_free(&env, &n_env);
@@ -776,7 +757,8 @@ static int do_copy(struct build *b, size_t si, const struct cf_instr *in, const 
 
                 if (asprintf(&hist, "%s %s", cf_kind_name(in->kind), in->original) < 0)
                         hist = NULL;
-                r = layer_step(b, st, &step, key, hist ? hist : "COPY", from ? NULL : digest, err);
+                step.content = from ? NULL : digest;
+                r = layer_step(b, st, &step, key, hist ? hist : "COPY", err);
         }
 out:
         build_layers_free(&from_layers);
@@ -910,7 +892,7 @@ static int do_workdir(struct build *b, struct stage *st, const struct cf_instr *
         step.mkdir = dir;
         if (asprintf(&key, "WORKDIR %s", dir) < 0)
                 return cs_error_set(err, ENOMEM, "build");
-        return layer_step(b, st, &step, key, key, NULL, err);
+        return layer_step(b, st, &step, key, key, err);
 }
 
 static int run_instr(struct build *b, size_t si, const struct cf_instr *in, struct cs_error *err)

@@ -337,7 +337,18 @@ static int worker_body(const struct worker_job *j, struct worker_result *res, st
                                         return from;
                                 c.src_root_fd = from;
                         }
-                        r = build_copy_apply(m, &c, err);
+                        char copied[65];
+
+                        r = build_copy_apply(m, &c, j->st->content ? copied : NULL, err);
+                        /* what the context holds as it is copied must be what the key says:
+                         * a context changed meanwhile (a session writing the work tree),
+                         * even changed back, must neither land in the cache under the old
+                         * content nor pass silently */
+                        if (r >= 0 && j->st->content && strcmp(copied, j->st->content) != 0)
+                                r = cs_error_setx(err, EAGAIN,
+                                                  "%s: the build context changed while %s read "
+                                                  "it; build again once nothing writes to it",
+                                                  j->st->what, c.add ? "ADD" : "COPY");
                 }
                 if (r < 0)
                         return r;

@@ -33,8 +33,8 @@
 
 struct copy_ctx {
         const struct build_copy *c;
-        int root_fd;    /* the step's root; -1 for a digest */
-        EVP_MD_CTX *md; /* a digest: what would be copied is hashed instead */
+        int root_fd;    /* the step's root; -1 for a digest only */
+        EVP_MD_CTX *md; /* what is copied (or, with no root, would be) is hashed */
         struct build_ignore *ign;
         bool chown_set, chmod_set;
         uid_t uid;
@@ -60,6 +60,28 @@ static void md_num(struct copy_ctx *x, unsigned long long v)
 
         snprintf(b, sizeof(b), "%llo", v);
         md_str(x, b);
+}
+
+/* len bytes of fd from its start into the digest: fewer means it changed meanwhile. */
+static int md_fd(struct copy_ctx *x, int fd, uint64_t len, const char *shown)
+{
+        char buf[65536];
+        uint64_t off = 0;
+
+        while (off < len) {
+                ssize_t n =
+                    pread(fd, buf, len - off < sizeof(buf) ? len - off : sizeof(buf), (off_t)off);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return cs_error_set(x->err, n < 0 ? errno : EAGAIN, "%s: read `%s`%s",
+                                            x->c->what, shown,
+                                            n < 0 ? "" : " (it changed while it was copied)");
+                md_add(x, buf, (size_t)n);
+                off += (uint64_t)n;
+        }
+        return 0;
 }
 
 static int budget(struct copy_ctx *x, uint64_t bytes, const char *shown)
@@ -464,34 +486,28 @@ static int copy_file(struct copy_ctx *x, int in, const struct stat *st, int dfd,
         if (r < 0)
                 return r;
         if (x->md) {
-                char buf[65536];
-                uint64_t left = (uint64_t)st->st_size;
-
                 md_str(x, "F");
                 md_num(x, perm_of(x, st));
                 md_num(x, (unsigned long long)st->st_size);
-                while (left > 0) {
-                        ssize_t n = read(in, buf, left < sizeof(buf) ? left : sizeof(buf));
-
-                        if (n < 0 && errno == EINTR)
-                                continue;
-                        if (n <= 0)
-                                return cs_error_set(x->err, n < 0 ? errno : EIO, "%s: read `%s`",
-                                                    x->c->what, shown);
-                        md_add(x, buf, (size_t)n);
-                        left -= (uint64_t)n;
-                }
-                return 0;
+                if (x->root_fd < 0)
+                        return md_fd(x, in, (uint64_t)st->st_size, shown);
         }
         r = clear_at(x, dfd, name, false, shown);
         if (r < 0)
                 return r;
-        out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        out = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (out < 0)
                 return cs_error_set(x->err, errno, "%s: create `%s`", x->c->what, shown);
         r = cs_copy_fd_len(in, out, (uint64_t)st->st_size, &copied);
         if (r < 0)
                 return cs_error_set(x->err, -r, "%s: copy `%s`", x->c->what, shown);
+        /* the digest of the copy itself, which only this step can write, so a source that
+         * changed while it was read and changed back cannot pass as unchanged */
+        if (x->md) {
+                r = md_fd(x, out, (uint64_t)st->st_size, shown);
+                if (r < 0)
+                        return r;
+        }
         return set_attrs(x, out, perm_of(x, st), &st->st_mtim, x->uid, x->gid, shown);
 }
 
@@ -513,7 +529,8 @@ static int copy_symlink(struct copy_ctx *x, int sfd, const char *sname, const st
         if (x->md) {
                 md_str(x, "L");
                 md_str(x, target);
-                return 0;
+                if (x->root_fd < 0)
+                        return 0;
         }
         r = clear_at(x, dfd, name, false, shown);
         if (r < 0)
@@ -585,11 +602,11 @@ static int copy_tree(struct copy_ctx *x, int sfd, int dfd, const char *crel, con
                                 break;
                         }
                         r = budget(x, 0, shown);
-                        if (r == 0 && x->md) {
-                                if (!excl) {
-                                        md_str(x, "D");
-                                        md_num(x, perm_of(x, &st));
-                                }
+                        if (r == 0 && x->md && !excl) {
+                                md_str(x, "D");
+                                md_num(x, perm_of(x, &st));
+                        }
+                        if (r == 0 && x->md && x->root_fd < 0) {
                                 r = copy_tree(x, in, -1, c, s, d, depth + 1);
                                 continue;
                         }
@@ -765,25 +782,63 @@ static int tar_entry(struct copy_ctx *x, struct archive *a, struct archive_entry
         return r;
 }
 
-/* in unpacked into dest_fd when it is a tar (plain, gz, bz2, xz, zst): 0; 1 when it is
- * no tar (then it is copied as a file). */
-static int unpack_tar(struct copy_ctx *x, int in, int dest_fd, const char *dest, bool probe,
-                      const char *shown)
+/* The archive's bytes as libarchive reads them: its first `left` (the size it had when it
+ * was opened), each hashed on the way when the copy is digested. */
+struct tar_src {
+        struct copy_ctx *x;
+        int fd;
+        uint64_t left;
+        bool hash;
+        char buf[1 << 16];
+};
+
+static la_ssize_t tar_src_read(struct archive *a, void *data, const void **ret)
+{
+        struct tar_src *t = data;
+        ssize_t n;
+
+        if (t->left == 0)
+                return 0;
+        do
+                n = read(t->fd, t->buf, t->left < sizeof(t->buf) ? t->left : sizeof(t->buf));
+        while (n < 0 && errno == EINTR);
+        if (n < 0) {
+                archive_set_error(a, errno, "read");
+                return -1;
+        }
+        if (t->hash)
+                md_add(t->x, t->buf, (size_t)n);
+        t->left -= (uint64_t)n;
+        *ret = t->buf;
+        return n;
+}
+
+/* in (of size st->st_size) unpacked into dest_fd when it is a tar (plain, gz, bz2, xz,
+ * zst): 0; 1 when it is no tar (then it is copied as a file). A digested copy hashes every
+ * byte of it, those after the archive's end too, as a digest of the file would. */
+static int unpack_tar(struct copy_ctx *x, int in, const struct stat *st, int dest_fd,
+                      const char *dest, bool probe, const char *shown)
 {
         struct archive *a = archive_read_new();
+        _cleanup_free_ struct tar_src *src = malloc(sizeof(*src));
         struct archive_entry *e;
         struct tar_dir *dirs = NULL;
         size_t n_dirs = 0;
         int r = 0, ar;
 
-        if (!a)
+        if (!a || !src) {
+                archive_read_free(a);
                 return cs_error_set(x->err, ENOMEM, "%s", x->c->what);
+        }
+        *src = (struct tar_src){
+            .x = x, .fd = in, .left = (uint64_t)st->st_size, .hash = x->md && !probe};
         archive_read_support_format_tar(a);
         archive_read_support_filter_gzip(a);
         archive_read_support_filter_bzip2(a);
         archive_read_support_filter_xz(a);
         archive_read_support_filter_zstd(a);
-        if (lseek(in, 0, SEEK_SET) < 0 || archive_read_open_fd(a, in, 1 << 16) != ARCHIVE_OK) {
+        if (lseek(in, 0, SEEK_SET) < 0 ||
+            archive_read_open(a, src, NULL, tar_src_read, NULL) != ARCHIVE_OK) {
                 archive_read_free(a);
                 return 1;
         }
@@ -805,6 +860,15 @@ static int unpack_tar(struct copy_ctx *x, int in, int dest_fd, const char *dest,
                 r = tar_entry(x, a, e, dest_fd, dest, &dirs, &n_dirs);
                 if (r < 0)
                         break;
+        }
+        while (r == 0 && src->hash && src->left > 0) {
+                const void *ignored;
+                la_ssize_t n = tar_src_read(a, src, &ignored);
+
+                if (n <= 0)
+                        r = cs_error_set(x->err, n < 0 ? errno : EAGAIN, "%s: read `%s`%s",
+                                         x->c->what, shown,
+                                         n < 0 ? "" : " (it changed while it was copied)");
         }
         /* directories' modes and mtimes last: their entries are written by then */
         for (size_t i = n_dirs; i-- > 0;) {
@@ -898,7 +962,27 @@ static bool dest_is_dir(const char *d)
         return n == 0 || d[n - 1] == '/' || strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
 }
 
-int build_copy_apply(int root_fd, const struct build_copy *c, struct cs_error *err)
+static int md_begin(struct copy_ctx *x)
+{
+        if (!(x->md = EVP_MD_CTX_new()))
+                return cs_error_set(x->err, ENOMEM, "%s", x->c->what);
+        if (!EVP_DigestInit_ex(x->md, EVP_sha256(), NULL))
+                return cs_error_setx(x->err, EIO, "%s: SHA-256 is not available", x->c->what);
+        return 0;
+}
+
+static void md_end(struct copy_ctx *x, char ret[65])
+{
+        unsigned char sum[32];
+        unsigned len = 0;
+
+        EVP_DigestFinal_ex(x->md, sum, &len);
+        for (int i = 0; i < 32; i++)
+                snprintf(ret + 2 * i, 3, "%02x", sum[i]);
+}
+
+int build_copy_apply(int root_fd, const struct build_copy *c, char ret_digest[65],
+                     struct cs_error *err)
 {
         struct copy_ctx x;
         _cleanup_free_ char *dest = NULL;
@@ -908,6 +992,8 @@ int build_copy_apply(int root_fd, const struct build_copy *c, struct cs_error *e
         int r;
 
         r = ctx_init(&x, c, root_fd, err);
+        if (r == 0 && ret_digest)
+                r = md_begin(&x);
         if (r == 0 && c->chown)
                 r = chown_resolve(&x);
         x.chown_set = c->chown != NULL;
@@ -937,13 +1023,25 @@ int build_copy_apply(int root_fd, const struct build_copy *c, struct cs_error *e
                 in = r = src_open_checked(&x, srcs[i], &st, shown);
                 if (r < 0)
                         break;
+                if (x.md) {
+                        md_str(&x, "S");
+                        md_str(&x, srcs[i]);
+                }
                 if (S_ISDIR(st.st_mode) ||
-                    (c->add && unpack_tar(&x, in, -1, NULL, true, shown) == 0)) {
+                    (c->add && unpack_tar(&x, in, &st, -1, NULL, true, shown) == 0)) {
                         dfd = r = dest_open_dirs(&x, dest, true);
+                        if (r >= 0 && x.md && S_ISDIR(st.st_mode)) {
+                                md_str(&x, "D");
+                        } else if (r >= 0 && x.md) {
+                                /* as the digest sees it: a file */
+                                md_str(&x, "F");
+                                md_num(&x, perm_of(&x, &st));
+                                md_num(&x, (unsigned long long)st.st_size);
+                        }
                         if (r >= 0 && S_ISDIR(st.st_mode))
                                 r = copy_tree(&x, in, dfd, "", srcs[i], dest, 0);
                         else if (r >= 0)
-                                r = unpack_tar(&x, in, dfd, dest, false, shown);
+                                r = unpack_tar(&x, in, &st, dfd, dest, false, shown);
                         continue;
                 }
                 /* a file: into dest when it is a directory, else as dest (from its start:
@@ -974,7 +1072,10 @@ int build_copy_apply(int root_fd, const struct build_copy *c, struct cs_error *e
                                 r = copy_file(&x, in, &st, dfd, slash + 1, shown);
                 }
         }
+        if (r == 0 && x.md)
+                md_end(&x, ret_digest);
 out:
+        EVP_MD_CTX_free(x.md);
         strv_free(&srcs, &n);
         build_ignore_free(x.ign);
         return r < 0 ? r : 0;
@@ -985,15 +1086,11 @@ int build_copy_digest(const struct build_copy *c, char ret[65], struct cs_error 
         struct copy_ctx x;
         char **srcs = NULL;
         size_t n = 0;
-        unsigned char sum[32];
-        unsigned len = 0;
         int r;
 
         r = ctx_init(&x, c, -1, err);
-        if (r == 0 && !(x.md = EVP_MD_CTX_new()))
-                r = cs_error_set(err, ENOMEM, "%s", c->what);
-        if (r == 0 && !EVP_DigestInit_ex(x.md, EVP_sha256(), NULL))
-                r = cs_error_setx(err, EIO, "%s: SHA-256 is not available", c->what);
+        if (r == 0)
+                r = md_begin(&x);
         if (r == 0)
                 r = sources_expand(&x, &srcs, &n);
         for (size_t i = 0; r == 0 && i < n; i++) {
@@ -1014,11 +1111,8 @@ int build_copy_digest(const struct build_copy *c, char ret[65], struct cs_error 
                         r = copy_file(&x, in, &st, -1, NULL, shown);
                 }
         }
-        if (r == 0) {
-                EVP_DigestFinal_ex(x.md, sum, &len);
-                for (int i = 0; i < 32; i++)
-                        snprintf(ret + 2 * i, 3, "%02x", sum[i]);
-        }
+        if (r == 0)
+                md_end(&x, ret);
         EVP_MD_CTX_free(x.md);
         strv_free(&srcs, &n);
         build_ignore_free(x.ign);

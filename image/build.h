@@ -55,8 +55,11 @@ int build_ignore_parse(const char *text, size_t len, char ***ret, size_t *ret_n,
 /* Copy c's sources into the merged root root_fd (the step's overlay, O_PATH dir) as docker
  * does: a directory source's contents (not itself) into dest, dest's missing parents made
  * 0755 0:0, symlinks in the root followed inside the root. Errors name c->what and the
- * source or destination. */
-int build_copy_apply(int root_fd, const struct build_copy *c, struct cs_error *err);
+ * source or destination. ret_digest (or NULL): build_copy_digest's digest of what was
+ * copied, its file contents read back from the copies (a source that changed while it was
+ * read shows, even when it changed back). */
+int build_copy_apply(int root_fd, const struct build_copy *c, char ret_digest[65],
+                     struct cs_error *err);
 
 /* The cache key's content part: a SHA-256 (hex) over what c would copy (names, modes, link
  * targets and file contents, ignore patterns applied), without copying anything. */

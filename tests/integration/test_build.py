@@ -1171,3 +1171,66 @@ def test_a_user_in_roots_group_is_given_only_its_own(store, ctx):
     store.built(c, "-t", "grp")
     top = layer_metadata(store.layers("grp:latest")[0])
     assert sorted(top) == [".", "home", "home/u", "home/u/made"], sorted(top)
+
+
+# The session's move against the build cache: the context (its work tree) holds A when the
+# key is taken, B while the step copies it, and A again before anything looks twice. The
+# program reacts to the build's own reads (inotify: a read, then the file closed), so the
+# swap lands between the key's read and the copy's, and back after the copy.
+SWAP_ATTACK = r"""
+import ctypes, os, struct, sys
+path, a, b = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_CLOEXEC)
+IN_ACCESS, IN_CLOSE_NOWRITE = 0x1, 0x10
+assert libc.inotify_add_watch(fd, path.encode(), IN_ACCESS | IN_CLOSE_NOWRITE) >= 0
+print("ready", flush=True)
+def read_then_closed():
+    seen = False
+    while True:
+        buf = os.read(fd, 4096)
+        for off in range(0, len(buf), 16):
+            mask = struct.unpack_from("iIII", buf, off)[1]
+            seen |= bool(mask & IN_ACCESS)
+            if seen and mask & IN_CLOSE_NOWRITE:
+                return
+def put(data):
+    with open(path, "r+b") as f:
+        f.write(data)
+read_then_closed()
+put(b)
+print("swapped", flush=True)
+read_then_closed()
+put(a)
+print("restored", flush=True)
+"""
+
+
+@pytest.mark.parametrize("kind", ["COPY", "ADD"])
+def test_a_context_swapped_during_the_copy_and_back_is_refused(store, ctx, kind):
+    """A file changed between the key's read and the copy's, and changed back after it,
+    must not become a layer cached under the content the key names: the copy is digested
+    from what was written, so the build fails and caches nothing; a rebuild copies A."""
+    a, b = "A" * 65536 + "\n", "B" * 65536 + "\n"
+    c = ctx({"Containerfile": f"FROM bb\n{kind} data.txt /data.txt\n", "data.txt": a})
+    data = os.path.join(str(c), "data.txt")
+    attacker = subprocess.Popen([sys.executable, "-c", SWAP_ATTACK, data, a, b],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        assert attacker.stdout.readline() == "ready\n"
+        p = store.build(c, "-t", "swapped")
+        said = attacker.stdout.read()
+    finally:
+        attacker.kill()
+        attacker.wait()
+    assert said == "swapped\nrestored\n", f"the attack did not run its course: {said!r}"
+    with open(data) as f:
+        assert f.read() == a
+    assert p.returncode != 0, f"a swapped context was built:\n{p.stderr}"
+    assert "changed while" in p.stderr and "Containerfile:2" in p.stderr, p.stderr
+    assert "swapped:latest" not in store.names()
+    assert store.tmp_entries() == []
+    # nothing cached under A's key: the rebuild copies the context as it is
+    _, p = store.built(c, "-t", "swapped")
+    assert "--> Using cache" not in p.stderr, p.stderr
+    assert store.cat("swapped", "/data.txt") == a

@@ -322,7 +322,14 @@ static int copy_into(int root, const char *const *srcs, size_t n, const char *de
                                .chmod = chmod,
                                .what = "Containerfile:7"};
 
-        return build_copy_apply(root, &c, err);
+        char copied[65], want[65];
+        int r = build_copy_apply(root, &c, copied, err);
+
+        /* the copy's own digest is the digest of its sources, for every kind of source */
+        if (r >= 0 && (build_copy_digest(&c, want, err) < 0 || strcmp(copied, want) != 0))
+                r = cs_error_setx(err, EIO, "the copy's digest %s is not the sources' %s", copied,
+                                  want);
+        return r;
 }
 
 static void write_tar_gz(const char *rel)
