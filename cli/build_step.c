@@ -178,13 +178,14 @@ static int mkdir_in_root(int root, const char *path, struct cs_error *err)
 
 struct give_ctx {
         int root;
-        const char *what;
+        const struct build_run *run;
         struct cs_error *err;
 };
 
 static int give_one(void *opaque, const char *path, uint32_t mode, uint32_t uid, uint32_t gid)
 {
         struct give_ctx *g = opaque;
+        const struct build_run *run = g->run;
         struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS};
         _cleanup_free_ char *dir = strdup(path);
@@ -192,8 +193,14 @@ static int give_one(void *opaque, const char *path, uint32_t mode, uint32_t uid,
         const char *base = slash ? slash + 1 : path;
         _cleanup_close_ int dfd = -1;
 
+        /* Every directory another user owns (ids the step maps), so that a RUN finds them
+         * as docker's would (a `su` to their owner writes there; ls shows the owner); files
+         * only of the step's USER (each costs a copy of the file in the step's layer). */
+        if (!(S_ISDIR(mode) && uid <= BUILD_ID_MAX && gid <= BUILD_ID_MAX) &&
+            !(run->uid && uid == run->uid) && !(run->gid && gid == run->gid))
+                return 0;
         if (!dir)
-                return cs_error_set(g->err, ENOMEM, "%s", g->what);
+                return cs_error_set(g->err, ENOMEM, "%s", run->what);
         if (strcmp(path, ".") == 0)
                 return 0; /* the root stays root's */
         if (slash)
@@ -206,23 +213,24 @@ static int give_one(void *opaque, const char *path, uint32_t mode, uint32_t uid,
         if (fchownat(dfd, base, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT ? 0
                                        : cs_error_set(g->err, errno, "%s: give `%s` to %u:%u",
-                                                      g->what, path, uid, gid);
+                                                      run->what, path, uid, gid);
         if (!S_ISLNK(mode) && fchmodat(dfd, base, mode & 07777, 0) < 0)
-                return cs_error_set(g->err, errno, "%s: chmod `%s`", g->what, path);
+                return cs_error_set(g->err, errno, "%s: chmod `%s`", run->what, path);
         return 0;
 }
 
-/* Before a USER's RUN, in the step's overlay root: what the layers' metadata records as
- * owned by that user or its group gets that owner (the tree on disk is the caller's, which
- * the step sees as root's), so the user writes where the Containerfile gave it a place,
- * and nowhere else. */
+/* Before a RUN, in the step's overlay root (the tree on disk is the caller's, which the
+ * step sees as root's): the directories the layers' metadata records as another user's or
+ * group's get that owner, and so do the USER's own files, so the user writes where the
+ * Containerfile gave it a place, and nowhere else. What the step leaves as it was given is
+ * dropped from its layer again (build_layer_commit). */
 static int give_owned(int root, const struct build_layers *l, const struct build_run *run,
                       struct cs_error *err)
 {
         /* only ownership tables: no stream is read against these limits */
         struct layer_limits lim = LAYER_LIMITS_DEFAULT;
         _cleanup_free_ int *dirs = calloc(l->n + 1, sizeof(int));
-        struct give_ctx g = {.root = root, .what = run->what, .err = err};
+        struct give_ctx g = {.root = root, .run = run, .err = err};
         struct layer_tree *t = NULL;
         int r;
 
@@ -234,9 +242,7 @@ static int give_owned(int root, const struct build_layers *l, const struct build
         if (r >= 0)
                 r = layer_tree_set_lowers(t, dirs, l->n, err);
         if (r >= 0)
-                /* root's uid or group would name nearly every file: only the others */
-                r = layer_lowers_owned_by(t, run->uid ? run->uid : UINT32_MAX,
-                                          run->gid ? run->gid : UINT32_MAX, give_one, &g);
+                r = layer_lowers_not_roots(t, give_one, &g);
         layer_tree_free(t);
         return r < 0 ? -1 : 0;
 }
@@ -253,10 +259,11 @@ struct worker_result {
 struct worker_job {
         const struct build_layers *l;
         const struct build_step *st;
-        int tfd;          /* tmp/layer-*: diff/, work/, empty/, metadata */
-        bool only_remove; /* the step failed: give the tree back to the caller for removal */
-        bool sweep;       /* tfd is the store's tmp/: remove what killed builds left there */
-        bool prepare;     /* before a USER's RUN: give it what the layers record as its own */
+        int tfd;            /* tmp/layer-*: diff/, work/, empty/, metadata */
+        bool only_remove;   /* the step failed: give the tree back to the caller for removal */
+        bool sweep;         /* tfd is the store's tmp/: remove what killed builds left there */
+        bool prepare;       /* before a RUN: give_owned */
+        uint32_t given_max; /* build_layer_commit's: BUILD_ID_MAX after a prepare, or 0 */
         const char *const *mountpoints;
         size_t n_mountpoints;
 };
@@ -370,8 +377,9 @@ static int worker_body(const struct worker_job *j, struct worker_result *res, st
                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (meta < 0)
                         return cs_error_set(err, errno, "the layer's metadata");
-                r = build_layer_commit(up, lowers, j->l->n, j->mountpoints, j->n_mountpoints, meta,
-                                       res->diff_id, &res->stats, &res->empty, err);
+                r = build_layer_commit(up, lowers, j->l->n, j->mountpoints, j->n_mountpoints,
+                                       j->given_max, meta, res->diff_id, &res->stats, &res->empty,
+                                       err);
                 if (r < 0)
                         return r;
         }
@@ -672,17 +680,18 @@ int build_step_do(struct build_ctx *b, const struct build_layers *l, const struc
         }
         job.tfd = tfd;
         r = 0;
-        if (st->kind == BUILD_STEP_RUN && (st->run->uid != 0 || st->run->gid != 0)) {
+        if (st->kind == BUILD_STEP_RUN && (st->run->uid != 0 || st->run->gid != 0) && !b->range)
+                r = cs_error_setx(err, EPERM,
+                                  "%s: RUN as the USER %u:%u needs the ids above 0 of the user "
+                                  "namespace, which only a subordinate id range gives, and %s",
+                                  st->run->what, (unsigned)st->run->uid, (unsigned)st->run->gid,
+                                  b->why_no_range);
+        else if (st->kind == BUILD_STEP_RUN && b->range) {
                 struct worker_job prep = {.l = l, .st = st, .tfd = tfd, .prepare = true};
                 struct worker_result pr;
 
-                r = b->range ? worker_run(b, &prep, &pr, err)
-                             : cs_error_setx(err, EPERM,
-                                             "%s: RUN as the USER %u:%u needs the ids above 0 of "
-                                             "the user namespace, which only a subordinate id "
-                                             "range gives, and %s",
-                                             st->run->what, (unsigned)st->run->uid,
-                                             (unsigned)st->run->gid, b->why_no_range);
+                r = worker_run(b, &prep, &pr, err);
+                job.given_max = r >= 0 ? BUILD_ID_MAX : 0;
         }
         if (r >= 0 && st->kind == BUILD_STEP_RUN)
                 r = run_sandbox(b, l, st->run, tfd, &mountpoints, &n_mp, err);

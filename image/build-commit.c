@@ -5,9 +5,9 @@
  *
  * The tar form: pax (restricted: ustar headers, pax records only where ustar cannot say
  * it), directories before their contents and siblings in byte order, mtimes in whole
- * seconds, no atime/ctime, no user or group names; the xattrs the step left (not the overlay's)
- * sorted by name; a whiteout (0/0 character device) is an empty `.wh.NAME` file of mode 0 owned by
- * 0:0, an opaque directory has a
+ * seconds, no atime/ctime, no user or group names; the xattrs the step left (not the
+ * overlay's, nor the host's SELinux label) sorted by name; a whiteout (0/0 character
+ * device) is an empty `.wh.NAME` file of mode 0 owned by 0:0, an opaque directory has a
  * `.wh..wh..opq` entry first. Files that are hard links of each other are one file and
  * hard-link entries to its first name. */
 #include "build-private.h"
@@ -60,6 +60,7 @@ struct commit_ctx {
         struct layer_tree *lt;
         int *lt_dirs;
         size_t n_lt_dirs;
+        uint32_t given_max; /* build_layer_commit's */
 };
 
 static la_ssize_t tar_sink(struct archive *a, void *opaque, const void *buf, size_t len)
@@ -71,6 +72,13 @@ static la_ssize_t tar_sink(struct archive *a, void *opaque, const void *buf, siz
         if (x->tap)
                 x->tap(x->tap_opaque, buf, len);
         return (la_ssize_t)len;
+}
+
+/* Whether an xattr belongs in a layer: not the overlay's bookkeeping, nor the host's
+ * SELinux label (set on whatever the step created or copied up, and not the image's). */
+static bool layer_xattr(const char *name)
+{
+        return strncmp(name, "user.overlay.", 13) != 0 && strcmp(name, "security.selinux") != 0;
 }
 
 static bool is_opaque(int fd)
@@ -242,7 +250,7 @@ static int tar_xattrs(struct commit_ctx *x, int fd, const char *path)
                 return cs_error_set(x->err, ENOMEM, "xattrs of `%s`", path);
         count = 0;
         for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1)
-                if (strncmp(list + i, "user.overlay.", 13) != 0)
+                if (layer_xattr(list + i))
                         names[count++] = list + i;
         qsort(names, count, sizeof(*names), name_ptr_cmp);
         for (size_t i = 0; i < count; i++) {
@@ -295,6 +303,124 @@ static int tar_data(struct commit_ctx *x, int fd, int64_t size, const char *show
         return 0;
 }
 
+/* The record of path in the topmost lower layer, when it is a directory there. */
+static bool lower_dir_record(struct commit_ctx *x, const char *path, uint32_t *mode, uint32_t *uid,
+                             uint32_t *gid)
+{
+        return x->lt && strcmp(path, ".") != 0 &&
+               layer_lowers_record(x->lt, path, mode, uid, gid) && S_ISDIR(*mode);
+}
+
+/* The owner path has in the layer. A directory the step only passed through was copied up
+ * with the owner it has on disk (the caller's): it keeps the owner its layer recorded,
+ * unless the step was given that owner before it ran (then the disk says what it left). */
+static void entry_owner(struct commit_ctx *x, const char *path, const struct stat *st,
+                        uid_t *ret_uid, gid_t *ret_gid)
+{
+        uint32_t lmode, luid, lgid;
+
+        *ret_uid = st->st_uid;
+        *ret_gid = st->st_gid;
+        if (S_ISDIR(st->st_mode) && st->st_uid == x->uid && st->st_gid == x->gid &&
+            lower_dir_record(x, path, &lmode, &luid, &lgid) &&
+            !((luid || lgid) && luid <= x->given_max && lgid <= x->given_max)) {
+                *ret_uid = luid;
+                *ret_gid = lgid;
+        }
+}
+
+/* Whether fd carries an xattr that belongs in a layer. */
+static bool has_layer_xattrs(struct commit_ctx *x, int fd)
+{
+        char *list = x->buf;
+        ssize_t n = flistxattr(fd, list, XATTR_LIST_MAX_LEN);
+
+        if (n < 0)
+                return errno != ENOTSUP;
+        for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1)
+                if (layer_xattr(list + i))
+                        return true;
+        return false;
+}
+
+/* The directory path in the topmost lower dir that has path, when it is a directory there:
+ * *st, and whether it carries xattrs that belong in a layer. */
+static bool lower_dir(struct commit_ctx *x, const char *path, struct stat *st, bool *xattrs)
+{
+        for (size_t i = 0; i < x->n_lowers; i++) {
+                _cleanup_close_ int fd = cs_open_beneath(x->lowers[i], path, O_PATH | O_NOFOLLOW);
+                _cleanup_close_ int dir = -1;
+
+                if (fd < 0)
+                        continue;
+                if (fstat(fd, st) < 0 || !S_ISDIR(st->st_mode))
+                        return false;
+                dir = cs_open_beneath(x->lowers[i], path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+                *xattrs = dir < 0 || has_layer_xattrs(x, dir);
+                return true;
+        }
+        return false;
+}
+
+/* The directories under dfd (path rel) that the step only copied up, removed, deepest
+ * first: what remains is what the step changed. dfd keeps its mtime. */
+static int prune_copied_up(struct commit_ctx *x, int dfd, const char *rel, int depth)
+{
+        char **names = NULL;
+        size_t n = 0;
+        struct stat pst;
+        int r;
+
+        if (depth > LAYER_MAX_DEPTH)
+                return cs_error_setx(x->err, ELOOP, "`%s` is more than %d directories deep", rel,
+                                     LAYER_MAX_DEPTH);
+        if (fstat(dfd, &pst) < 0)
+                return cs_error_set(x->err, errno, "stat `%s`", rel);
+        r = build_list_dir(dfd, BUILD_MAX_DIR_ENTRIES, &names, &n, rel, x->err);
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                _cleanup_free_ char *path = NULL;
+                _cleanup_close_ int fd = -1;
+                struct stat st, lst;
+                uint32_t lmode, luid, lgid;
+                bool lxattrs;
+                uid_t uid;
+                gid_t gid;
+
+                if (asprintf(&path, "%s%s%s", rel, *rel ? "/" : "", names[i]) < 0) {
+                        r = cs_error_set(x->err, ENOMEM, "commit the layer");
+                        break;
+                }
+                fd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        continue; /* not a directory */
+                r = prune_copied_up(x, fd, path, depth + 1);
+                /* xattrs: kept when either side has one (a change to them shows nowhere
+                 * else) */
+                if (r < 0 || fstat(fd, &st) < 0 || !dir_is_empty(fd) || is_opaque(fd) ||
+                    has_layer_xattrs(x, fd) || !lower_dir_record(x, path, &lmode, &luid, &lgid) ||
+                    !lower_dir(x, path, &lst, &lxattrs) || lxattrs)
+                        continue;
+                entry_owner(x, path, &st, &uid, &gid);
+                if ((st.st_mode & 07777) != (lmode & 07777) || uid != luid || gid != lgid ||
+                    st.st_mtim.tv_sec != lst.st_mtim.tv_sec ||
+                    st.st_mtim.tv_nsec != lst.st_mtim.tv_nsec)
+                        continue;
+                if (unlinkat(dfd, names[i], AT_REMOVEDIR) < 0) {
+                        char shown[256];
+
+                        layer_sanitize(path, shown, sizeof(shown));
+                        r = cs_error_set(x->err, errno, "remove `%s`, copied up unchanged", shown);
+                }
+        }
+        build_names_free(names, n);
+        if (r == 0) {
+                struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, pst.st_mtim};
+
+                (void)futimens(dfd, ts);
+        }
+        return r;
+}
+
 /* Record the entry (metadata line, tar entry), then give it to the caller (the ids the
  * caller has here), its mode put back (chown clears setuid and setgid). */
 static int commit_entry(struct commit_ctx *x, int dfd, const char *name, int fd,
@@ -305,18 +431,10 @@ static int commit_entry(struct commit_ctx *x, int dfd, const char *name, int fd,
         int64_t size = S_ISREG(st->st_mode) ? st->st_size : 0;
         int r;
 
-        uid_t uid = st->st_uid;
-        gid_t gid = st->st_gid;
-        uint32_t lmode, luid, lgid;
+        uid_t uid;
+        gid_t gid;
 
-        /* A directory the step only passed through was copied up with the owner it has on
-         * disk (the caller's): it keeps the owner its layer recorded. */
-        if (S_ISDIR(st->st_mode) && uid == x->uid && gid == x->gid && x->lt &&
-            strcmp(path, ".") != 0 && layer_lowers_record(x->lt, path, &lmode, &luid, &lgid) &&
-            S_ISDIR(lmode)) {
-                uid = luid;
-                gid = lgid;
-        }
+        entry_owner(x, path, st, &uid, &gid);
         r = layer_meta_line(x->meta, path, st->st_mode, uid, gid, x->err);
         if (r < 0)
                 return r;
@@ -456,23 +574,26 @@ static void lowers_records_free(struct commit_ctx *x)
 }
 
 int build_layer_commit(int upper_fd, const int *lower_fds, size_t n_lowers,
-                       const char *const *mountpoints, size_t n_mountpoints, int meta_fd,
-                       unsigned char ret_diff_id[32], struct layer_stats *ret_stats,
+                       const char *const *mountpoints, size_t n_mountpoints, uint32_t given_max,
+                       int meta_fd, unsigned char ret_diff_id[32], struct layer_stats *ret_stats,
                        bool *ret_empty, struct cs_error *err)
 {
         return build_layer_commit_tap(upper_fd, lower_fds, n_lowers, mountpoints, n_mountpoints,
-                                      meta_fd, NULL, NULL, ret_diff_id, ret_stats, ret_empty, err);
+                                      given_max, meta_fd, NULL, NULL, ret_diff_id, ret_stats,
+                                      ret_empty, err);
 }
 
 int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
-                           const char *const *mountpoints, size_t n_mountpoints, int meta_fd,
-                           build_tar_tap tap, void *opaque, unsigned char ret_diff_id[32],
-                           struct layer_stats *ret_stats, bool *ret_empty, struct cs_error *err)
+                           const char *const *mountpoints, size_t n_mountpoints, uint32_t given_max,
+                           int meta_fd, build_tar_tap tap, void *opaque,
+                           unsigned char ret_diff_id[32], struct layer_stats *ret_stats,
+                           bool *ret_empty, struct cs_error *err)
 {
         struct commit_ctx x = {.uid = geteuid(),
                                .gid = getegid(),
                                .lowers = lower_fds,
                                .n_lowers = n_lowers,
+                               .given_max = given_max,
                                .tap = tap,
                                .tap_opaque = opaque,
                                .err = err};
@@ -501,6 +622,11 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
 
         lowers_records(&x);
         x.buf = malloc(IO_BUF > XATTR_LIST_MAX_LEN ? IO_BUF : XATTR_LIST_MAX_LEN);
+        if (x.buf && x.lt) {
+                r = prune_copied_up(&x, root, "", 0);
+                if (r < 0)
+                        goto out;
+        }
         x.md = EVP_MD_CTX_new();
         x.a = archive_write_new();
         x.e = archive_entry_new();

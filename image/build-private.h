@@ -47,9 +47,10 @@ void build_path_clean(char *path);
  * tests, and whatever one day writes the layer out). */
 typedef void (*build_tar_tap)(void *opaque, const void *buf, size_t len);
 int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
-                           const char *const *mountpoints, size_t n_mountpoints, int meta_fd,
-                           build_tar_tap tap, void *opaque, unsigned char ret_diff_id[32],
-                           struct layer_stats *ret_stats, bool *ret_empty, struct cs_error *err);
+                           const char *const *mountpoints, size_t n_mountpoints, uint32_t given_max,
+                           int meta_fd, build_tar_tap tap, void *opaque,
+                           unsigned char ret_diff_id[32], struct layer_stats *ret_stats,
+                           bool *ret_empty, struct cs_error *err);
 
 /* The names in the directory dfd (not . and ..), sorted by bytes; at most max of them. */
 int build_list_dir(int dfd, size_t max, char ***ret, size_t *ret_n, const char *shown,

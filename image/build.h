@@ -2,10 +2,10 @@
  *
  * A build step (RUN, COPY, ADD) writes into an overlay whose lower dirs are the stage's
  * layers (image/store.h) and whose upper dir is the step's new layer on disk, in the
- * store's tmp/. Those writes run in a user namespace that maps the step's user (0, or the
- * Containerfile's USER) to the caller and the other ids of 0..65535 to its subordinate
- * range (when it has one): files keep the owners a package manager gives them while the
- * step runs. build_layer_commit then turns the upper dir into a layer of the store's form
+ * store's tmp/. Those writes run in a user namespace that maps 0 to the caller and the
+ * other ids of 0..BUILD_ID_MAX to its subordinate range (when it has one): files keep the
+ * owners a package manager gives them while the step runs, and a Containerfile's USER runs
+ * on its own id. build_layer_commit then turns the upper dir into a layer of the store's form
  * (layer.h): the owners are recorded in the layer's metadata file and the tree given back
  * to the caller (the ids it has in the namespace), and the diff_id is the SHA-256 of the
  * layer's tar form, as an OCI image would carry it.
@@ -23,6 +23,9 @@
 #include <sys/types.h>
 
 struct cs_error;
+
+/* The highest id a step's user namespace maps (with a subordinate range). */
+#define BUILD_ID_MAX 65535u
 
 /* What COPY or ADD copies. */
 struct build_copy {
@@ -73,17 +76,26 @@ int build_copy_digest(const struct build_copy *c, char ret[65], struct cs_error 
  *   tree, not the layer's directory), and then its parents where they are empty, not
  *   opaque and either in no lower dir or there a directory of the same mode and owner
  *   (copied up for the mountpoint); the parents keep their mtimes;
+ * - a directory the step only copied up is removed from the upper dir (it is the lower's
+ *   as it was): one that holds nothing in the upper dir, is not opaque, carries no xattr
+ *   but the overlay's, and has the mode, owner and mtime of its record in the topmost lower
+ *   layer (their ownership records: each lower dir's parent is its layer's directory);
+ *   its parent keeps its mtime;
  * - xattrs of user.overlay.* other than user.overlay.opaque are removed;
- * - the owners and modes are written to meta_fd as layer_tree_finish does, then every
+ * - the owners and modes are written to meta_fd as layer_tree_finish does (a directory the
+ *   step copied up shows the caller as its owner on disk: it keeps its record's owner, unless
+ *   that record names an owner other than root with ids <= given_max, which the step was
+ *   given before it ran, so that what it shows now is what the step left), then every
  *   entry is chowned to the caller's ids in the namespace (geteuid, getegid) with its mode
  *   (setuid/setgid bits included) put back;
  * - ret_diff_id: SHA-256 of the layer as a tar (pax restricted; a directory before its
  *   contents, siblings in byte order; owners and modes from the metadata; mtimes in whole
- *   seconds; the xattrs other than user.overlay.*, sorted; 0/0 character devices as empty
- * `.wh.NAME` files, opaque dirs with a `.wh..wh..opq` entry first; a file's further hard links as
- * hard-link entries), deterministic for the same tree. ret_stats: size (file bytes), files
- * (entries). An empty layer (nothing changed) gives ret_empty true. */
+ *   seconds; the xattrs but user.overlay.* and security.selinux, sorted; 0/0 character
+ *   devices as empty `.wh.NAME` files, opaque dirs with a `.wh..wh..opq` entry first; a
+ *   file's further hard links as hard-link entries), deterministic for the same tree.
+ *   ret_stats: size (file bytes), files (entries). An empty layer (nothing changed) gives
+ *   ret_empty true. */
 int build_layer_commit(int upper_fd, const int *lower_fds, size_t n_lowers,
-                       const char *const *mountpoints, size_t n_mountpoints, int meta_fd,
-                       unsigned char ret_diff_id[32], struct layer_stats *ret_stats,
+                       const char *const *mountpoints, size_t n_mountpoints, uint32_t given_max,
+                       int meta_fd, unsigned char ret_diff_id[32], struct layer_stats *ret_stats,
                        bool *ret_empty, struct cs_error *err);

@@ -173,10 +173,10 @@ bool layer_lowers_record(struct layer_tree *t, const char *path, uint32_t *ret_m
         return false;
 }
 
-int layer_lowers_owned_by(struct layer_tree *t, uint32_t uid, uint32_t gid,
-                          int (*each)(void *opaque, const char *path, uint32_t mode, uint32_t uid,
-                                      uint32_t gid),
-                          void *opaque)
+int layer_lowers_not_roots(struct layer_tree *t,
+                           int (*each)(void *opaque, const char *path, uint32_t mode, uint32_t uid,
+                                       uint32_t gid),
+                           void *opaque)
 {
         for (size_t k = 0; k < t->n_lowers; k++) {
                 struct layer_tree *m = lower_meta(t, k);
@@ -186,7 +186,7 @@ int layer_lowers_owned_by(struct layer_tree *t, uint32_t uid, uint32_t gid,
                         bool above = false;
                         int r;
 
-                        if (!rec->path || (rec->uid != uid && rec->gid != gid))
+                        if (!rec->path || (rec->uid == 0 && rec->gid == 0))
                                 continue;
                         /* the topmost layer's record of a path is the one that counts */
                         for (size_t j = 0; j < k && !above; j++)

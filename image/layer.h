@@ -97,13 +97,14 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
  * (its metadata); false when none does. */
 bool layer_lowers_record(struct layer_tree *t, const char *path, uint32_t *ret_mode,
                          uint32_t *ret_uid, uint32_t *ret_gid);
-/* After layer_tree_set_lowers: each path whose record in the topmost lower layer that lists
- * it names uid as its owner or gid as its group (a build's USER: what it must own in its
- * step), with that record. Stops at the first negative return of each. */
-int layer_lowers_owned_by(struct layer_tree *t, uint32_t uid, uint32_t gid,
-                          int (*each)(void *opaque, const char *path, uint32_t mode, uint32_t uid,
-                                      uint32_t gid),
-                          void *opaque);
+/* After layer_tree_set_lowers: each path with its record in the topmost lower layer that
+ * lists it, except records of uid 0 and gid 0 (what a build step must be given before it
+ * runs: the tree on disk is the caller's, which the step sees as root's). Stops at the first
+ * negative return of each. */
+int layer_lowers_not_roots(struct layer_tree *t,
+                           int (*each)(void *opaque, const char *path, uint32_t mode, uint32_t uid,
+                                       uint32_t gid),
+                           void *opaque);
 
 /* After the last layer: give directories their recorded modes and mtimes (they stay
  * u+rwx while layers are applied), count the tree, and write the ownership metadata to

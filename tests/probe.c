@@ -994,7 +994,7 @@ static int usage(void)
               " ls PATH | exit N | kill-self SIG | wait-signal | sleep SECONDS |"
               " spawn-sleeper SECONDS MARKER [--exit] | connect HOST PORT | connect-unix NAME |"
               " dns-a NAME SERVER | tty-info | tty-echo N | tty-winch COUNT |"
-              " tty-modes SECONDS | tty-attack | pgrp-attack\n",
+              " tty-modes SECONDS | tty-attack | pgrp-attack | as UID GID PROG [ARG...]\n",
               stderr);
         return 2;
 }
@@ -1064,6 +1064,22 @@ static void fake_claude_mcp_add(const char *name)
         }
 }
 
+/* as UID GID PROG ARG...: run PROG as UID:GID with no supplementary groups, as su or
+ * runuser would in a RUN step (a build's root switching to a user). */
+static int cmd_as(char **argv)
+{
+        uid_t uid = (uid_t)strtoul(argv[2], NULL, 10);
+        gid_t gid = (gid_t)strtoul(argv[3], NULL, 10);
+
+        if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+                perror("probe as");
+                return 125;
+        }
+        execv(argv[4], argv + 4);
+        perror("probe as: exec");
+        return 127;
+}
+
 int main(int argc, char **argv)
 {
         const char *cmd = argc > 1 ? argv[1] : "report";
@@ -1086,6 +1102,8 @@ int main(int argc, char **argv)
                 return report(argc, argv);
         if (!strcmp(cmd, "write") && argc >= 3)
                 return cmd_write(argv[2], argc >= 4 ? argv[3] : "probe\n");
+        if (!strcmp(cmd, "as") && argc >= 5)
+                return cmd_as(argv);
         if (!strcmp(cmd, "read") && argc >= 3)
                 return cmd_read(argv[2]);
         if (!strcmp(cmd, "setxattr") && argc >= 5)

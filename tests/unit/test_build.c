@@ -482,8 +482,8 @@ static bool ns_scenario(void)
         lower = opendir_at("lower");
         snprintf(meta_path, sizeof(meta_path), "%s/metadata", tmp);
         mfd = open(meta_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (build_layer_commit_tap(upper, &lower, 1, mounts, 2, mfd, tap, &tb, id1, &stats, &empty,
-                                   &err) < 0)
+        if (build_layer_commit_tap(upper, &lower, 1, mounts, 2, 0, mfd, tap, &tb, id1, &stats,
+                                   &empty, &err) < 0)
                 return fail("commit: %s", err.msg);
         if (empty || stats.files == 0)
                 return fail("the layer is empty");
@@ -521,8 +521,8 @@ static bool ns_scenario(void)
                                 return fail("the overlay's xattr %s is left", list + i);
         }
         /* the same tree gives the same tar */
-        if (build_layer_commit_tap(upper, &lower, 1, NULL, 0, mfd, tap, &tb2, id2, &stats, &empty,
-                                   &err) < 0)
+        if (build_layer_commit_tap(upper, &lower, 1, NULL, 0, 0, mfd, tap, &tb2, id2, &stats,
+                                   &empty, &err) < 0)
                 return fail("commit again: %s", err.msg);
         if (memcmp(id1, id2, 32) != 0 || tb.n != tb2.n || memcmp(tb.p, tb2.p, tb.n) != 0)
                 return fail("the diff_id is not deterministic");
