@@ -1021,6 +1021,23 @@ def test_debian_rebuild_is_served_from_the_cache(debian):
     assert digest == first
 
 
+def test_debian_root_run_switches_to_the_user_with_su_and_runuser(debian, tmp_path):
+    """Debian's own su and runuser in a root RUN on the built image: appuser (made by
+    useradd -m in an earlier layer) writes in its home, and what it made is its own."""
+    store, name = debian_built(debian)
+    c = write_context(tmp_path / "su", {"Containerfile": f"""\
+FROM {name}
+USER root
+RUN su appuser -c 'touch /home/appuser/by-su' \\
+    && runuser -u appuser -- mkdir /home/appuser/by-runuser \\
+    && stat -c %U /home/appuser >/home-owner
+"""})
+    store.built(c, "-t", "deb-su")
+    assert store.cat("deb-su", "/home-owner") == "appuser\n"
+    assert store.owner("deb-su:latest", "home/appuser/by-su")[1:] == (1000, 1000)
+    assert store.owner("deb-su:latest", "home/appuser/by-runuser")[1:] == (1000, 1000)
+
+
 # --- a build killed while a step runs --------------------------------------------------
 
 def test_a_build_killed_in_a_run_step_is_cleared_by_the_next_build(store, ctx):
