@@ -344,7 +344,7 @@ static int worker_body(const struct worker_job *j, struct worker_result *res, st
                                         return from;
                                 c.src_root_fd = from;
                         }
-                        char copied[65];
+                        char copied[65] = "";
 
                         r = build_copy_apply(m, &c, j->st->content ? copied : NULL, err);
                         /* what the context holds as it is copied must be what the key says:

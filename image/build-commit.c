@@ -343,16 +343,48 @@ static bool has_layer_xattrs(struct commit_ctx *x, int fd)
         return false;
 }
 
-/* The directory path in the topmost lower dir that has path, when it is a directory there:
- * *st, and whether it carries xattrs that belong in a layer. */
+/* Whether lower dir i hides path from the dirs below it: an ancestor of path is a whiteout
+ * there, or an opaque directory (path itself is not in it). */
+static bool lower_hides(struct commit_ctx *x, size_t i, const char *path)
+{
+        _cleanup_free_ char *p = strdup(path);
+        bool hides = false, found = true;
+
+        if (!p)
+                return true;
+        for (char *slash = strchr(p, '/'); slash && found && !hides;
+             slash = strchr(slash + 1, '/')) {
+                _cleanup_close_ int fd = -1, dir = -1;
+                struct stat st;
+
+                *slash = '\0';
+                fd = cs_open_beneath(x->lowers[i], p, O_PATH | O_NOFOLLOW);
+                found = fd >= 0; /* else this dir has nothing there */
+                if (found && (fstat(fd, &st) < 0 || is_whiteout(&st) || !S_ISDIR(st.st_mode)))
+                        hides = true;
+                else if (found) {
+                        dir = cs_open_beneath(x->lowers[i], p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+                        hides = dir < 0 || is_opaque(dir);
+                }
+                *slash = '/';
+        }
+        return hides;
+}
+
+/* The directory path as the overlay's lower dirs show it (the topmost that has it, unless a
+ * dir above hides it), when it is a directory: *st, and whether it carries xattrs that
+ * belong in a layer. */
 static bool lower_dir(struct commit_ctx *x, const char *path, struct stat *st, bool *xattrs)
 {
         for (size_t i = 0; i < x->n_lowers; i++) {
                 _cleanup_close_ int fd = cs_open_beneath(x->lowers[i], path, O_PATH | O_NOFOLLOW);
                 _cleanup_close_ int dir = -1;
 
-                if (fd < 0)
+                if (fd < 0) {
+                        if (lower_hides(x, i, path))
+                                return false;
                         continue;
+                }
                 if (fstat(fd, st) < 0 || !S_ISDIR(st->st_mode))
                         return false;
                 dir = cs_open_beneath(x->lowers[i], path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
@@ -363,8 +395,10 @@ static bool lower_dir(struct commit_ctx *x, const char *path, struct stat *st, b
 }
 
 /* The directories under dfd (path rel) that the step only copied up, removed, deepest
- * first: what remains is what the step changed. dfd keeps its mtime. */
-static int prune_copied_up(struct commit_ctx *x, int dfd, const char *rel, int depth)
+ * first: what remains is what the step changed. dfd keeps its mtime. merged: dfd is merged
+ * with the lower dirs (no opaque directory at or above it in the upper dir); below an
+ * opaque one nothing is a copy-up. */
+static int prune_copied_up(struct commit_ctx *x, int dfd, const char *rel, int depth, bool merged)
 {
         char **names = NULL;
         size_t n = 0;
@@ -393,10 +427,10 @@ static int prune_copied_up(struct commit_ctx *x, int dfd, const char *rel, int d
                 fd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
                         continue; /* not a directory */
-                r = prune_copied_up(x, fd, path, depth + 1);
+                r = prune_copied_up(x, fd, path, depth + 1, merged && !is_opaque(fd));
                 /* xattrs: kept when either side has one (a change to them shows nowhere
                  * else) */
-                if (r < 0 || fstat(fd, &st) < 0 || !dir_is_empty(fd) || is_opaque(fd) ||
+                if (r < 0 || !merged || fstat(fd, &st) < 0 || !dir_is_empty(fd) || is_opaque(fd) ||
                     has_layer_xattrs(x, fd) || !lower_dir_record(x, path, &lmode, &luid, &lgid) ||
                     !lower_dir(x, path, &lst, &lxattrs) || lxattrs)
                         continue;
@@ -623,7 +657,7 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
         lowers_records(&x);
         x.buf = malloc(IO_BUF > XATTR_LIST_MAX_LEN ? IO_BUF : XATTR_LIST_MAX_LEN);
         if (x.buf && x.lt) {
-                r = prune_copied_up(&x, root, "", 0);
+                r = prune_copied_up(&x, root, "", 0, !is_opaque(root));
                 if (r < 0)
                         goto out;
         }

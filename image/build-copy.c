@@ -611,14 +611,17 @@ static int copy_tree(struct copy_ctx *x, int sfd, int dfd, const char *crel, con
                                 continue;
                         }
                         if (r == 0)
-                                r = out = dest_dir(x, dfd, names[i], d, perm_of(x, &st), x->uid,
-                                                   x->gid, &made);
+                                r = out =
+                                    dest_dir(x, dfd, names[i], d, excl ? 0755 : perm_of(x, &st),
+                                             x->uid, x->gid, &made);
                         if (r >= 0)
                                 r = copy_tree(x, in, out, c, s, d, depth + 1);
                         /* made only for what a `!` took back: gone again when nothing was */
                         if (r == 0 && excl && made && unlinkat(dfd, names[i], AT_REMOVEDIR) == 0)
                                 continue;
-                        if (r == 0)
+                        /* an excluded directory's own mode and mtime are not copied (nor
+                         * in the digest) */
+                        if (r == 0 && !excl)
                                 r = set_attrs(x, out, perm_of(x, &st), &st.st_mtim, x->uid, x->gid,
                                               shown);
                 }
@@ -845,7 +848,10 @@ static int unpack_tar(struct copy_ctx *x, int in, const struct stat *st, int des
         ar = archive_read_next_header(a, &e);
         if (ar < ARCHIVE_WARN || ar == ARCHIVE_EOF) {
                 archive_read_free(a);
-                return 1;
+                /* the probe found a tar: a file that is none now changed meanwhile */
+                return probe ? 1
+                             : cs_error_setx(x->err, EAGAIN, "%s: `%s` changed while it was copied",
+                                             x->c->what, shown);
         }
         if (probe) {
                 archive_read_free(a);
@@ -1033,7 +1039,8 @@ int build_copy_apply(int root_fd, const struct build_copy *c, char ret_digest[65
                         if (r >= 0 && x.md && S_ISDIR(st.st_mode)) {
                                 md_str(&x, "D");
                         } else if (r >= 0 && x.md) {
-                                /* as the digest sees it: a file */
+                                /* as the digest sees it: an archive, and its bytes as a file */
+                                md_str(&x, "A");
                                 md_str(&x, "F");
                                 md_num(&x, perm_of(&x, &st));
                                 md_num(&x, (unsigned long long)st.st_size);
@@ -1108,6 +1115,9 @@ int build_copy_digest(const struct build_copy *c, char ret[65], struct cs_error 
                         md_str(&x, "D");
                         r = copy_tree(&x, in, -1, "", srcs[i], "", 0);
                 } else {
+                        /* ADD: whether it is unpacked is part of what it copies */
+                        if (c->add && unpack_tar(&x, in, &st, -1, NULL, true, shown) == 0)
+                                md_str(&x, "A");
                         r = copy_file(&x, in, &st, -1, NULL, shown);
                 }
         }

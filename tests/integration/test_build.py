@@ -421,6 +421,21 @@ RUN /probe as 1000 1000 /bin/sh -c 'echo made >/home/u/new && mkdir /home/u/sub/
     assert top["srv/mode"] == (0o40700, 7, 7)
 
 
+def test_a_directory_remade_under_a_replaced_parent_stays_in_the_layer(store, ctx):
+    """A RUN that replaces a directory (opaque in its layer) and makes again an empty
+    subdirectory the same as the one it hid (mode, owner, mtime) changed the image: the
+    subdirectory is no copy-up and must stay in the layer."""
+    c = ctx({"Containerfile": """\
+FROM bb
+RUN mkdir -p /opt/app/logs && chown 5:5 /opt/app/logs && touch -d '2020-01-01 00:00:00' /opt/app/logs
+RUN rm -rf /opt/app && mkdir -p /opt/app/logs \\
+    && chown 5:5 /opt/app/logs && touch -d '2020-01-01 00:00:00' /opt/app/logs
+"""})
+    store.built(c, "-t", "remade")
+    top = layer_metadata(store.layers("remade:latest")[0])
+    assert top.get("opt/app/logs") == (0o40755, 5, 5), sorted(top)
+
+
 def test_shell_changes_the_shell_form_and_not_the_exec_form(store, ctx):
     c = ctx({"Containerfile": """\
 FROM bb
