@@ -11,6 +11,7 @@
 #include "../policy/profile.h"
 #include "../policy/seccomp.h"
 #include "../policy/trust.h"
+#include "run_trust.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 static const char usage_run[] =
@@ -230,6 +232,33 @@ static int host_launch(struct plan *p, const char *name, bool plan_only,
         return errno == ENOENT ? 127 : 126;
 }
 
+/* The report, then one key: y accepts what was shown and launches, anything else refuses. */
+static bool confirm_report(const char *text, void *ctx)
+{
+        struct termios saved, raw;
+        char key = 0;
+        bool ok;
+
+        (void)ctx;
+        fprintf(stderr,
+                "%s\n\nThese were changed by an earlier sandboxed session. Accept them and "
+                "launch? [y/N] ",
+                text);
+        fflush(stderr);
+        if (tcgetattr(STDIN_FILENO, &saved) < 0)
+                return false;
+        raw = saved;
+        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+        raw.c_cc[VMIN] = 1;
+        raw.c_cc[VTIME] = 0;
+        if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) < 0)
+                return false;
+        ok = read(STDIN_FILENO, &key, 1) == 1 && (key == 'y' || key == 'Y');
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
+        fprintf(stderr, "%s\n", ok ? "yes" : "no");
+        return ok;
+}
+
 int cmd_run(int argc, char **argv, bool plan_only)
 {
         struct profile_config config = {0};
@@ -273,6 +302,11 @@ int cmd_run(int argc, char **argv, bool plan_only)
         req.pending = plan_only  ? PLAN_PENDING_SHOW
                       : o.accept ? PLAN_PENDING_ACCEPT
                                  : PLAN_PENDING_REFUSE;
+        /* At a terminal, a waiting report is shown and accepted with one key. */
+        if (!plan_only && !o.accept && isatty(STDIN_FILENO) && isatty(STDERR_FILENO)) {
+                req.confirm = confirm_report;
+                req.confirm_ctx = NULL;
+        }
         net_early_init(&early);
         raised = raise_nofile_limit(&nofile);
         /* A session's network, started now: pasta's start-up runs while the plan is made.
@@ -304,32 +338,20 @@ int cmd_run(int argc, char **argv, bool plan_only)
         if (r < 0 || plan_only) {
                 status = r < 0 ? cli_fail(&err) : cli_print_plan(&plan.spec);
         } else {
-                char *report, *session = NULL;
-                struct cs_error serr = {0};
+                struct run_trust trust;
 
-                /* Stands for the report should this process not live to write it. */
-                if (trust_session_begin(&plan.profile, plan.work_root, &session, &serr) < 0)
-                        fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
-                r = bridges_start(&plan.bridges, &err);
+                /* The records stand for the report should this process not live to write
+                 * it; the journal judges every change while the session runs. */
+                r = run_trust_begin(&trust, &plan, &config, &err);
+                if (r >= 0)
+                        r = bridges_start(&plan.bridges, &err);
                 if (r >= 0)
                         r = launch_run_early(&plan.spec, &filter, &early, &status, &err);
                 if (r < 0)
                         status = cli_fail(&err);
                 bridges_close(&plan.bridges);
-                report = plan_trust_report(&plan);
-                if (report) {
-                        fprintf(stderr, "%s\n", report);
-                        /* The next launch waits until the user accepts it; unsaved, the
-                         * session's record stands for it. */
-                        if (trust_pending_add(&plan.profile, plan.work_root, report, &serr) < 0) {
-                                fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
-                                free(session);
-                                session = NULL;
-                        }
-                }
-                trust_session_end(&plan.profile, session);
-                free(session);
-                free(report);
+                run_trust_end(&trust, &plan);
+                run_trust_free(&trust);
         }
         net_early_stop(&early);
         plan_free(&plan);

@@ -212,9 +212,6 @@ static int add_git_state(struct plan *p, const struct worktree *w, struct cs_err
                         if (r < 0)
                                 return r;
                 }
-                r = plan_track_git_dir(p, w->git_dirs[i]);
-                if (r < 0)
-                        return cs_error_set(err, ENOMEM, "git dirs");
                 /* The copy goes over <gitdir>/hooks; a missing one is made on the host so
                  * that the sandbox cannot create hooks the host would run. */
                 plan_ensure_host_dir(gd, "hooks");
@@ -336,22 +333,54 @@ bool plan_dotenv_name_ok(struct plan *p, const char *name, struct cs_error *err)
         return false;
 }
 
-/* An earlier session's report waits until the user accepts it (policy/trust.c). */
+/* An earlier session's report waits until the user accepts it: the profile's, and those of
+ * the work tree the launch starts in (each directory from the cwd up: a report binds every
+ * profile's launch in that tree, and every launch below its root). */
 int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error *err)
 {
-        _cleanup_free_ char *text = NULL;
-        int r = trust_pending_take(&p->profile, req->pending == PLAN_PENDING_ACCEPT, &text, err);
+        struct trust_place places[TRUST_PLACES_MAX];
+        _cleanup_free_ char *text = NULL, *dir = strdup(req->cwd);
+        size_t n = 0;
+        bool accepted = false;
+        int r;
 
+        if (!dir)
+                return cs_error_set(err, ENOMEM, "trust reports");
+        r = trust_place_profile(&p->profile, false, &places[n], err);
+        if (r > 0)
+                n++;
+        while (r >= 0 && n < TRUST_PLACES_MAX) {
+                char *slash;
+
+                r = trust_place_tree(req->config->data_home, dir, false, &places[n], err);
+                if (r > 0)
+                        n++;
+                slash = strrchr(dir, '/');
+                if (!slash || slash == dir) {
+                        if (strcmp(dir, "/") == 0)
+                                break;
+                        strcpy(dir, "/");
+                        continue;
+                }
+                *slash = '\0';
+        }
+        if (r >= 0)
+                r = trust_pending_take(places, n, req->pending == PLAN_PENDING_ACCEPT,
+                                       req->pending == PLAN_PENDING_REFUSE ? req->confirm : NULL,
+                                       req->confirm_ctx, &text, &accepted, err);
+        for (size_t i = 0; i < n; i++)
+                trust_place_close(&places[i]);
         if (r < 0 || !text)
                 return r;
-        if (req->pending == PLAN_PENDING_ACCEPT)
-                return stage_warn(&p->warnings, err, "Accepted with --accept-changes:\n%s", text);
+        if (accepted)
+                return stage_warn(&p->warnings, err, "Accepted:\n%s", text);
         if (req->pending == PLAN_PENDING_SHOW)
                 return stage_warn(&p->warnings, err,
                                   "%s\nNot accepted yet: `csandbox run %s` refuses to start until "
                                   "`csandbox run --accept-changes %s`.",
                                   text, req->name, req->name);
-        stage_warn(&p->warnings, err, "%s", text);
+        if (!req->confirm)
+                stage_warn(&p->warnings, err, "%s", text);
         return cs_error_setx(err, EPERM,
                              "Refusing to start %s for profile %s: an earlier "
                              "sandboxed session changed what claude or git runs on the host "
@@ -590,7 +619,6 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         if (r < 0)
                 goto out;
         spec_sort_mounts(s);
-        plan_trust_snapshot(p, &p->trust_before);
 out:
         for (size_t i = 0; i < n_mcp; i++)
                 free(mcp[i]);
@@ -610,10 +638,6 @@ void plan_free(struct plan *p)
         for (size_t i = 0; i < p->n_local_settings; i++)
                 free(p->local_settings[i]);
         free(p->local_settings);
-        for (size_t i = 0; i < p->n_git_dirs; i++)
-                free(p->git_dirs[i]);
-        free(p->git_dirs);
         free(p->work_root);
-        trust_free(&p->trust_before);
         trust_watch_free(&p->watch);
 }

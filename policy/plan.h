@@ -11,6 +11,7 @@
 #include "profile.h"
 #include "stage.h"
 #include "trust.h"
+#include "trust_rules.h"
 
 struct cs_error;
 
@@ -34,6 +35,10 @@ struct plan_request {
         /* §1.5's decision (CLAUDE_PROFILE_SANDBOX, else the marker), or run's --sandbox and
          * --host for this launch. */
         enum { PLAN_WHERE_DECIDE, PLAN_WHERE_SANDBOX, PLAN_WHERE_HOST } where;
+        /* With PLAN_PENDING_REFUSE: shown a waiting report, true accepts it (a person at a
+         * terminal said yes); NULL refuses. */
+        bool (*confirm)(const char *text, void *ctx);
+        void *confirm_ctx;
 };
 
 struct plan {
@@ -42,11 +47,8 @@ struct plan {
         struct stage_warnings warnings; /* to print before the launch */
         char **local_settings;          /* candidate settings.local.json paths (§2.7) */
         size_t n_local_settings;
-        char **git_dirs; /* whose commondir the trust report watches */
-        size_t n_git_dirs;
         char *work_root;
-        struct plan_trust trust_before;
-        struct trust_watch watch;    /* what else the report compares (policy/trust.c) */
+        struct trust_watch watch;    /* what the trust rules are made of (policy/trust.c) */
         struct image_ref image;      /* the image's lock is held until plan_free */
         struct plan_bridges bridges; /* the clipboard relay, started by bridges_start */
 
@@ -86,6 +88,7 @@ bool plan_dotenv_name_ok(struct plan *p, const char *name, struct cs_error *err)
 /* The host launch as JSON for `plan` (values of .env redacted). */
 char *plan_host_json(const struct plan *p);
 
-/* The §6.4 report: what the session added or changed, as lines with names neutralised
- * (non-printables become '?'); NULL when nothing did. */
-char *plan_trust_report(struct plan *p);
+/* The judge's rules for this session (policy/trust_rules.h): the roots, the files the
+ * settings name, what the profile's .claude.json makes the host run now. */
+int plan_trust_rules(const struct plan *p, const struct profile_config *c,
+                     struct trust_rules *ret, struct cs_error *err);

@@ -1,5 +1,5 @@
-/* The after-session trust report (reference §6.4): what in the profile and the work tree
- * makes the host run something, recorded before the launch and compared after it. */
+/* What claude's .claude.json makes the host run (reference §6.4), read so that no other
+ * parser can read it otherwise. */
 #include "plan.h"
 #include "plan_report.h"
 
@@ -26,46 +26,38 @@
 #define CLAUDE_JSON_MAX (32u << 20)
 #define TRUST_FILE_MAX  (1u << 20)
 
-/* A file the host runs or follows: recorded with its content (bounded; a link as its target,
- * a directory as such), so a changed one counts too. dir/name, or path alone. */
-static void trust_add_file(struct plan_trust *t, const char *kind, const char *dir,
-                           const char *name)
+static int name_cmp(const void *a, const void *b)
 {
-        _cleanup_free_ char *path = NULL, *buf = NULL;
-        /* Dropped: unreadable: recorded as its bare entry, which still shows a change. */
-        struct cs_error ignored;
-        struct stat st;
-        char target[PATH_MAX];
-        ssize_t n;
-
-        if (name ? !(path = cs_path_join(dir, name)) : !(path = strdup(dir)))
-                return;
-        if (lstat(path, &st) < 0)
-                return;
-        if (S_ISLNK(st.st_mode) && (n = readlink(path, target, sizeof(target) - 1)) >= 0) {
-                target[n] = '\0';
-                cJSON *v = cJSON_CreateString(target);
-                trust_add(t, kind, path, v);
-                cJSON_Delete(v);
-                return;
-        }
-        if (S_ISREG(st.st_mode) &&
-            cs_read_file_at(AT_FDCWD, path, TRUST_FILE_MAX, true, &buf, NULL, &ignored) == 0) {
-                cJSON *v = cJSON_CreateString(buf);
-                trust_add(t, kind, path, v);
-                cJSON_Delete(v);
-                return;
-        }
-        trust_add(t, kind, path, NULL);
+        return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int plan_track_git_dir(struct plan *p, const char *git_dir)
+/* Whether an object anywhere in j has a name twice: cJSON keeps the first, JSON.parse the
+ * last, so the two would read different servers. */
+static bool has_duplicates(const cJSON *j)
 {
-        int r = strv_push_dup(&p->git_dirs, &p->n_git_dirs, git_dir);
+        const cJSON *e;
+        size_t n = 0, i = 0;
+        bool dup = false;
 
-        if (r < 0)
-                return r;
-        return 0;
+        cJSON_ArrayForEach(e, j)
+        {
+                n++;
+                if (has_duplicates(e))
+                        return true;
+        }
+        if (!cJSON_IsObject(j) || n < 2)
+                return false;
+        {
+                _cleanup_free_ const char **names = calloc(n, sizeof(*names));
+
+                if (!names)
+                        return true;
+                cJSON_ArrayForEach(e, j) names[i++] = e->string ? e->string : "";
+                qsort(names, n, sizeof(*names), name_cmp);
+                for (i = 1; i < n && !dup; i++)
+                        dup = strcmp(names[i - 1], names[i]) == 0;
+        }
+        return dup;
 }
 
 static void trust_servers(struct plan_trust *t, const char *scope, const cJSON *servers)
@@ -83,123 +75,110 @@ static void trust_servers(struct plan_trust *t, const char *scope, const cJSON *
         }
 }
 
-void plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len)
+static void trust_strings(struct plan_trust *t, const char *kind, const char *scope,
+                          const cJSON *list)
 {
-        cJSON *j = cJSON_ParseWithLength(raw, len), *e, *projects;
+        const cJSON *x;
 
-        if (cJSON_IsObject(j)) {
-                trust_servers(t, "user", cJSON_GetObjectItemCaseSensitive(j, "mcpServers"));
-                projects = cJSON_GetObjectItemCaseSensitive(j, "projects");
-                if (cJSON_IsObject(projects))
-                        cJSON_ArrayForEach(e, projects)
-                        {
-                                const cJSON *en;
+        cJSON_ArrayForEach(x, list)
+        {
+                if (cJSON_IsString(x)) {
+                        char k[PATH_MAX + 64];
 
-                                trust_servers(t, e->string,
-                                              cJSON_GetObjectItemCaseSensitive(e, "mcpServers"));
-                                en = cJSON_GetObjectItemCaseSensitive(e, "enabledMcpjsonServers");
-                                if (cJSON_IsArray(en)) {
-                                        const cJSON *x;
-
-                                        cJSON_ArrayForEach(x, en) if (cJSON_IsString(x)) trust_add(
-                                            t, "approved .mcp.json server", x->valuestring, NULL);
-                                }
-                                if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-                                        e, "enableAllProjectMcpServers")))
-                                        trust_add(t, "all .mcp.json servers approved for",
-                                                  e->string, NULL);
-                        }
-                e = cJSON_GetObjectItemCaseSensitive(j, "enabledMcpjsonServers");
-                if (cJSON_IsArray(e)) {
-                        const cJSON *x;
-
-                        cJSON_ArrayForEach(x, e) if (cJSON_IsString(x))
-                            trust_add(t, "approved .mcp.json server", x->valuestring, NULL);
+                        snprintf(k, sizeof(k), "%s (%s)", kind, scope);
+                        trust_add(t, k, x->valuestring, NULL);
                 }
-                if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "enableAllProjectMcpServers")))
-                        trust_add(t, "all .mcp.json servers approved", "", NULL);
+        }
+}
+
+static void trust_scope(struct plan_trust *t, const char *scope, const cJSON *o)
+{
+        trust_servers(t, scope, cJSON_GetObjectItemCaseSensitive(o, "mcpServers"));
+        trust_strings(t, "approved .mcp.json server", scope,
+                      cJSON_GetObjectItemCaseSensitive(o, "enabledMcpjsonServers"));
+        trust_strings(t, "tool allowed without asking", scope,
+                      cJSON_GetObjectItemCaseSensitive(o, "allowedTools"));
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "enableAllProjectMcpServers")))
+                trust_add(t, "all .mcp.json servers approved", scope, NULL);
+}
+
+int plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len, char **ret_why)
+{
+        const char *end = NULL;
+        cJSON *j, *e;
+
+        *ret_why = NULL;
+        /* A \u0000 ends a name for cJSON, not for JSON.parse. */
+        if (memmem(raw, len, "\\u0000", 6)) {
+                *ret_why = strdup("a \\u0000 escape, which two parsers read differently");
+                return -EINVAL;
+        }
+        j = cJSON_ParseWithLengthOpts(raw, len, &end, false);
+        while (j && end && end < raw + len && isspace((unsigned char)*end))
+                end++;
+        if (!cJSON_IsObject(j) || (end && end < raw + len && *end)) {
+                cJSON_Delete(j);
+                *ret_why = strdup("not one JSON object csandbox's parser reads whole (nesting "
+                                  "deeper than 1000, trailing bytes, or invalid JSON)");
+                return -EINVAL;
+        }
+        if (has_duplicates(j)) {
+                cJSON_Delete(j);
+                *ret_why = strdup("a key given twice in one object, which two parsers read "
+                                  "differently");
+                return -EINVAL;
+        }
+        trust_scope(t, "user", j);
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "projects"))
+        {
+                if (e->string)
+                        trust_scope(t, e->string, e);
         }
         cJSON_Delete(j);
+        return 0;
 }
 
-/* §6.4: what in the profile and the work tree makes the host run something. */
-void plan_trust_snapshot(struct plan *p, struct plan_trust *t)
+int plan_trust_rules(const struct plan *p, const struct profile_config *c, struct trust_rules *ret,
+                     struct cs_error *err)
 {
-        _cleanup_free_ char *raw = NULL;
-        /* Dropped: no readable .claude.json: nothing to compare, as for a new profile. */
+        const struct trust_watch *w = &p->watch;
+        _cleanup_free_ char *raw = NULL, *why = NULL;
+        _cleanup_close_ int gd = -1;
+        /* Dropped: no readable .claude.json: it made the host run nothing. */
         struct cs_error ignored;
+        struct stat st;
         size_t len;
 
-        memset(t, 0, sizeof(*t));
+        memset(ret, 0, sizeof(*ret));
+        ret->root_path[TRUST_ROOT_PROFILE] = strdup(p->profile.dir);
+        ret->home = strdup(c->home);
+        if (w->work_root)
+                ret->root_path[TRUST_ROOT_WORK] = strdup(w->work_root);
+        if (w->git_dir && !w->git_inside)
+                ret->root_path[TRUST_ROOT_COMMON] = strdup(w->git_dir);
+        ret->plugins_enabled = w->plugins_enabled;
+        for (size_t i = 0; i < w->n_profile_files; i++)
+                if (strv_push_dup(&ret->named[TRUST_ROOT_PROFILE],
+                                  &ret->n_named[TRUST_ROOT_PROFILE], w->profile_files[i]) < 0)
+                        goto oom;
+        for (size_t i = 0; i < w->n_tree_files; i++)
+                if (strv_push_dup(&ret->named[TRUST_ROOT_WORK], &ret->n_named[TRUST_ROOT_WORK],
+                                  w->tree_files[i]) < 0)
+                        goto oom;
+        if (!ret->root_path[TRUST_ROOT_PROFILE] || !ret->home)
+                goto oom;
+        if (w->git_dir) {
+                gd = open(w->git_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (gd >= 0 && fstat(gd, &st) == 0) {
+                        ret->main_dev = (unsigned long long)st.st_dev;
+                        ret->main_ino = (unsigned long long)st.st_ino;
+                }
+        }
         if (cs_read_file_at(p->profile.dir_fd, ".claude.json", CLAUDE_JSON_MAX, true, &raw, &len,
                             &ignored) == 0)
-                plan_trust_claude_json(t, raw, len);
-        for (size_t i = 0; i < p->n_local_settings; i++)
-                if (p->local_settings[i])
-                        trust_add_file(t, "settings.local.json", p->local_settings[i], NULL);
-        /* What makes the host's git take another git dir (and so another config and hooks). */
-        for (size_t i = 0; i < p->n_git_dirs; i++)
-                trust_add_file(t, "git commondir in", p->git_dirs[i], "commondir");
-        if (p->work_root) {
-                _cleanup_free_ char *dotgit = NULL;
-
-                if ((dotgit = cs_path_join(p->work_root, ".git")))
-                        trust_add_file(t, "git dir link", dotgit, NULL);
-        }
-        trust_snapshot_watch(t, &p->profile, &p->watch);
-}
-
-static void neutralise(char *s)
-{
-        for (; *s; s++)
-                if (!isprint((unsigned char)*s))
-                        *s = '?';
-}
-
-char *plan_trust_report(struct plan *p)
-{
-        struct plan_trust after;
-        char *out = NULL;
-        size_t len = 0;
-        FILE *f;
-
-        plan_trust_snapshot(p, &after);
-        f = open_memstream(&out, &len);
-        if (!f) {
-                trust_free(&after);
-                return NULL;
-        }
-        for (size_t i = 0; i < after.n; i++) {
-                bool seen = false;
-                char *kind, *name, *tab;
-
-                for (size_t k = 0; k < p->trust_before.n && !seen; k++)
-                        seen = strcmp(after.items[i], p->trust_before.items[k]) == 0;
-                if (seen)
-                        continue;
-                kind = after.items[i];
-                tab = strchr(kind, '\t');
-                *tab = '\0';
-                name = tab + 1;
-                tab = strchr(name, '\t');
-                *tab = '\0';
-                neutralise(kind);
-                neutralise(name);
-                fprintf(f, "  %s: %s\n", kind, name);
-        }
-        fclose(f);
-        trust_free(&after);
-        if (len == 0) {
-                free(out);
-                return NULL;
-        }
-        char *msg = NULL;
-        if (asprintf(&msg,
-                     "Warning: the sandboxed session added or changed what claude runs on the "
-                     "host:\n%sThe MCP entries are in %s/.claude.json. Check these before "
-                     "running claude or git on the host with this profile or in this project.",
-                     out, p->profile.dir) < 0)
-                msg = NULL;
-        free(out);
-        return msg;
+                (void)plan_trust_claude_json(&ret->claude_before, raw, len, &why);
+        return 0;
+oom:
+        trust_rules_free(ret);
+        return cs_error_set(err, ENOMEM, "the trust rules");
 }

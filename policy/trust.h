@@ -32,6 +32,7 @@ struct trust_watch {
         size_t n_profile_files;
         char **tree_files; /* the same, relative to the work root */
         size_t n_tree_files;
+        bool plugins_enabled; /* the settings enable a plugin */
 };
 
 /* Read-only inside: the profile's hooks/, statusline.sh and plugins/ when they are real
@@ -43,26 +44,52 @@ struct trust_watch {
 int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const struct profile *p,
                   const char *config_dest, const struct worktree *wt, struct trust_watch *w,
                   struct cs_error *err);
-/* Add the watch's items: every .git entry under the work root but the top one (with its
- * config), every git dir under .git/modules (with its config), the index's gitlinks,
- * .gitmodules, and the watched files. Bounded; never follows a link. */
-void trust_snapshot_watch(struct plan_trust *t, const struct profile *p,
-                          const struct trust_watch *w);
 void trust_watch_free(struct trust_watch *w);
+
+/* The paths a settings command names (absolute; ~, $HOME, $CLAUDE_CONFIG_DIR and
+ * $CLAUDE_PROJECT_DIR expanded, a relative word taken in project_dir), normalised, added to
+ * *ret once each. -ENOMEM. */
+int trust_command_paths(const char *cmd, const char *home, const char *profile_dir,
+                        const char *project_dir, char ***ret, size_t *ret_n);
+/* Every path the commands of the settings file dirfd/path name (hooks, statusLine, the
+ * helpers), added to *ret; *ret_plugins set when it enables a plugin. An unreadable file
+ * names nothing. -ENOMEM. */
+int trust_settings_paths(int dirfd, const char *path, const char *home, const char *profile_dir,
+                         const char *project_dir, char ***ret, size_t *ret_n, bool *ret_plugins);
 
 /* The gitlink (mode 160000) paths of a git index (versions 2 to 4, SHA-1 or SHA-256), as
  * NUL-separated names in *ret (*ret_len bytes). -EINVAL for anything that is not a
  * well-formed index. */
 int trust_index_gitlinks(const char *buf, size_t len, char **ret, size_t *ret_len);
 
-/* A report the next launch waits on: <state>/trust-pending/<time>-<pid>. */
-int trust_pending_add(const struct profile *p, const char *work_root, const char *report,
+#define TRUST_PLACES_MAX 32
+/* Where reports wait: a directory only csandbox writes (never mounted in a sandbox). */
+struct trust_place {
+        int fd;     /* -1: none */
+        char *path; /* for messages */
+};
+void trust_place_close(struct trust_place *pl);
+/* The profile's: <state>/trust-pending. The work tree's: <data_home>/csandbox/trust/<hash of
+ * its path>. Without create, a missing one is 0 with fd -1; 1 when opened. */
+int trust_place_profile(const struct profile *p, bool create, struct trust_place *ret,
+                        struct cs_error *err);
+int trust_place_tree(const char *data_home, const char *tree, bool create, struct trust_place *ret,
+                     struct cs_error *err);
+
+/* A report the next launch waits on: <place>/<time>-<pid>. */
+int trust_pending_add(const struct trust_place *pl, const char *work_root, const char *report,
                       struct cs_error *err);
 /* While a session runs, a record that stands for its report: found by a later launch after
  * this process is gone without trust_session_end (killed, the machine stopped), it refuses
- * like a report. *ret_name is the record's name for trust_session_end. */
-int trust_session_begin(const struct profile *p, const char *work_root, char **ret_name,
+ * like a report. *ret_name is the record's name. trust_session_note appends what the
+ * journal found while the session ran, so a killed csandbox leaves that too. */
+int trust_session_begin(const struct trust_place *pl, const char *work_root, char **ret_name,
                         struct cs_error *err);
-void trust_session_end(const struct profile *p, const char *name);
-/* The reports not accepted yet, joined (NULL when none); accept removes them. */
-int trust_pending_take(const struct profile *p, bool accept, char **ret, struct cs_error *err);
+void trust_session_note(const struct trust_place *pl, const char *name, const char *text);
+void trust_session_end(const struct trust_place *pl, const char *name);
+/* The reports not accepted yet in the places, shown (NULL when none; bounded in length,
+ * never by leaving one out silently). accept, or confirm(text) returning true, removes
+ * exactly the reports shown and sets *ret_accepted. */
+int trust_pending_take(const struct trust_place *places, size_t n_places, bool accept,
+                       bool (*confirm)(const char *text, void *ctx), void *ctx, char **ret,
+                       bool *ret_accepted, struct cs_error *err);

@@ -1,6 +1,8 @@
-/* The third defence (trust_pending_*, trust_session_*): the report of what a session
- * changed waits in the state dir until the user accepts it, and a session that never got
- * its check (csandbox was killed) leaves a report saying so. */
+/* The report of what a session changed waits until the user accepts it, in two places: the
+ * profile's state dir (what the session changed in the profile) and the work tree's own
+ * place in csandbox's data dir (what it changed in the tree), which every profile's launch
+ * in that tree reads. A session that never got its check (csandbox was killed) leaves a
+ * record saying so, with what the journal saw while it ran. */
 #include "trust.h"
 #include "trust_util.h"
 
@@ -12,6 +14,8 @@
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../common/resolve.h"
+#include "../common/sha256.h"
+#include "../common/strv.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -29,22 +33,73 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PENDING_MAX      64
-#define PENDING_FILE_MAX (256u << 10)
-#define PENDING_DIR      "trust-pending"
+#define PENDING_NAMES_MAX 100000u
+#define PENDING_SHOW_FILE (64u << 10)
+#define PENDING_SHOW_ALL  (256u << 10)
+#define PENDING_DIR       "trust-pending"
+#define TREE_DIR          "csandbox/trust"
 
-static int pending_dir(const struct profile *p, struct cs_error *err)
+void trust_place_close(struct trust_place *pl)
 {
-        int dfd;
+        if (pl->fd >= 0)
+                close(pl->fd);
+        free(pl->path);
+        pl->fd = -1;
+        pl->path = NULL;
+}
 
+int trust_place_profile(const struct profile *p, bool create, struct trust_place *ret,
+                        struct cs_error *err)
+{
+        ret->fd = -1;
+        ret->path = NULL;
         if (p->state_fd < 0)
-                return cs_error_setx(err, EBADF, "no state dir for profile %s", p->name);
-        if (mkdirat(p->state_fd, PENDING_DIR, 0700) < 0 && errno != EEXIST)
+                return create ? cs_error_setx(err, EBADF, "no state dir for profile %s", p->name)
+                              : 0;
+        if (create && mkdirat(p->state_fd, PENDING_DIR, 0700) < 0 && errno != EEXIST)
                 return cs_error_set(err, errno, "create %s/%s", p->state_dir, PENDING_DIR);
-        dfd = openat(p->state_fd, PENDING_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return cs_error_set(err, errno, "open %s/%s", p->state_dir, PENDING_DIR);
-        return dfd;
+        ret->fd = openat(p->state_fd, PENDING_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ret->fd < 0)
+                return errno == ENOENT && !create
+                           ? 0
+                           : cs_error_set(err, errno, "open %s/%s", p->state_dir, PENDING_DIR);
+        if (asprintf(&ret->path, "%s/%s", p->state_dir, PENDING_DIR) < 0) {
+                trust_place_close(ret);
+                return cs_error_set(err, ENOMEM, "trust reports");
+        }
+        return 1;
+}
+
+int trust_place_tree(const char *data_home, const char *tree, bool create, struct trust_place *ret,
+                     struct cs_error *err)
+{
+        unsigned char d[32];
+        char hex[33];
+        _cleanup_free_ char *base = NULL;
+        int r;
+
+        ret->fd = -1;
+        ret->path = NULL;
+        cs_sha256(tree, strlen(tree), d);
+        for (int i = 0; i < 16; i++)
+                snprintf(hex + 2 * i, 3, "%02x", d[i]);
+        if (asprintf(&base, "%s/%s", data_home, TREE_DIR) < 0 ||
+            asprintf(&ret->path, "%s/%s", base, hex) < 0)
+                return cs_error_set(err, ENOMEM, "trust reports");
+        if (create) {
+                r = cs_mkdir_parents(ret->path, 0700, err);
+                if (r < 0) {
+                        trust_place_close(ret);
+                        return r;
+                }
+        }
+        ret->fd = open(ret->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ret->fd < 0) {
+                r = errno == ENOENT && !create ? 0 : cs_error_set(err, errno, "open %s", ret->path);
+                trust_place_close(ret);
+                return r;
+        }
+        return 1;
 }
 
 static void now_text(char when[32], struct timespec *ret_now)
@@ -56,23 +111,20 @@ static void now_text(char when[32], struct timespec *ret_now)
         strftime(when, 32, "%Y-%m-%d %H:%M:%S UTC", &tm);
 }
 
-int trust_pending_add(const struct profile *p, const char *work_root, const char *report,
+int trust_pending_add(const struct trust_place *pl, const char *work_root, const char *report,
                       struct cs_error *err)
 {
-        _cleanup_close_ int dfd = pending_dir(p, err);
         _cleanup_free_ char *text = NULL;
         struct timespec now;
         char name[64], when[32];
 
-        if (dfd < 0)
-                return dfd;
         now_text(when, &now);
         snprintf(name, sizeof(name), "%lld.%09ld-%d", (long long)now.tv_sec, now.tv_nsec,
                  (int)getpid());
         if (asprintf(&text, "After the session in %s that ended %s:\n%s\n", work_root, when,
                      report) < 0)
                 return cs_error_set(err, ENOMEM, "record the trust report");
-        return cs_write_file_once(dfd, name, text, strlen(text), 0600, err);
+        return cs_write_file_once(pl->fd, name, text, strlen(text), 0600, err);
 }
 
 /* This boot's id and a process's start time (field 22 of /proc/PID/stat): together with the
@@ -99,18 +151,15 @@ static bool process_identity(pid_t pid, char boot[40], unsigned long long *ret_s
         return f && sscanf(f, " %llu", ret_start) == 1;
 }
 
-int trust_session_begin(const struct profile *p, const char *work_root, char **ret_name,
+int trust_session_begin(const struct trust_place *pl, const char *work_root, char **ret_name,
                         struct cs_error *err)
 {
-        _cleanup_close_ int dfd = pending_dir(p, err);
         _cleanup_free_ char *text = NULL;
         unsigned long long start;
         struct timespec now;
         char boot[40], when[32];
 
         *ret_name = NULL;
-        if (dfd < 0)
-                return dfd;
         if (!process_identity(getpid(), boot, &start))
                 return cs_error_setx(err, ENOENT, "cannot read this process's start time");
         now_text(when, &now);
@@ -118,26 +167,34 @@ int trust_session_begin(const struct profile *p, const char *work_root, char **r
             asprintf(&text,
                      "A session in %s that started %s ended before csandbox could check what "
                      "it left (csandbox was killed, or the machine stopped). Check yourself, "
-                     "before running git or claude there: any .git below %s, new dirs in its "
-                     ".git/modules, gitlinks in its index (git ls-files -s | grep ^160000), "
-                     ".gitmodules, and the profile's hooks, scripts and .claude.json.\n",
+                     "before running git or claude there: any .git below %s and what its "
+                     "config and hooks run, the git dirs in its .git/modules and "
+                     ".git/worktrees, .claude/settings.json and .mcp.json files, and the "
+                     "profile's hooks, scripts and .claude.json. What csandbox saw while it "
+                     "ran follows, if anything:\n",
                      work_root, when, work_root) < 0) {
                 free(*ret_name);
                 *ret_name = NULL;
                 return cs_error_set(err, ENOMEM, "record the session");
         }
-        return cs_write_file_once(dfd, *ret_name, text, strlen(text), 0600, err);
+        return cs_write_file_once(pl->fd, *ret_name, text, strlen(text), 0600, err);
 }
 
-void trust_session_end(const struct profile *p, const char *name)
+void trust_session_note(const struct trust_place *pl, const char *name, const char *text)
 {
-        _cleanup_close_ int dfd = -1;
+        _cleanup_close_ int fd = -1;
 
-        if (!name || p->state_fd < 0)
+        if (!name || pl->fd < 0)
                 return;
-        dfd = openat(p->state_fd, PENDING_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd >= 0)
-                (void)unlinkat(dfd, name, 0);
+        fd = openat(pl->fd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0)
+                (void)cs_write_all(fd, text, strlen(text));
+}
+
+void trust_session_end(const struct trust_place *pl, const char *name)
+{
+        if (name && pl->fd >= 0)
+                (void)unlinkat(pl->fd, name, 0);
 }
 
 /* A running-PID-START-BOOT record whose process is still there: its session goes on. */
@@ -158,50 +215,129 @@ static int name_cmp(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int trust_pending_take(const struct profile *p, bool accept, char **ret, struct cs_error *err)
+/* One place's reports, in the order they were made. Never bounded by dropping: past the
+ * bounds of what is shown, the text says how much more there is and where. */
+static void place_show(const struct trust_place *pl, char **names, size_t n, size_t more, FILE *f,
+                       size_t *shown)
 {
-        _cleanup_closedir_ DIR *d = NULL;
-        char *names[PENDING_MAX], *out = NULL;
-        size_t n = 0, len = 0;
-        struct dirent *de;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_close_ int fd = -1;
+                struct stat st;
+                char buf[4096];
+                size_t left, done = 0;
+                ssize_t got;
+
+                fd = openat(pl->fd, names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                        fprintf(f, "A report csandbox cannot read: %s/%s\n", pl->path, names[i]);
+                        continue;
+                }
+                if (*shown >= PENDING_SHOW_ALL) {
+                        fprintf(f, "%zu more reports in %s (not shown here: too long)\n",
+                                n - i + more, pl->path);
+                        return;
+                }
+                left = PENDING_SHOW_FILE;
+                while (left > 0 &&
+                       (got = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf))) > 0) {
+                        for (ssize_t k = 0; k < got; k++)
+                                if (buf[k] != '\n' && buf[k] != '\t' &&
+                                    !isprint((unsigned char)buf[k]) && (unsigned char)buf[k] < 0x80)
+                                        buf[k] = '?';
+                        fwrite(buf, 1, (size_t)got, f);
+                        left -= (size_t)got;
+                        done += (size_t)got;
+                }
+                *shown += done;
+                if ((off_t)done < st.st_size)
+                        fprintf(f, "\n... and %lld more bytes of this report: %s/%s\n",
+                                (long long)(st.st_size - (off_t)done), pl->path, names[i]);
+        }
+        if (more)
+                fprintf(f, "%zu more reports in %s (too many to list)\n", more, pl->path);
+}
+
+int trust_pending_take(const struct trust_place *places, size_t n_places, bool accept,
+                       bool (*confirm)(const char *text, void *ctx), void *ctx, char **ret,
+                       bool *ret_accepted, struct cs_error *err)
+{
+        char **names[TRUST_PLACES_MAX] = {0};
+        size_t n_names[TRUST_PLACES_MAX] = {0}, more[TRUST_PLACES_MAX] = {0};
+        size_t total = 0, len = 0, shown = 0;
+        char *out = NULL;
         FILE *f;
         int r = 0;
 
         *ret = NULL;
-        d = p->state_fd >= 0 ? trust_dir_open(p->state_fd, PENDING_DIR) : NULL;
-        if (!d)
-                return 0;
-        while ((de = readdir(d)) && n < PENDING_MAX)
-                if (de->d_name[0] != '.' && !session_alive(de->d_name) &&
-                    (names[n] = strdup(de->d_name)))
-                        n++;
-        if (n == 0)
-                return 0;
-        qsort(names, n, sizeof(names[0]), name_cmp);
-        f = open_memstream(&out, &len);
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *text = NULL;
-                /* Dropped: a report that vanished meanwhile was accepted by another launch. */
-                struct cs_error ignored;
+        *ret_accepted = false;
+        if (n_places > TRUST_PLACES_MAX)
+                n_places = TRUST_PLACES_MAX;
+        for (size_t k = 0; k < n_places; k++) {
+                _cleanup_closedir_ DIR *d = NULL;
+                struct dirent *de;
+                int fd;
 
-                if (f && cs_read_file_at(dirfd(d), names[i], PENDING_FILE_MAX, true, &text, NULL,
-                                         &ignored) == 0)
-                        fputs(text, f);
-                /* Only what was listed goes: a report that lands meanwhile stays. */
-                if (accept && unlinkat(dirfd(d), names[i], 0) < 0 && errno != ENOENT && r == 0)
-                        r = cs_error_set(err, errno, "remove %s/%s/%s", p->state_dir, PENDING_DIR,
-                                         names[i]);
-                free(names[i]);
+                if (places[k].fd < 0)
+                        continue;
+                fd = openat(places[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                d = fd >= 0 ? fdopendir(fd) : NULL;
+                if (!d) {
+                        if (fd >= 0)
+                                close(fd);
+                        continue;
+                }
+                while ((de = readdir(d))) {
+                        if (de->d_name[0] == '.' || session_alive(de->d_name))
+                                continue;
+                        if (n_names[k] >= PENDING_NAMES_MAX) {
+                                more[k]++;
+                                continue;
+                        }
+                        if (strv_push_dup(&names[k], &n_names[k], de->d_name) < 0) {
+                                r = cs_error_set(err, ENOMEM, "read the trust reports");
+                                goto out;
+                        }
+                }
+                if (n_names[k])
+                        qsort(names[k], n_names[k], sizeof(char *), name_cmp);
+                total += n_names[k] + more[k];
         }
-        if (!f)
-                return cs_error_set(err, ENOMEM, "read the trust reports");
+        if (total == 0)
+                goto out;
+        f = open_memstream(&out, &len);
+        if (!f) {
+                r = cs_error_set(err, ENOMEM, "read the trust reports");
+                goto out;
+        }
+        for (size_t k = 0; k < n_places; k++)
+                if (n_names[k] || more[k])
+                        place_show(&places[k], names[k], n_names[k], more[k], f, &shown);
         fclose(f);
-        if (r < 0 || len == 0) {
-                free(out);
-                return r;
-        }
         while (len > 0 && out[len - 1] == '\n')
                 out[--len] = '\0';
-        *ret = out;
-        return 0;
+        if (!accept && confirm && confirm(out, ctx))
+                accept = true;
+        /* Only what was listed goes: a report that lands meanwhile stays. Past the bounds,
+         * nothing can be accepted that was not shown. */
+        for (size_t k = 0; accept && k < n_places; k++) {
+                if (more[k]) {
+                        r = cs_error_setx(err, E2BIG,
+                                          "%zu reports wait in %s, more than csandbox lists; "
+                                          "read and remove them there by hand",
+                                          n_names[k] + more[k], places[k].path);
+                        accept = false;
+                        break;
+                }
+                for (size_t i = 0; i < n_names[k]; i++)
+                        if (unlinkat(places[k].fd, names[k][i], 0) < 0 && errno != ENOENT && r == 0)
+                                r = cs_error_set(err, errno, "remove %s/%s", places[k].path,
+                                                 names[k][i]);
+        }
+        *ret_accepted = accept && r >= 0;
+        *ret = cs_take_ptr(&out);
+out:
+        for (size_t k = 0; k < n_places; k++)
+                strv_free(&names[k], &n_names[k]);
+        free(out);
+        return r;
 }

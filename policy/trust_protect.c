@@ -127,13 +127,15 @@ static int protect_path(struct protect_ctx *x, char *path, struct cs_error *err)
 }
 
 /* Each word of a shell command that names a path: absolute, ~/, $HOME/, $CLAUDE_CONFIG_DIR/
- * (the profile on the host), $CLAUDE_PROJECT_DIR/ or relative (both: the work tree, where
- * claude runs its commands). Quotes are dropped, not split at: "$CLAUDE_PROJECT_DIR"/x. */
-static int protect_command(struct protect_ctx *x, const char *cmd, struct cs_error *err)
+ * (the profile on the host), $CLAUDE_PROJECT_DIR/ or relative (both: the project dir, where
+ * claude runs its commands). Quotes are dropped, not split at: "$CLAUDE_PROJECT_DIR"/x. The
+ * paths are normalised ("//", "." and ".." collapsed). */
+int trust_command_paths(const char *cmd, const char *home, const char *profile_dir,
+                        const char *project_dir, char ***ret, size_t *ret_n)
 {
         static const struct {
                 const char *var;
-                int base; /* 0 home, 1 profile, 2 work root */
+                int base; /* 0 home, 1 profile, 2 project */
         } vars[] = {
             {"$HOME", 0},
             {"${HOME}", 0},
@@ -145,12 +147,13 @@ static int protect_command(struct protect_ctx *x, const char *cmd, struct cs_err
         };
         size_t len = strlen(cmd);
         _cleanup_free_ char *word = malloc(len + 1);
-        int r = 0;
 
         if (!word)
-                return cs_error_set(err, ENOMEM, "read a command");
-        for (size_t i = 0; i <= len && r >= 0;) {
+                return -ENOMEM;
+        for (size_t i = 0; i <= len;) {
                 size_t n = 0;
+                const char *rest, *prefix = "";
+                char *path = NULL;
 
                 for (; i < len; i++) {
                         unsigned char ch = (unsigned char)cmd[i];
@@ -165,53 +168,57 @@ static int protect_command(struct protect_ctx *x, const char *cmd, struct cs_err
                 i++;
                 if (n == 0 || !strchr(word, '/'))
                         continue;
-                {
-                        const char *rest = word, *prefix = "";
-                        _cleanup_free_ char *path = NULL;
+                rest = word;
+                for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
+                        size_t vl = strlen(vars[v].var);
 
-                        for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
-                                size_t vl = strlen(vars[v].var);
-
-                                if (strncmp(word, vars[v].var, vl) == 0 && word[vl] == '/') {
-                                        rest = word + vl;
-                                        prefix = vars[v].base == 0   ? x->home
-                                                 : vars[v].base == 1 ? x->p->dir
-                                                                     : x->w->work_root;
-                                        break;
-                                }
+                        if (strncmp(word, vars[v].var, vl) == 0 && word[vl] == '/') {
+                                rest = word + vl;
+                                prefix = vars[v].base == 0   ? home
+                                         : vars[v].base == 1 ? profile_dir
+                                                             : project_dir;
+                                break;
                         }
-                        if (rest == word && word[0] != '/') {
-                                if (strchr(word, '$') || word[0] == '~')
-                                        continue;
-                                prefix = x->w->work_root;
-                                if (asprintf(&path, "%s/%s", prefix, word) < 0)
-                                        path = NULL;
-                        } else if (asprintf(&path, "%s%s", prefix, rest) < 0) {
-                                path = NULL;
-                        }
-                        if (!path)
-                                return cs_error_set(err, ENOMEM, "read a command");
-                        r = protect_path(x, path, err);
                 }
+                if (!prefix)
+                        continue;
+                if (rest == word && word[0] != '/') {
+                        if (strchr(word, '$') || word[0] == '~' || !project_dir)
+                                continue;
+                        if (asprintf(&path, "%s/%s", project_dir, word) < 0)
+                                path = NULL;
+                } else if (asprintf(&path, "%s%s", prefix, rest) < 0) {
+                        path = NULL;
+                }
+                if (!path)
+                        return -ENOMEM;
+                path_normalise(path);
+                if (strv_add_unique(ret, ret_n, path) < 0) {
+                        free(path);
+                        return -ENOMEM;
+                }
+                free(path);
         }
-        return r;
+        return 0;
 }
 
-static int protect_string(struct protect_ctx *x, const cJSON *v, struct cs_error *err)
+static int command_paths(const cJSON *v, const char *home, const char *profile_dir,
+                         const char *project_dir, char ***ret, size_t *ret_n)
 {
-        return cJSON_IsString(v) ? protect_command(x, v->valuestring, err) : 0;
+        return cJSON_IsString(v)
+                   ? trust_command_paths(v->valuestring, home, profile_dir, project_dir, ret, ret_n)
+                   : 0;
 }
 
-/* The commands a settings file makes claude run on the host. */
-static int protect_settings(struct protect_ctx *x, int dirfd, const char *path,
-                            struct cs_error *err)
+int trust_settings_paths(int dirfd, const char *path, const char *home, const char *profile_dir,
+                         const char *project_dir, char ***ret, size_t *ret_n, bool *ret_plugins)
 {
         static const char *const helpers[] = {"apiKeyHelper", "awsAuthRefresh",
                                               "awsCredentialExport", "otelHeadersHelper"};
         _cleanup_free_ char *raw = NULL;
-        /* Dropped: settings it cannot read name no file to protect; claude reads them no better. */
+        /* Dropped: settings it cannot read name no file; claude reads them no better. */
         struct cs_error ignored;
-        const cJSON *events, *ev, *group, *h;
+        const cJSON *events, *ev, *group, *h, *plugin;
         size_t len;
         cJSON *j;
         int r = 0;
@@ -224,7 +231,7 @@ static int protect_settings(struct protect_ctx *x, int dirfd, const char *path,
                 return 0;
         }
         events = cJSON_GetObjectItemCaseSensitive(j, "hooks");
-        /* Any container's members: a hook in an odd place is protected all the same. */
+        /* Any container's members: a hook in an odd place counts all the same. */
         cJSON_ArrayForEach(ev, events)
         {
                 cJSON_ArrayForEach(group, ev)
@@ -234,20 +241,42 @@ static int protect_settings(struct protect_ctx *x, int dirfd, const char *path,
                         cJSON_ArrayForEach(h, hs)
                         {
                                 if (r >= 0)
-                                        r = protect_string(
-                                            x, cJSON_GetObjectItemCaseSensitive(h, "command"), err);
+                                        r = command_paths(
+                                            cJSON_GetObjectItemCaseSensitive(h, "command"), home,
+                                            profile_dir, project_dir, ret, ret_n);
                         }
                 }
         }
         if (r >= 0)
-                r = protect_string(
-                    x,
-                    cJSON_GetObjectItemCaseSensitive(
-                        cJSON_GetObjectItemCaseSensitive(j, "statusLine"), "command"),
-                    err);
+                r = command_paths(cJSON_GetObjectItemCaseSensitive(
+                                      cJSON_GetObjectItemCaseSensitive(j, "statusLine"), "command"),
+                                  home, profile_dir, project_dir, ret, ret_n);
         for (size_t i = 0; r >= 0 && i < sizeof(helpers) / sizeof(helpers[0]); i++)
-                r = protect_string(x, cJSON_GetObjectItemCaseSensitive(j, helpers[i]), err);
+                r = command_paths(cJSON_GetObjectItemCaseSensitive(j, helpers[i]), home,
+                                  profile_dir, project_dir, ret, ret_n);
+        cJSON_ArrayForEach(plugin, cJSON_GetObjectItemCaseSensitive(j, "enabledPlugins"))
+        {
+                if (ret_plugins && !cJSON_IsFalse(plugin))
+                        *ret_plugins = true;
+        }
         cJSON_Delete(j);
+        return r;
+}
+
+/* The commands a settings file makes claude run on the host: each file they name. */
+static int protect_settings(struct protect_ctx *x, int dirfd, const char *path,
+                            struct cs_error *err)
+{
+        char **paths = NULL;
+        size_t n = 0;
+        int r = trust_settings_paths(dirfd, path, x->home, x->p->dir, x->w->work_root, &paths, &n,
+                                     &x->w->plugins_enabled);
+
+        if (r < 0)
+                r = cs_error_set(err, ENOMEM, "read %s", path);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = protect_path(x, paths[i], err);
+        strv_free(&paths, &n);
         return r;
 }
 
@@ -283,10 +312,8 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
                   const char *config_dest, const struct worktree *wt, struct trust_watch *w,
                   struct cs_error *err)
 {
-        /* What claude on the host runs from the profile by itself; commands and skills are
-         * watched so that a retargeted link shows (their real dirs are prompts, not code). */
-        static const char *const fixed[] = {"hooks", "statusline.sh", "plugins", "commands",
-                                            "skills"};
+        /* What claude on the host runs from the profile by itself. */
+        static const char *const fixed[] = {"hooks", "statusline.sh", "plugins"};
         struct protect_ctx x = {.s = s, .p = p, .w = w, .home = c->home, .root_fd = -1};
         _cleanup_free_ char *shared = NULL;
         int r = 0;
@@ -307,14 +334,10 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
                 free(w->git_dir);
                 w->git_dir = NULL;
         }
-        if (strv_add_unique(&w->tree_files, &w->n_tree_files, ".claude/settings.json") < 0)
-                return cs_error_set(err, ENOMEM, "watch %s", wt->root);
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && r >= 0; i++) {
                 struct stat st;
 
-                if (strv_add_unique(&w->profile_files, &w->n_profile_files, fixed[i]) < 0)
-                        return cs_error_set(err, ENOMEM, "watch %s", fixed[i]);
-                if (i < 3 && fstatat(p->dir_fd, fixed[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                if (fstatat(p->dir_fd, fixed[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                     (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
                         r = protect_bind(s, p->dir_fd, p->dir, fixed[i], config_dest, err);
         }
@@ -332,6 +355,10 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
                 r = protect_settings(&x, p->dir_fd, "settings.json", err);
         if (r >= 0)
                 r = protect_settings(&x, AT_FDCWD, shared, err);
+        /* The project's own settings (the work root's): claude on the host runs their hooks
+         * too, with $CLAUDE_PROJECT_DIR the work root. */
+        if (r >= 0 && x.root_fd >= 0)
+                r = protect_settings(&x, x.root_fd, ".claude/settings.json", err);
         free(x.profile_real);
         free(x.profile_norm);
         if (x.root_fd >= 0)

@@ -5,5 +5,4 @@
 
 /* The part of path below dir, or NULL when it is not below it (or is dir itself). */
 const char *trust_path_below(const char *path, const char *dir);
-/* The directory name below dirfd, listed, never through a link; NULL on any failure. */
-DIR *trust_dir_open(int dirfd, const char *name);
+

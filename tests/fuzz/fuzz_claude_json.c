@@ -10,8 +10,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct plan_trust t = {0};
+        char *why = NULL;
 
-        plan_trust_claude_json(&t, (const char *)data, size);
+        (void)plan_trust_claude_json(&t, (const char *)data, size, &why);
+        free(why);
         for (size_t i = 0; i < t.n; i++) {
                 size_t tabs = 0;
 

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "policy/plan_report.h"
 #include "policy/trust.h"
+#include "policy/trust_rules.h"
 #include "policy/worktree.h"
 
 #include <errno.h>
@@ -220,8 +221,9 @@ static void test_trust_items_keep_their_fields_whatever_the_names(void)
         const char json[] = "{\"mcpServers\": {\"a\\tb\": {\"command\": \"x\"}}, "
                             "\"projects\": {\"/p\\t/q\": {\"mcpServers\": {\"s\": {}}}}}";
         struct plan_trust t = {0};
+        char *reason = NULL;
 
-        plan_trust_claude_json(&t, json, sizeof(json) - 1);
+        CHECK(plan_trust_claude_json(&t, json, sizeof(json) - 1, &reason) == 0);
         CHECK(t.n == 2);
         CHECKF(strcmp(t.items[0], "MCP server (user)\ta?b\t{\"command\":\"x\"}") == 0, "%s",
                t.items[0]);
@@ -230,8 +232,92 @@ static void test_trust_items_keep_their_fields_whatever_the_names(void)
         PASS();
 }
 
+/* What cJSON and JSON.parse would read differently is refused whole, never half-read. */
+static void test_claude_json_read_one_way_or_refused(void)
+{
+        static const char *const refused[] = {
+            "{\"mcpServers\": {}, \"mcpServers\": {\"evil\": {\"command\": \"x\"}}}",
+            "{\"projects\": {\"/p\": {\"a\": 1, \"a\": 2}}}",
+            "{\"mcpServers\\u0000x\": {}}",
+            "{\"a\": 1} {\"mcpServers\": {}}",
+            "[1]",
+            "{\"a\": 1",
+        };
+        struct plan_trust t = {0};
+        char *reason = NULL, *deep;
+        size_t n = 1100, len;
+
+        for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+                CHECKF(plan_trust_claude_json(&t, refused[i], strlen(refused[i]), &reason) ==
+                           -EINVAL,
+                       "accepted: %s", refused[i]);
+                CHECK(reason != NULL);
+                free(reason);
+                trust_free(&t);
+        }
+        /* Nesting deeper than cJSON's limit, anywhere in the file. */
+        deep = malloc(2 * n + 64);
+        CHECK(deep != NULL);
+        len = (size_t)sprintf(deep, "{\"x\": ");
+        for (size_t i = 0; i < n; i++)
+                deep[len++] = '[';
+        for (size_t i = 0; i < n; i++)
+                deep[len++] = ']';
+        len += (size_t)sprintf(deep + len, ", \"mcpServers\": {\"s\": {}}}");
+        CHECK(plan_trust_claude_json(&t, deep, len, &reason) == -EINVAL);
+        free(reason);
+        trust_free(&t);
+        free(deep);
+        PASS();
+}
+
+static void test_git_config_inert_or_not(void)
+{
+        static const char *const inert[] = {
+            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+            "\tlogallrefupdates = true\n[remote \"origin\"]\n\turl = https://x/y\n"
+            "\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n"
+            "\tremote = origin\n\tmerge = refs/heads/main\n",
+            "# comment\n; other\n[core]\nworktree = ../../lib\n[submodule \"a\"]\n"
+            "\turl = ./a\n\tactive = true\n",
+            "",
+        };
+        static const char *const armed[][2] = {
+            {"[core]\n\tfsmonitor = touch /tmp/x\n", "core.fsmonitor"},
+            {"[CORE]\n\tFsMonitor = x\n", "core.fsmonitor"},
+            {"[core] pager = evil\n", "core.pager"},
+            {"[include]\n\tpath = /tmp/x\n", "include.path"},
+            {"[includeIf \"gitdir:/\"]\n\tpath = x\n", "includeif.<name>.path"},
+            {"[diff \"x\"]\n\ttextconv = evil\n", "diff.<name>.textconv"},
+            {"[submodule \"a\"]\n\tupdate = !evil\n", "submodule.<name>.update"},
+            {"[core.hooksPath]\n", NULL},
+            {"[remote \"o\"]\n\turl = x\n\tuploadpack = evil\n", "remote.<name>.uploadpack"},
+            {"key = x\n", NULL},
+            {"[core\n", NULL},
+        };
+        char *reason = NULL;
+
+        for (size_t i = 0; i < sizeof(inert) / sizeof(inert[0]); i++) {
+                CHECKF(trust_git_config_inert(inert[i], strlen(inert[i]), &reason),
+                       "armed: %s (%s)", inert[i], reason ? reason : "");
+                free(reason);
+        }
+        for (size_t i = 0; i < sizeof(armed) / sizeof(armed[0]); i++) {
+                bool ok = trust_git_config_inert(armed[i][0], strlen(armed[i][0]), &reason);
+
+                CHECKF(!ok || !armed[i][1], "inert: %s", armed[i][0]);
+                if (armed[i][1])
+                        CHECKF(reason && strcmp(reason, armed[i][1]) == 0, "%s: %s", armed[i][0],
+                               reason ? reason : "(null)");
+                free(reason);
+        }
+        PASS();
+}
+
 int main(void)
 {
+        test_claude_json_read_one_way_or_refused();
+        test_git_config_inert_or_not();
         test_index_gitlinks_in_every_version_and_hash();
         test_index_truncated_or_lying_is_refused_without_a_fault();
         test_worktree_git_runs_nothing_the_repository_config_names();

@@ -1,0 +1,246 @@
+/* `run`'s trust report, end to end: the session's record before the launch, the change
+ * journal while it runs (each finding shown on the terminal as it appears, and added to the
+ * record), and after it the report, kept where every later launch in that tree and of that
+ * profile looks. policy/ decides what is a finding (trust_rules.c); runner/journal.c
+ * watches; this file wires them and prints. */
+#include "run_trust.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+#include "../common/strv.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REPORT_TERMINAL_LINES 40u
+#define FINDINGS_MAX          (64u << 20)
+
+static const char *const place_names[] = {"profile", "tree"};
+
+/* kind, path and detail of an item "kind\tpath\tdetail", non-printables made '?'. */
+static void item_line(const char *item, FILE *f)
+{
+        _cleanup_free_ char *copy = strdup(item);
+        char *kind = copy, *path, *detail;
+
+        if (!copy)
+                return;
+        for (char *c = copy; *c; c++)
+                if (!isprint((unsigned char)*c) && *c != '\t')
+                        *c = '?';
+        path = strchr(kind, '\t');
+        if (!path)
+                return;
+        *path++ = '\0';
+        detail = strchr(path, '\t');
+        if (detail)
+                *detail++ = '\0';
+        fprintf(f, "  %s: %s%s%s%s\n", kind, path, detail && *detail ? " (" : "",
+                detail && *detail ? detail : "", detail && *detail ? ")" : "");
+}
+
+/* In the watcher: one changed path judged. */
+static void on_changed(void *ctx, unsigned root, int root_fd, const char *rel)
+{
+        struct run_trust *t = ctx;
+
+        trust_judge(&t->rules, (enum trust_root)root, root_fd, rel, &t->found[root]);
+}
+
+/* In the watcher, after a batch: what is new is written to the findings file, added to the
+ * session's record (a killed csandbox leaves it), and shown at once. */
+static void on_flushed(void *ctx, bool last)
+{
+        struct run_trust *t = ctx;
+
+        (void)last;
+        for (unsigned root = 0; root < TRUST_ROOT_N; root++) {
+                struct plan_trust *f = &t->found[root];
+                unsigned place = root == TRUST_ROOT_PROFILE ? 0 : 1;
+
+                for (; t->reported[root] < f->n; t->reported[root]++) {
+                        const char *item = f->items[t->reported[root]];
+                        _cleanup_free_ char *line = NULL, *shown = NULL;
+                        size_t len = 0;
+                        FILE *m;
+
+                        if (asprintf(&line, "%u\t%s\n", root, item) >= 0)
+                                (void)cs_write_all(t->out, line, strlen(line));
+                        m = open_memstream(&shown, &len);
+                        if (!m)
+                                continue;
+                        item_line(item, m);
+                        fclose(m);
+                        trust_session_note(&t->places[place], t->records[place], shown);
+                        if (++t->live <= REPORT_TERMINAL_LINES) {
+                                _cleanup_free_ char *msg = NULL;
+
+                                if (shown[0] && shown[strlen(shown) - 1] == '\n')
+                                        shown[strlen(shown) - 1] = '\0';
+                                if (asprintf(&msg,
+                                             "\r\n\acsandbox: the session just changed what "
+                                             "the host would run; do not run git or claude "
+                                             "there until you have checked it:\r\n%s\r\n",
+                                             shown) >= 0)
+                                        (void)cs_write_all(STDERR_FILENO, msg, strlen(msg));
+                        }
+                }
+        }
+}
+
+int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct profile_config *c,
+                    struct cs_error *err)
+{
+        struct cs_error serr = {0};
+        const char *work_root = plan->work_root ? plan->work_root : ".";
+        int r;
+
+        memset(t, 0, sizeof(*t));
+        t->out = -1;
+        t->journal.pid = -1;
+        t->journal.ctl = -1;
+        for (unsigned i = 0; i < TRUST_ROOT_N; i++)
+                t->roots[i] = -1;
+        t->places[0].fd = t->places[1].fd = -1;
+        r = plan_trust_rules(plan, c, &t->rules, err);
+        if (r < 0)
+                return r;
+        /* The records first: from here on, a csandbox that dies leaves a refusal behind. */
+        r = trust_place_profile(&plan->profile, true, &t->places[0], err);
+        if (r >= 0)
+                r = trust_place_tree(c->data_home, work_root, true, &t->places[1], err);
+        for (unsigned i = 0; r >= 0 && i < 2; i++)
+                if (trust_session_begin(&t->places[i], work_root, &t->records[i], &serr) < 0)
+                        fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
+        if (r < 0)
+                return r;
+        t->out = memfd_create("csandbox-trust", MFD_CLOEXEC);
+        if (t->out < 0)
+                return cs_error_set(err, errno, "record the session's changes (memfd_create)");
+        t->roots[TRUST_ROOT_PROFILE] = fcntl(plan->profile.dir_fd, F_DUPFD_CLOEXEC, 3);
+        for (unsigned i = TRUST_ROOT_WORK; i < TRUST_ROOT_N; i++)
+                if (t->rules.root_path[i])
+                        t->roots[i] = open(t->rules.root_path[i],
+                                           O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        clock_gettime(CLOCK_REALTIME, &t->since);
+        t->ops = (struct journal_ops){.changed = on_changed, .flushed = on_flushed, .ctx = t};
+        r = journal_start(&t->journal, t->roots, TRUST_ROOT_N, &t->since, &t->ops, err);
+        if (r < 0)
+                return r;
+        t->started = true;
+        return 0;
+}
+
+/* The report of one place: its items, every one in the file, the first lines on the
+ * terminal. */
+static void report_place(struct run_trust *t, unsigned place, char **items, size_t n,
+                         const char *work_root)
+{
+        _cleanup_free_ char *all = NULL;
+        size_t len = 0;
+        struct cs_error serr = {0};
+        FILE *f = open_memstream(&all, &len);
+
+        if (!f)
+                return;
+        fprintf(f,
+                "Warning: the sandboxed session changed what claude or git runs on the host (in "
+                "its %s):\n",
+                place_names[place]);
+        for (size_t i = 0; i < n; i++)
+                item_line(items[i], f);
+        fprintf(f, "Check these before running claude or git on the host with this profile or "
+                   "in this project.");
+        fclose(f);
+        if (!all)
+                return;
+        if (trust_pending_add(&t->places[place], work_root, all, &serr) < 0) {
+                fprintf(stderr, "csandbox: warning: %s; the session's record stands for it\n",
+                        serr.msg);
+                free(t->records[place]);
+                t->records[place] = NULL; /* kept: it refuses the next launch */
+        }
+        if (n <= REPORT_TERMINAL_LINES) {
+                fprintf(stderr, "%s\n", all);
+        } else {
+                char *cut = all;
+
+                for (unsigned i = 0; i < REPORT_TERMINAL_LINES + 1 && cut; i++)
+                        cut = strchr(cut + 1, '\n');
+                fprintf(stderr, "%.*s\n  ... and %zu more, listed in %s\n",
+                        cut ? (int)(cut - all) : (int)len, all, n - REPORT_TERMINAL_LINES,
+                        t->places[place].path);
+        }
+}
+
+void run_trust_end(struct run_trust *t, const struct plan *plan)
+{
+        struct cs_error err = {0};
+        _cleanup_free_ char *text = NULL;
+        char **items[2] = {0};
+        size_t n_items[2] = {0};
+        const char *work_root = plan->work_root ? plan->work_root : ".";
+        bool judged = false;
+
+        if (t->started) {
+                if (journal_finish(&t->journal, &err) < 0)
+                        fprintf(stderr,
+                                "csandbox: warning: %s; what the session changed could not be "
+                                "judged whole, so its record refuses the next launch\n",
+                                err.msg);
+                else
+                        judged = true;
+        }
+        if (judged && lseek(t->out, 0, SEEK_SET) == 0 &&
+            cs_read_fd(t->out, "the session's changes", FINDINGS_MAX, &text, NULL, &err) < 0) {
+                fprintf(stderr, "csandbox: warning: %s\n", err.msg);
+                judged = false;
+        }
+        for (char *line = text, *next; judged && line && *line; line = next) {
+                unsigned root;
+                char *tab = strchr(line, '\t');
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (!tab || sscanf(line, "%u", &root) != 1 || root >= TRUST_ROOT_N)
+                        continue;
+                (void)strv_push_dup(&items[root == TRUST_ROOT_PROFILE ? 0 : 1],
+                                    &n_items[root == TRUST_ROOT_PROFILE ? 0 : 1], tab + 1);
+        }
+        for (unsigned place = 0; judged && place < 2; place++)
+                if (n_items[place])
+                        report_place(t, place, items[place], n_items[place], work_root);
+        for (unsigned place = 0; place < 2; place++) {
+                if (judged)
+                        trust_session_end(&t->places[place], t->records[place]);
+                strv_free(&items[place], &n_items[place]);
+        }
+}
+
+void run_trust_free(struct run_trust *t)
+{
+        if (t->journal.pid > 0)
+                journal_abort(&t->journal);
+        for (unsigned i = 0; i < TRUST_ROOT_N; i++) {
+                if (t->roots[i] >= 0)
+                        close(t->roots[i]);
+                trust_free(&t->found[i]);
+        }
+        for (unsigned i = 0; i < 2; i++) {
+                trust_place_close(&t->places[i]);
+                free(t->records[i]);
+        }
+        if (t->out >= 0)
+                close(t->out);
+        trust_rules_free(&t->rules);
+}

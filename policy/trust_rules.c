@@ -1,0 +1,784 @@
+/* The journal's judge (trust_rules.h): git's and claude's discovery rules applied to one
+ * changed path. Everything read here was written by the session: opened below the root's
+ * fd without following links (but where git follows them: a gitfile, a commondir), read
+ * with O_NONBLOCK (a FIFO planted as a config does not hang the host) and bounded. */
+#include "trust_rules.h"
+#include "plan_report.h"
+
+#include "../common/cleanup.h"
+#include "../common/error.h"
+#include "../common/fileio.h"
+#include "../common/resolve.h"
+#include "../common/strv.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define GIT_CONFIG_MAX  (1u << 20)
+#define GITFILE_MAX     4096u
+#define HOOKS_MAX       1024u
+#define JUDGE_DEPTH_MAX 256
+#define CLAUDE_JSON_MAX (32u << 20)
+
+void trust_rules_free(struct trust_rules *r)
+{
+        for (int i = 0; i < TRUST_ROOT_N; i++) {
+                free(r->root_path[i]);
+                strv_free(&r->named[i], &r->n_named[i]);
+        }
+        free(r->home);
+        trust_free(&r->claude_before);
+        memset(r, 0, sizeof(*r));
+}
+
+/* ---- findings ---- */
+
+static void finding(struct plan_trust *out, const char *kind, const char *base, const char *rel,
+                    const char *detail)
+{
+        _cleanup_free_ char *path = NULL, *item = NULL;
+
+        if (asprintf(&path, "%s%s%s", base, rel && *rel ? "/" : "", rel ? rel : "") < 0)
+                return;
+        /* A tab in a name would shift the fields the report splits. */
+        for (char *c = path; *c; c++)
+                if (*c == '\t' || *c == '\n')
+                        *c = '?';
+        if (asprintf(&item, "%s\t%s\t%s", kind, path, detail ? detail : "") < 0)
+                return;
+        for (size_t i = 0; i < out->n; i++)
+                if (strcmp(out->items[i], item) == 0)
+                        return;
+        (void)strv_push(&out->items, &out->n, cs_take_ptr(&item));
+}
+
+/* ---- git config ---- */
+
+/* The keys a repository's own config may hold that make git run nothing: what `git init`,
+ * `git clone`, `git submodule add` and `git worktree add` write, and settings that only
+ * tune. Anything else (a command, a helper, an include, a hooks path, a pager, a driver)
+ * makes the git dir one that runs commands. sub: the key is allowed in a subsection too. */
+static const struct {
+        const char *section, *key;
+        bool sub;
+} inert_keys[] = {
+    {"core", "repositoryformatversion", false},
+    {"core", "filemode", false},
+    {"core", "bare", false},
+    {"core", "logallrefupdates", false},
+    {"core", "ignorecase", false},
+    {"core", "precomposeunicode", false},
+    {"core", "symlinks", false},
+    {"core", "autocrlf", false},
+    {"core", "eol", false},
+    {"core", "safecrlf", false},
+    {"core", "quotepath", false},
+    {"core", "worktree", false},
+    {"core", "sharedrepository", false},
+    {"core", "checkstat", false},
+    {"core", "trustctime", false},
+    {"core", "untrackedcache", false},
+    {"core", "splitindex", false},
+    {"core", "preloadindex", false},
+    {"core", "abbrev", false},
+    {"core", "compression", false},
+    {"core", "loosecompression", false},
+    {"core", "bigfilethreshold", false},
+    {"core", "warnambiguousrefs", false},
+    {"core", "commentchar", false},
+    {"core", "whitespace", false},
+    {"remote", "url", true},
+    {"remote", "pushurl", true},
+    {"remote", "fetch", true},
+    {"remote", "push", true},
+    {"remote", "tagopt", true},
+    {"remote", "prune", true},
+    {"remote", "prunetags", true},
+    {"remote", "mirror", true},
+    {"remote", "promisor", true},
+    {"remote", "partialclonefilter", true},
+    {"branch", "remote", true},
+    {"branch", "merge", true},
+    {"branch", "rebase", true},
+    {"branch", "pushremote", true},
+    {"branch", "description", true},
+    {"submodule", "url", true},
+    {"submodule", "active", true},
+    {"submodule", "branch", true},
+    {"submodule", "fetchrecursesubmodules", true},
+    {"submodule", "ignore", true},
+    {"submodule", "shallow", true},
+    {"extensions", NULL, false},
+    {"user", "name", false},
+    {"user", "email", false},
+    {"init", "defaultbranch", false},
+    {"pull", "rebase", false},
+    {"pull", "ff", false},
+    {"push", "default", false},
+    {"push", "autosetupremote", false},
+    {"fetch", "prune", false},
+    {"fetch", "prunetags", false},
+    {"fetch", "writecommitgraph", false},
+    {"gc", "auto", false},
+    {"gc", "autodetach", false},
+    {"gc", "autopacklimit", false},
+    {"merge", "ff", false},
+    {"merge", "conflictstyle", false},
+    {"index", "version", false},
+    {"index", "skiphash", false},
+    {"color", NULL, true},
+    {"advice", NULL, false},
+    {"status", "showuntrackedfiles", false},
+    {"worktree", "guessremote", false},
+    {"maintenance", "auto", false},
+    {"rerere", "enabled", false},
+    {"rerere", "autoupdate", false},
+};
+
+static bool key_inert(const char *section, bool sub, const char *key)
+{
+        for (size_t i = 0; i < sizeof(inert_keys) / sizeof(inert_keys[0]); i++)
+                if (strcmp(inert_keys[i].section, section) == 0 &&
+                    (!inert_keys[i].key || strcmp(inert_keys[i].key, key) == 0) &&
+                    (!sub || inert_keys[i].sub))
+                        return true;
+        return false;
+}
+
+bool trust_git_config_inert(const char *text, size_t len, char **ret_why)
+{
+        char section[64] = "", key[64];
+        bool sub = false, header_ok = true;
+        size_t i = 0;
+
+        *ret_why = NULL;
+        while (i < len) {
+                size_t n;
+
+                while (i < len &&
+                       (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
+                        i++;
+                if (i >= len)
+                        break;
+                if (text[i] == '#' || text[i] == ';') {
+                        while (i < len && text[i] != '\n')
+                                i++;
+                        continue;
+                }
+                if (text[i] == '[') {
+                        /* [section], [section "sub"], [section.sub] */
+                        n = 0;
+                        sub = false;
+                        header_ok = true;
+                        for (i++; i < len && text[i] != ']' && text[i] != '\n'; i++) {
+                                unsigned char ch = (unsigned char)text[i];
+
+                                if (ch == '"' || ch == ' ' || ch == '\t' || ch == '.') {
+                                        sub = true;
+                                        /* the rest is the subsection's name, up to ] */
+                                        while (i < len && text[i] != ']' && text[i] != '\n') {
+                                                if (text[i] == '\\' && i + 1 < len)
+                                                        i++;
+                                                i++;
+                                                if (i < len && text[i - 1] == '"' && text[i] == ']')
+                                                        break;
+                                        }
+                                        break;
+                                }
+                                if (!isalnum(ch) && ch != '-')
+                                        header_ok = false;
+                                if (n + 1 < sizeof(section))
+                                        section[n++] = (char)tolower(ch);
+                                else
+                                        header_ok = false;
+                        }
+                        section[n] = '\0';
+                        if (i >= len || text[i] != ']' || !header_ok || n == 0) {
+                                *ret_why = strdup("a section header git may read otherwise");
+                                return false;
+                        }
+                        i++;
+                        continue; /* a key may follow on the same line */
+                }
+                /* key [= value] */
+                n = 0;
+                while (i < len && (isalnum((unsigned char)text[i]) || text[i] == '-')) {
+                        if (n + 1 >= sizeof(key)) {
+                                *ret_why = strdup("a key too long to judge");
+                                return false;
+                        }
+                        key[n++] = (char)tolower((unsigned char)text[i++]);
+                }
+                key[n] = '\0';
+                if (n == 0 || !section[0]) {
+                        *ret_why = strdup("a line git may read otherwise");
+                        return false;
+                }
+                if (!key_inert(section, sub, key)) {
+                        if (asprintf(ret_why, "%s%s.%s", section, sub ? ".<name>" : "", key) < 0)
+                                *ret_why = NULL;
+                        return false;
+                }
+                /* The value: to the end of the line, a backslash before the newline (outside
+                 * quotes) continuing it. */
+                {
+                        bool quoted = false;
+
+                        for (; i < len && (text[i] != '\n' || quoted); i++) {
+                                if (text[i] == '\\' && i + 1 < len) {
+                                        i++;
+                                        continue;
+                                }
+                                if (text[i] == '"')
+                                        quoted = !quoted;
+                                if (text[i] == '\n')
+                                        break;
+                        }
+                }
+        }
+        return true;
+}
+
+/* ---- git dirs ---- */
+
+static bool exists_at(int dirfd, const char *name, bool follow)
+{
+        struct stat st;
+
+        return fstatat(dirfd, name, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Git's is_git_directory, taken wider: HEAD beside objects and refs, or beside a commondir
+ * (whose target holds them). Links are followed, as git follows them. */
+static bool is_git_dir(int fd)
+{
+        return exists_at(fd, "HEAD", false) &&
+               (exists_at(fd, "commondir", false) ||
+                (exists_at(fd, "objects", true) && exists_at(fd, "refs", true)));
+}
+
+/* Read dirfd/name as git does (following a link), bounded, never blocking on a FIFO. */
+static int read_git_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        struct cs_error ignored;
+        struct stat st;
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return -EINVAL;
+        if ((size_t)st.st_size > max)
+                return -EFBIG;
+        return cs_read_fd(fd, name, max, ret, ret_len, &ignored);
+}
+
+/* Why the config name in dirfd makes git run something, or NULL (missing counts as inert). */
+static char *config_why(int dirfd, const char *name)
+{
+        _cleanup_free_ char *text = NULL;
+        char *why = NULL;
+        size_t len;
+        int r = read_git_file(dirfd, name, GIT_CONFIG_MAX, &text, &len);
+
+        if (r == -ENOENT)
+                return NULL;
+        if (r < 0) {
+                if (asprintf(&why, "%s that cannot be read as a plain file (%s)", name,
+                             strerror(-r)) < 0)
+                        why = NULL;
+                return why ? why : strdup(name);
+        }
+        if (trust_git_config_inert(text, len, &why))
+                return NULL;
+        {
+                char *full = NULL;
+
+                if (asprintf(&full, "%s sets %s", name, why ? why : "?") < 0)
+                        full = NULL;
+                free(why);
+                return full;
+        }
+}
+
+/* Why the hooks dir of the git dir fd runs something: any hook but git's own samples. */
+static char *hooks_why(int gfd)
+{
+        struct stat st;
+        int hfd;
+        DIR *d;
+        struct dirent *de;
+        char *why = NULL;
+        size_t n = 0;
+
+        if (fstatat(gfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return NULL;
+        if (S_ISLNK(st.st_mode))
+                return strdup("hooks is a link");
+        hfd = openat(gfd, "hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        d = hfd >= 0 ? fdopendir(hfd) : NULL;
+        if (!d) {
+                if (hfd >= 0)
+                        close(hfd);
+                return NULL;
+        }
+        while (!why && (de = readdir(d))) {
+                size_t l = strlen(de->d_name);
+
+                if (de->d_name[0] == '.' || (l > 7 && strcmp(de->d_name + l - 7, ".sample") == 0))
+                        continue;
+                if (++n > HOOKS_MAX || asprintf(&why, "hook %s", de->d_name) < 0)
+                        why = strdup("hooks");
+        }
+        closedir(d);
+        return why;
+}
+
+/* What makes the git dir gfd run commands: its config and config.worktree, its hooks, and
+ * those of the directory its commondir names (unless that is the repository's own git dir,
+ * whose config the session cannot write). NULL: nothing. */
+static char *git_dir_why(const struct trust_rules *r, int gfd)
+{
+        _cleanup_free_ char *common = NULL;
+        _cleanup_close_ int cfd = -1;
+        struct stat st;
+        size_t len;
+        char *why;
+        int rr;
+
+        if ((why = config_why(gfd, "config")) || (why = config_why(gfd, "config.worktree")) ||
+            (why = hooks_why(gfd)))
+                return why;
+        rr = read_git_file(gfd, "commondir", GITFILE_MAX, &common, &len);
+        if (rr == -ENOENT)
+                return NULL;
+        if (rr < 0)
+                return strdup("a commondir that cannot be read as a plain file");
+        while (len > 0 && (common[len - 1] == '\n' || common[len - 1] == '\r'))
+                common[--len] = '\0';
+        cfd = openat(gfd, common, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cfd < 0)
+                return NULL; /* git finds no common dir there: it refuses the repository */
+        if (fstat(cfd, &st) == 0 && (unsigned long long)st.st_dev == r->main_dev &&
+            (unsigned long long)st.st_ino == r->main_ino)
+                return NULL;
+        if ((why = config_why(cfd, "config")) || (why = hooks_why(cfd))) {
+                char *full = NULL;
+
+                if (asprintf(&full, "its commondir %s: %s", common, why) < 0)
+                        full = NULL;
+                free(why);
+                return full ? full : strdup("its commondir");
+        }
+        return NULL;
+}
+
+struct judge {
+        const struct trust_rules *r;
+        const char *base; /* the root's host path */
+        struct plan_trust *out;
+};
+
+/* A git dir (gfd, at base/gpath) in which rest changed: a finding when it runs commands.
+ * main: the repository's own git dir, whose config is read-only and hooks a copy inside;
+ * there, what git would take from what the session wrote is judged instead (a config the
+ * session could write, a link git follows, the git dirs below modules/ and worktrees/). */
+static void judge_git_dir(struct judge *j, int gfd, const char *gpath, char **comp, size_t n,
+                          bool main)
+{
+        _cleanup_free_ char *why = NULL;
+
+        if (main) {
+                struct stat st;
+                _cleanup_close_ int fd = -1;
+                size_t k;
+
+                if (n == 0)
+                        return;
+                if (strcmp(comp[0], "config") == 0 || strcmp(comp[0], "config.worktree") == 0 ||
+                    strcmp(comp[0], "commondir") == 0 || strcmp(comp[0], "hooks") == 0) {
+                        why = git_dir_why(j->r, gfd);
+                        if (!why && strcmp(comp[0], "config.worktree") != 0 &&
+                            strcmp(comp[0], "hooks") != 0)
+                                why = strdup("changed by the session");
+                        if (why)
+                                finding(j->out, "git dir that runs commands", j->base, gpath, why);
+                        return;
+                }
+                /* A link anywhere in the git dir: git follows it, out of the repository. */
+                {
+                        _cleanup_free_ char *rel = NULL;
+                        size_t l = 0;
+
+                        for (k = 0; k < n; k++)
+                                l += strlen(comp[k]) + 1;
+                        rel = malloc(l + 1);
+                        if (!rel)
+                                return;
+                        rel[0] = '\0';
+                        for (k = 0; k < n; k++) {
+                                if (k)
+                                        strcat(rel, "/");
+                                strcat(rel, comp[k]);
+                        }
+                        if (fstatat(gfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            S_ISLNK(st.st_mode) && strcmp(rel, "HEAD") != 0) {
+                                _cleanup_free_ char *p = NULL;
+
+                                if (asprintf(&p, "%s/%s", gpath, rel) >= 0)
+                                        finding(j->out, "link that git follows in a git dir",
+                                                j->base, p, NULL);
+                                return;
+                        }
+                }
+                if (strcmp(comp[0], "modules") != 0 && strcmp(comp[0], "worktrees") != 0)
+                        return;
+                /* The first git dir below modules/ (nested: modules/a/modules/b) or
+                 * worktrees/NAME, judged as any other. */
+                fd = fcntl(gfd, F_DUPFD_CLOEXEC, 3);
+                for (k = 0; k < n && fd >= 0; k++) {
+                        int next =
+                            openat(fd, comp[k], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+                        close(fd);
+                        fd = next;
+                        if (fd >= 0 && k >= 1 && is_git_dir(fd)) {
+                                _cleanup_free_ char *sub = NULL;
+                                size_t l = strlen(gpath);
+
+                                for (size_t m = 0; m <= k; m++)
+                                        l += strlen(comp[m]) + 1;
+                                sub = malloc(l + 1);
+                                if (!sub)
+                                        return;
+                                strcpy(sub, gpath);
+                                for (size_t m = 0; m <= k; m++) {
+                                        strcat(sub, "/");
+                                        strcat(sub, comp[m]);
+                                }
+                                judge_git_dir(j, fd, sub, comp + k + 1, n - k - 1, false);
+                                return;
+                        }
+                }
+                if (fd < 0 && n >= 2 &&
+                    (strcmp(comp[n - 1], "config") == 0 || strcmp(comp[n - 1], "commondir") == 0)) {
+                        /* Gone before it could be read: what it held may have run already. */
+                        finding(j->out, "git dir changed and gone before it could be checked",
+                                j->base, gpath, comp[0]);
+                }
+                return;
+        }
+        /* What the session does in a repository of its own (objects, refs, the index, logs)
+         * changes nothing git runs: only what makes a git dir one, or gives it commands. */
+        if (n >= 1 && strcmp(comp[0], "hooks") != 0 &&
+            !(n == 1 &&
+              (strcmp(comp[0], "config") == 0 || strcmp(comp[0], "config.worktree") == 0 ||
+               strcmp(comp[0], "commondir") == 0 || strcmp(comp[0], "HEAD") == 0 ||
+               strcmp(comp[0], "objects") == 0 || strcmp(comp[0], "refs") == 0)))
+                return;
+        why = git_dir_why(j->r, gfd);
+        if (why)
+                finding(j->out, "git repository that runs commands", j->base, gpath, why);
+}
+
+/* base/dpath/.git (the entry, in dfd) changed or something below it did. */
+static void judge_dotgit(struct judge *j, int dfd, const char *dpath, char **comp, size_t n,
+                         bool main)
+{
+        _cleanup_free_ char *gpath = NULL;
+        struct stat st;
+
+        if (asprintf(&gpath, "%s%s.git", dpath, *dpath ? "/" : "") < 0)
+                return;
+        if (fstatat(dfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (!main)
+                        finding(j->out, "nested git repository gone before it could be checked",
+                                j->base, gpath, NULL);
+                return;
+        }
+        if (S_ISLNK(st.st_mode)) {
+                char target[PATH_MAX];
+                ssize_t l = readlinkat(dfd, ".git", target, sizeof(target) - 1);
+
+                target[l < 0 ? 0 : l] = '\0';
+                finding(j->out, "nested git repository (a link)", j->base, gpath, target);
+                return;
+        }
+        if (S_ISDIR(st.st_mode)) {
+                _cleanup_close_ int gfd =
+                    openat(dfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+                if (gfd >= 0)
+                        judge_git_dir(j, gfd, gpath, comp, n, main);
+                return;
+        }
+        if (S_ISREG(st.st_mode)) {
+                /* A gitfile: the git dir it names, as git reads it. */
+                _cleanup_free_ char *text = NULL, *why = NULL;
+                _cleanup_close_ int gfd = -1;
+                size_t len;
+                const char *target;
+
+                if (read_git_file(dfd, ".git", GITFILE_MAX, &text, &len) < 0 ||
+                    strncmp(text, "gitdir: ", 8) != 0) {
+                        finding(j->out, "nested git repository (a .git file)", j->base, gpath,
+                                "unreadable");
+                        return;
+                }
+                while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+                        text[--len] = '\0';
+                target = text + 8;
+                gfd = openat(dfd, target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (gfd < 0)
+                        return; /* git refuses a gitfile whose dir is missing */
+                if (main) {
+                        struct stat gst;
+
+                        if (fstat(gfd, &gst) == 0 &&
+                            (unsigned long long)gst.st_dev == j->r->main_dev &&
+                            (unsigned long long)gst.st_ino == j->r->main_ino)
+                                return;
+                        finding(j->out, "the work tree's .git file points elsewhere", j->base,
+                                gpath, target);
+                        return;
+                }
+                why = git_dir_why(j->r, gfd);
+                if (why) {
+                        char *d = NULL;
+
+                        if (asprintf(&d, "gitdir %s: %s", target, why) < 0)
+                                d = NULL;
+                        finding(j->out, "nested git repository that runs commands", j->base, gpath,
+                                d ? d : why);
+                        free(d);
+                }
+                return;
+        }
+        finding(j->out, "nested git repository (not a file or dir)", j->base, gpath, NULL);
+}
+
+/* ---- claude ---- */
+
+static bool path_named(const struct trust_rules *r, enum trust_root root, const char *rel)
+{
+        return strv_has(r->named[root], r->n_named[root], rel);
+}
+
+/* Whether a project's settings file in a directory on the way to rel (the work root
+ * included) names base/rel in a command: claude started in that directory would run it. */
+static bool project_names(const struct trust_rules *r, int root_fd, const char *base, char **comp,
+                          size_t n, const char *rel, char **ret_settings)
+{
+        static const char *const files[] = {".claude/settings.json", ".claude/settings.local.json"};
+        _cleanup_free_ char *abs = NULL, *dir = calloc(1, strlen(rel) + 1);
+        _cleanup_close_ int dfd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+
+        if (!dir || asprintf(&abs, "%s/%s", base, rel) < 0)
+                return false;
+        for (size_t k = 0; k < n && dfd >= 0; k++) {
+                for (int f = 0; f < 2 && exists_at(dfd, ".claude", false); f++) {
+                        _cleanup_free_ char *project = NULL;
+                        char **paths = NULL;
+                        size_t np = 0;
+                        bool hit;
+
+                        if (asprintf(&project, "%s%s%s", base, *dir ? "/" : "", dir) < 0)
+                                return false;
+                        (void)trust_settings_paths(dfd, files[f], r->home,
+                                                   r->root_path[TRUST_ROOT_PROFILE], project,
+                                                   &paths, &np, NULL);
+                        hit = strv_has(paths, np, abs);
+                        strv_free(&paths, &np);
+                        if (hit) {
+                                if (asprintf(ret_settings, "named by %s/%s", project, files[f]) < 0)
+                                        *ret_settings = NULL;
+                                return true;
+                        }
+                }
+                {
+                        int next =
+                            openat(dfd, comp[k], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+                        close(dfd);
+                        dfd = next;
+                }
+                if (k)
+                        strcat(dir, "/");
+                strcat(dir, comp[k]);
+        }
+        return false;
+}
+
+static bool setid_file(int root_fd, const char *rel)
+{
+        _cleanup_free_ char *parent = strdup(rel);
+        _cleanup_close_ int pfd = -1;
+        char *slash = parent ? strrchr(parent, '/') : NULL;
+        struct stat st;
+
+        if (!parent)
+                return false;
+        if (slash)
+                *slash = '\0';
+        pfd = cs_open_beneath(root_fd, slash ? parent : ".", O_PATH | O_DIRECTORY);
+        return pfd >= 0 && fstatat(pfd, slash ? slash + 1 : rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+               S_ISREG(st.st_mode) &&
+               ((st.st_mode & S_ISUID) || ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP)));
+}
+
+/* claude's own config: what it makes the host run now, read as claude would read it, and
+ * compared with what it made the host run when the session started. */
+static void judge_claude_json(struct judge *j, int root_fd, const char *rel)
+{
+        _cleanup_free_ char *raw = NULL, *why = NULL;
+        struct plan_trust now = {0};
+        struct cs_error e;
+        struct stat st;
+        size_t len;
+
+        if (fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return; /* gone: claude starts from nothing, and runs nothing */
+        if (!S_ISREG(st.st_mode)) {
+                finding(j->out, "claude's config is not a plain file", j->base, rel,
+                        S_ISLNK(st.st_mode) ? "a link, which claude follows" : NULL);
+                return;
+        }
+        if (cs_read_file_at(root_fd, rel, CLAUDE_JSON_MAX, true, &raw, &len, &e) < 0) {
+                finding(j->out, "claude's config that csandbox cannot read whole", j->base, rel,
+                        e.msg);
+                return;
+        }
+        if (plan_trust_claude_json(&now, raw, len, &why) < 0) {
+                finding(j->out, "claude's config read differently by two parsers", j->base, rel,
+                        why);
+                trust_free(&now);
+                return;
+        }
+        for (size_t i = 0; i < now.n; i++) {
+                char *kind = now.items[i], *name, *value;
+
+                if (strv_has(j->r->claude_before.items, j->r->claude_before.n, kind))
+                        continue;
+                name = strchr(kind, '\t');
+                *name++ = '\0';
+                value = strchr(name, '\t');
+                *value++ = '\0';
+                {
+                        _cleanup_free_ char *full = NULL;
+
+                        if (asprintf(&full, "%s in %s/%s", kind, j->base, rel) >= 0)
+                                finding(j->out, full, name, NULL, value);
+                }
+        }
+        trust_free(&now);
+}
+
+static void judge_profile(struct judge *j, int root_fd, char **comp, size_t n, const char *rel)
+{
+        if (n == 1 && strcmp(comp[0], ".claude.json") == 0) {
+                judge_claude_json(j, root_fd, rel);
+                return;
+        }
+        if (n == 1 && (strcmp(comp[0], ".sandbox") == 0 || strcmp(comp[0], ".env") == 0 ||
+                       strcmp(comp[0], "settings.json") == 0)) {
+                finding(j->out, "launch configuration changed", j->base, rel,
+                        "it decides where and how the next launch runs");
+                return;
+        }
+        if (strcmp(comp[0], "hooks") == 0 || (n == 1 && strcmp(comp[0], "statusline.sh") == 0)) {
+                finding(j->out, "claude hook or status line", j->base, rel, NULL);
+                return;
+        }
+        /* A plugin's files are code only once the settings (read-only inside) enable one. */
+        if (strcmp(comp[0], "plugins") == 0 && j->r->plugins_enabled && n >= 2 &&
+            strcmp(comp[1], "store") != 0 && strcmp(comp[1], "data") != 0) {
+                finding(j->out, "plugin file (the settings enable plugins)", j->base, rel, NULL);
+                return;
+        }
+}
+
+static void judge_work(struct judge *j, int root_fd, char **comp, size_t n, const char *rel,
+                       enum trust_root root)
+{
+        _cleanup_close_ int dfd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+        _cleanup_free_ char *dpath = calloc(1, strlen(rel) + 1);
+        _cleanup_free_ char *settings = NULL;
+        const char *last = comp[n - 1];
+
+        if (!dpath)
+                return;
+        /* claude's: project settings and MCP servers at any depth, and what they run. */
+        if (root == TRUST_ROOT_WORK) {
+                if (strcmp(last, ".mcp.json") == 0)
+                        finding(j->out, "project MCP servers (.mcp.json)", j->base, rel, NULL);
+                if (n >= 2 && strcmp(comp[n - 2], ".claude") == 0 &&
+                    (strcmp(last, "settings.json") == 0 ||
+                     strcmp(last, "settings.local.json") == 0))
+                        finding(j->out, "claude project settings", j->base, rel, NULL);
+                if (project_names(j->r, root_fd, j->base, comp, n, rel, &settings))
+                        finding(j->out, "file claude runs", j->base, rel, settings);
+        }
+        /* git's: the first .git on the way, or the first directory git takes for a git dir. */
+        if (root == TRUST_ROOT_COMMON) {
+                judge_git_dir(j, root_fd, "", comp, n, true);
+                return;
+        }
+        for (size_t k = 0; k < n && dfd >= 0; k++) {
+                if (strcmp(comp[k], ".git") == 0) {
+                        judge_dotgit(j, dfd, dpath, comp + k + 1, n - k - 1, k == 0);
+                        return;
+                }
+                if (k >= 1 && is_git_dir(dfd)) {
+                        judge_git_dir(j, dfd, dpath, comp + k, n - k, false);
+                        return;
+                }
+                {
+                        int next =
+                            openat(dfd, comp[k], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+                        close(dfd);
+                        dfd = next;
+                }
+                if (k)
+                        strcat(dpath, "/");
+                strcat(dpath, comp[k]);
+        }
+}
+
+void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd, const char *rel,
+                 struct plan_trust *out)
+{
+        _cleanup_free_ char *copy = strdup(rel);
+        char *comp[JUDGE_DEPTH_MAX], *save = NULL, *c;
+        struct judge j = {.r = r, .base = r->root_path[root], .out = out};
+        size_t n = 0;
+
+        if (!copy || !j.base)
+                return;
+        for (c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (n == JUDGE_DEPTH_MAX) {
+                        finding(out, "change too deep to judge", j.base, rel, NULL);
+                        return;
+                }
+                comp[n++] = c;
+        }
+        if (n == 0)
+                return;
+        if (path_named(r, root, rel))
+                finding(out, "file the host runs", j.base, rel, "named by the settings");
+        if (setid_file(root_fd, rel))
+                finding(out, "setuid or setgid file", j.base, rel,
+                        "any local user running it acts as you");
+        if (root == TRUST_ROOT_PROFILE)
+                judge_profile(&j, root_fd, comp, n, rel);
+        else
+                judge_work(&j, root_fd, comp, n, rel, root);
+}

@@ -1,0 +1,46 @@
+/* The judge of the change journal: given one path a session changed below a writable root,
+ * whether the host's git or claude would now run something because of it. The rules are the
+ * consumers' own discovery rules (git's: a .git entry, a gitfile, a directory git takes for
+ * a git dir by its HEAD, objects, refs and commondir; claude's: settings and .mcp.json at any
+ * depth, the scripts settings name, the launch's own configuration), applied to every
+ * change, not to a list of places. Pure: reads the filesystem below the root's fd, never
+ * follows a link out of it except where git itself would (a gitfile, a commondir), and then
+ * only reads. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "trust.h"
+
+enum trust_root {
+        TRUST_ROOT_PROFILE, /* the profile dir, ~/.claude inside */
+        TRUST_ROOT_WORK,    /* the git work tree (or the cwd's tree) */
+        TRUST_ROOT_COMMON,  /* a linked worktree's common git dir, outside the work tree */
+        TRUST_ROOT_N
+};
+
+struct trust_rules {
+        char *root_path[TRUST_ROOT_N]; /* host paths, for the report; NULL: no such root */
+        char *home;                    /* the user's home, for ~ in commands */
+        /* Files that the profile's and the shared settings name in a command, relative to
+         * the profile dir or the work root. */
+        char **named[TRUST_ROOT_N];
+        size_t n_named[TRUST_ROOT_N];
+        /* The repository's own git dir (dev, ino), whose config is read-only inside: a
+         * commondir pointing at it adds nothing to judge. */
+        unsigned long long main_dev, main_ino;
+        bool plugins_enabled; /* the settings enable a plugin: its files are code */
+        /* What the profile's .claude.json made the host run when the session started. */
+        struct plan_trust claude_before;
+};
+
+void trust_rules_free(struct trust_rules *r);
+
+/* Judge rel (a path below the root, "a/b/c") after a change. root_fd: the root's
+ * directory. Findings are added to out as items ("kind\tpath\tdetail"), each once. */
+void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd, const char *rel,
+                 struct plan_trust *out);
+
+/* Whether a git config's text names only settings from the inert list (no command, no
+ * include, no hooks path...). When not, *ret_why names the first key that is not. */
+bool trust_git_config_inert(const char *text, size_t len, char **ret_why);

@@ -1,0 +1,41 @@
+/* The change journal: while a session runs, a watcher process of csandbox's own (outside
+ * the sandbox, as the user) follows every change under the session's writable roots with
+ * inotify and hands each changed path to a judge, in batches, within a fraction of a
+ * second. Complete by construction: a directory is watched before it is listed, and what
+ * changed in it before the watch shows by its ctime, which no unprivileged process can set
+ * back; a directory that could not be watched (the watch limit) or a queue that overflowed
+ * is walked again at the end by ctime. Its cost grows with what changed: the walk that sets
+ * the watches runs beside the session, not after it. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct cs_error;
+
+struct journal_ops {
+        /* One changed path (rel below root number root, whose dir fd is root_fd), in the
+         * watcher process. */
+        void (*changed)(void *ctx, unsigned root, int root_fd, const char *rel);
+        /* After each batch, and once more at the end (last). */
+        void (*flushed)(void *ctx, bool last);
+        void *ctx;
+};
+
+struct journal {
+        pid_t pid;
+        int ctl; /* closed by journal_finish: the session is over */
+};
+
+/* Start watching the directory fds roots[0..n) (kept open by the watcher). since: changes
+ * at or after it count (the launch's start). */
+int journal_start(struct journal *j, const int *roots, unsigned n, const struct timespec *since,
+                  const struct journal_ops *ops, struct cs_error *err);
+/* The session is over: wait until the watcher has judged every change (and flushed). */
+int journal_finish(struct journal *j, struct cs_error *err);
+/* Stop it without waiting (an error path). */
+void journal_abort(struct journal *j);
+
+/* The watcher's bookkeeping, exposed for the unit test: whether a timestamp counts. */
+bool journal_after(const struct timespec *t, const struct timespec *since);
