@@ -334,15 +334,6 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
                 free(w->git_dir);
                 w->git_dir = NULL;
         }
-        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && r >= 0; i++) {
-                struct stat st;
-
-                if (fstatat(p->dir_fd, fixed[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-                        r = protect_bind(s, p->dir_fd, p->dir, fixed[i], config_dest, err);
-        }
-        if (r < 0)
-                return r;
         x.config_dest = config_dest;
         x.profile_real = realpath(p->dir, NULL);
         x.profile_norm = strdup(p->dir);
@@ -359,6 +350,16 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
          * too, with $CLAUDE_PROJECT_DIR the work root. */
         if (r >= 0 && x.root_fd >= 0)
                 r = protect_settings(&x, x.root_fd, ".claude/settings.json", err);
+        /* plugins/ is claude's own state until the settings enable a plugin: then its
+         * files are code the host runs. */
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && r >= 0; i++) {
+                struct stat st;
+
+                if ((i < 2 || w->plugins_enabled) &&
+                    fstatat(p->dir_fd, fixed[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                        r = protect_bind(s, p->dir_fd, p->dir, fixed[i], config_dest, err);
+        }
         free(x.profile_real);
         free(x.profile_norm);
         if (x.root_fd >= 0)

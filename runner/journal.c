@@ -24,7 +24,7 @@
 
 #define WATCH_MASK                                                                                 \
         (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE |        \
-         IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+         IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
 #define FLUSH_MS    100
 #define FLUSH_BATCH 4096u
 #define WALK_CHUNK  64u

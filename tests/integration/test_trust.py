@@ -43,6 +43,7 @@ def test_profile_scripts_and_the_files_settings_run_are_read_only_inside(profile
         "hooks": {"PreToolUse": [{"matcher": "", "hooks": [
             {"type": "command", "command": '"$CLAUDE_CONFIG_DIR"/scripts/run.sh --fast'}]}]},
         "statusLine": {"type": "command", "command": "~/.claude-profiles/work/statusline.sh"},
+        "enabledPlugins": {"p@m": True},
     }))
     (profiles.base / "shared-settings.json").write_text(json.dumps({
         "hooks": {"Stop": [{"hooks": [
@@ -149,8 +150,8 @@ echo planted
     r = profiles.run()
     assert r.returncode == 0, r.stderr
     assert "planted" in r.stdout, r.stderr
-    assert f"nested git repository: {repo}/src/.git" in r.stderr, r.stderr
-    assert f"gitlink in the index: {repo}/src" in r.stderr
+    found = f"git repository that runs commands: {repo}/src/.git (config sets core.fsmonitor)"
+    assert found in r.stderr, r.stderr
     assert not mark.exists(), "csandbox's own git ran the fsmonitor"
 
     shell_claude(profiles, "echo second session; exit 0\n")
@@ -166,43 +167,39 @@ echo planted
     r = run_accepting(profiles)
     assert r.returncode == 0, r.stderr
     assert "second session" in r.stdout and "Accepted" in r.stderr
-    assert "nested git repository" in r.stderr
+    assert found in r.stderr
     r = profiles.run()
     assert r.returncode == 0, r.stderr
-    assert "nested git repository" not in r.stderr, "accepted, and not new since"
+    assert "runs commands" not in r.stderr, "accepted, and not new since"
     assert not mark.exists(), "csandbox's own git ran the fsmonitor"
     # The attack is real: the host's plain git status at the root runs it.
     host_git(repo, "status")
     assert mark.exists()
 
 
-def test_new_submodule_and_worktree_git_dirs_and_gitmodules_are_reported(profiles, repo):
+def test_submodule_and_worktree_git_dirs_that_run_commands_are_reported(profiles, repo):
+    """A git dir below .git/modules or .git/worktrees is judged as git reads it; a plain
+    `git init` there (what `git submodule add` makes) runs nothing and is not reported."""
     profiles.add()
     shell_claude(profiles, f"""set -e
 cd "{repo}"
-mkdir -p .git/modules/lib .git/worktrees/w
+mkdir -p .git/modules .git/worktrees/w
 git init -q --bare .git/modules/lib
-printf '[submodule "lib"]\\n\\tpath = lib\\n\\turl = ./lib\\n' > .gitmodules
-printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' > .git/config.worktree
+git init -q --bare .git/modules/quiet
+git config -f .git/modules/lib/config core.fsmonitor "touch /tmp/x"
+printf 'ref: refs/heads/main\\n' > .git/worktrees/w/HEAD
+printf '../..\\n' > .git/worktrees/w/commondir
 printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' > .git/worktrees/w/config.worktree
+printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' > .git/config.worktree
 """)
     r = profiles.run()
     assert r.returncode == 0, r.stderr
-    assert f"submodule git dir: {repo}/.git/modules/lib" in r.stderr, r.stderr
-    assert f"git .gitmodules: {repo}/.gitmodules" in r.stderr
-    assert f"git dir: {repo}/.git\n" in r.stderr
-    assert f"linked worktree git dir: {repo}/.git/worktrees/w" in r.stderr
-
-
-def test_gitlink_added_in_a_linked_worktree_is_reported(profiles, repo):
-    profiles.add()
-    linked = profiles.home / "src" / "linked"
-    git("worktree", "add", "-q", str(linked), cwd=repo)
-    shell_claude(profiles, f'cd "{linked}" && git update-index --add --cacheinfo '
-                           '160000,1234567890123456789012345678901234567890,vendored\n')
-    r = profiles.run(cwd=linked)
-    assert r.returncode == 0, r.stderr
-    assert f"gitlink in the index: {linked}/vendored" in r.stderr, r.stderr
+    assert (f"git repository that runs commands: {repo}/.git/modules/lib "
+            "(config sets core.fsmonitor)") in r.stderr, r.stderr
+    assert (f"git repository that runs commands: {repo}/.git/worktrees/w "
+            "(config.worktree sets core.fsmonitor)") in r.stderr
+    assert f"git dir that runs commands: {repo}/.git (config.worktree sets" in r.stderr
+    assert "modules/quiet" not in r.stderr
 
 
 def test_modules_dir_made_a_link_is_reported(profiles, repo):
@@ -224,7 +221,7 @@ def test_index_swapped_for_a_link_is_reported(profiles, repo):
     shell_claude(profiles, f'cd "{repo}" && mv .git/index idx && ln -s ../idx .git/index\n')
     r = profiles.run()
     assert r.returncode == 0, r.stderr
-    assert f"git index that is no plain file, in: {repo}" in r.stderr, r.stderr
+    assert f"link that git follows in a git dir: {repo}/.git/index" in r.stderr, r.stderr
 
 
 def test_changed_project_settings_are_reported(profiles, repo):
@@ -238,7 +235,7 @@ mv "{repo}/.claude/settings.json.new" "{repo}/.claude/settings.json"
 """)
     r = profiles.run()
     assert r.returncode == 0, r.stderr
-    assert f"file the host runs: {repo}/.claude/settings.json" in r.stderr, r.stderr
+    assert f"claude project settings: {repo}/.claude/settings.json" in r.stderr, r.stderr
 
 
 def test_changed_nested_repository_config_and_a_new_bare_repository_are_reported(profiles, repo):
@@ -248,11 +245,16 @@ def test_changed_nested_repository_config_and_a_new_bare_repository_are_reported
     r = profiles.run()
     assert r.returncode == 0 and "nested git repository" not in r.stderr, r.stderr
     shell_claude(profiles, f'git -C "{repo}/vendor" config core.hooksPath /tmp\n'
-                           f'git init -q --bare "{repo}/fixtures/bare.git"\n')
+                           f'git init -q --bare "{repo}/fixtures/bare.git"\n'
+                           f'git init -q --bare "{repo}/fixtures/quiet.git"\n'
+                           f'git config -f "{repo}/fixtures/bare.git/config" core.pager evil\n')
     r = profiles.run()
     assert r.returncode == 0, r.stderr
-    assert f"nested git repository: {repo}/vendor/.git" in r.stderr, r.stderr
-    assert f"bare git repository: {repo}/fixtures/bare.git" in r.stderr
+    assert (f"git repository that runs commands: {repo}/vendor/.git "
+            "(config sets core.hookspath)") in r.stderr, r.stderr
+    assert (f"git repository that runs commands: {repo}/fixtures/bare.git "
+            "(config sets core.pager)") in r.stderr
+    assert "quiet.git" not in r.stderr
 
 
 def test_nothing_reported_or_refused_after_an_ordinary_session(profiles, repo):
@@ -263,7 +265,7 @@ def test_nothing_reported_or_refused_after_an_ordinary_session(profiles, repo):
         r = profiles.run()
         assert r.returncode == 0, r.stderr
         assert "committed" in r.stdout, r.stderr
-        assert "added or changed" not in r.stderr
+        assert "changed what claude or git runs" not in r.stderr
 
 
 # --- csandbox's own git ------------------------------------------------------------------
@@ -341,20 +343,267 @@ def test_claude_making_empty_plugin_dirs_is_not_a_change_but_a_plugin_file_is(pr
     shell_claude(profiles, f'mkdir -p "{CFG_IN}/plugins/marketplaces/m/.claude-plugin"\n')
     r = profiles.run()
     assert r.returncode == 0, r.stderr
-    assert "added or changed" not in r.stderr
+    assert "changed what claude or git runs" not in r.stderr
     r = profiles.run()
     assert r.returncode == 0, r.stderr
     shell_claude(profiles, f'echo "#!/bin/sh" > "{CFG_IN}/plugins/marketplaces/m/hook.sh"; true\n')
     # plugins/ now exists: read-only inside, so the write fails and nothing changes.
     r = profiles.run()
-    assert r.returncode == 0 and "added or changed" not in r.stderr, r.stderr
+    assert r.returncode == 0 and "changed what claude or git runs" not in r.stderr, r.stderr
     assert not (profiles.base / "work" / "plugins" / "marketplaces" / "m" / "hook.sh").exists()
 
 
-def test_a_plugin_file_made_in_a_new_plugins_tree_is_reported(profiles):
-    profiles.add()
+def test_plugin_files_are_state_until_the_settings_enable_a_plugin(profiles):
+    """claude keeps plugin state in plugins/ (store/, marketplaces/) from its first session:
+    nothing there runs until the settings (read-only inside) enable a plugin."""
+    d = profiles.add()
     shell_claude(profiles, f'mkdir -p "{CFG_IN}/plugins/m" && echo x > "{CFG_IN}/plugins/m/f"\n')
     r = profiles.run()
+    assert r.returncode == 0 and "changed what claude or git runs" not in r.stderr, r.stderr
+    assert profiles.run().returncode == 0
+    (d / "plugins").rename(d / "plugins.old")
+    (d / "settings.json").write_text(json.dumps({"enabledPlugins": {"p@m": True}}))
+    r = profiles.run()
     assert r.returncode == 0, r.stderr
-    assert "added or changed" in r.stderr and "plugins" in r.stderr
+    assert "plugin file (the settings enable plugins)" in r.stderr and "plugins/m/f" in r.stderr
     assert profiles.run().returncode == 125
+
+
+# --- attacks on the report itself (each as the session would run it) ---------------------
+
+def test_a_live_plant_is_shown_while_the_session_runs_and_kept_after_it_is_gone(profiles, repo,
+                                                                                tmp_path):
+    """The session plants a nested repository whose fsmonitor runs a command, waits until
+    the user's own `git status` has run it, removes it and exits. The user is told while
+    the session runs, before that git status, and the report keeps it after it is gone."""
+    profiles.add()
+    mark = tmp_path / "fsmonitor-ran"
+    go = repo / "go"
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+mkdir -p src && git -C src init -q
+git -C src config core.fsmonitor "touch {mark}"
+echo planted
+while [ ! -e "{go}" ]; do sleep 0.05; done
+rm -rf src "{go}"
+echo removed
+""")
+    proc = subprocess.Popen([CSANDBOX, "run", "work"], cwd=str(repo), env=profiles.env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "planted\n"
+        # Told while the session runs: the warning comes before anything else happens.
+        seen = ""
+        while "runs commands" not in seen:
+            line = proc.stderr.readline()
+            assert line, "the session's stderr ended without a warning"
+            seen += line
+        assert f"{repo}/src/.git (config sets core.fsmonitor)" in seen, seen
+        # Only now, told, does the user's git status run it (it would, on any host).
+        host_git(repo / "src", "status")
+        go.touch()
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and "removed" in out, err
+    assert not (repo / "src").exists()
+    assert f"{repo}/src/.git (config sets core.fsmonitor)" in err, err
+    r = profiles.run()
+    assert r.returncode == 125 and f"{repo}/src/.git" in r.stderr, r.stderr
+
+
+def test_a_report_too_long_to_show_still_refuses_and_says_where_it_is(profiles, repo):
+    """3000 long-named .git files bury one real plant: the next launch still refuses, shows
+    how much more there is and where, and the plant is in that file."""
+    profiles.add()
+    long = "d" * 200
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+mkdir -p bulk
+i=0; while [ $i -lt 3000 ]; do mkdir -p bulk/{long}$i; echo x > bulk/{long}$i/.git; i=$((i+1)); done
+mkdir -p zz && git -C zz init -q && git -C zz config core.fsmonitor evil
+""")
+    r = profiles.run(timeout=TIMEOUT * 4)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "and " in r.stderr and "more, listed in" in r.stderr
+    shell_claude(profiles, "echo second; exit 0\n")
+    r = profiles.run()
+    assert r.returncode == 125, r.stderr[-2000:]
+    assert "second" not in r.stdout
+    assert "more bytes of this report" in r.stderr
+    path = r.stderr.split("more bytes of this report: ")[1].split("\n")[0]
+    assert f"{repo}/zz/.git (config sets core.fsmonitor)" in open(path).read()
+
+
+@pytest.mark.parametrize("attack", ["duplicate", "deep", "large", "link"])
+def test_claude_json_that_two_parsers_read_differently_refuses(profiles, repo, attack):
+    """An MCP server claude (JSON.parse) would start but cJSON would not see."""
+    d = profiles.add()
+    server = '{"command": "touch /tmp/evil"}'
+    if attack == "duplicate":
+        body = '{"mcpServers": {"evil": ' + server + '}, "mcpServers": {}}'
+        script = f"cat > '{CFG_IN}/.claude.json' <<'E'\n{body}\nE\n"
+    elif attack == "deep":
+        body = '{"x": ' + "[" * 1100 + "]" * 1100 + ', "mcpServers": {"evil": ' + server + "}}"
+        script = f"cat > '{CFG_IN}/.claude.json' <<'E'\n{body}\nE\n"
+    elif attack == "large":
+        script = (f"{{ printf '{{\"pad\": \"'; head -c 40000000 /dev/zero | tr '\\\\0' a; "
+                  f"printf '\", \"mcpServers\": {{\"evil\": {server}}}}}'; }} "
+                  f"> '{CFG_IN}/.claude.json'\n")
+    else:
+        script = (f"echo '{{}}' > '{repo}/cfg.json'; rm -f '{CFG_IN}/.claude.json'; "
+                  f"ln -s '{repo}/cfg.json' '{CFG_IN}/.claude.json'\n")
+    shell_claude(profiles, script)
+    r = profiles.run(timeout=TIMEOUT * 2)
+    assert r.returncode == 0, r.stderr
+    assert "claude's config" in r.stderr, r.stderr
+    shell_claude(profiles, "exit 0\n")
+    r = profiles.run()
+    assert r.returncode == 125, r.stderr
+    assert str(d / ".claude.json") in r.stderr
+
+
+def test_a_plain_mcp_server_added_is_reported_with_its_command(profiles, repo):
+    d = profiles.add()
+    shell_claude(profiles, f"""cat > '{CFG_IN}/.claude.json' <<'E'
+{{"numStartups": 3, "projects": {{"{repo}": {{"mcpServers": {{"x": {{"command": "evil"}}}}}}}}}}
+E
+""")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert f"MCP server ({repo}) in {d}/.claude.json: x" in r.stderr, r.stderr
+    assert '"command":"evil"' in r.stderr
+
+
+@pytest.mark.parametrize("layout", ["commondir", "linked-objects"])
+def test_a_directory_git_takes_for_a_repository_by_its_own_rules_is_reported(profiles, repo,
+                                                                           layout, tmp_path):
+    """No .git anywhere: src/ is a git dir to git (HEAD with commondir, or HEAD, config and
+    linked objects/refs), and host `git log` in src runs its pager."""
+    profiles.add()
+    mark = tmp_path / "pager-ran"
+    if layout == "commondir":
+        plant = f"""mkdir -p cd/objects cd/refs src
+printf '[core]\\n\\tpager = touch {mark}; cat\\n' > cd/config
+echo 'ref: refs/heads/main' > src/HEAD
+echo ../cd > src/commondir"""
+    else:
+        plant = f"""mkdir -p store/objects store/refs src
+echo 'ref: refs/heads/main' > src/HEAD
+printf '[core]\\n\\tpager = touch {mark}; cat\\n' > src/config
+ln -s ../store/objects src/objects; ln -s ../store/refs src/refs"""
+    shell_claude(profiles, f'set -e\ncd "{repo}"\n{plant}\n')
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert f"git repository that runs commands: {repo}/src" in r.stderr, r.stderr
+    assert "pager" in r.stderr
+    assert profiles.run().returncode == 125
+    # The plant is real: git in src takes it for a repository (safe.bareRepository=all).
+    subprocess.run(["git", "-c", "safe.bareRepository=all", "-p", "log"], cwd=str(repo / "src"),
+                   env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PAGER": "cat",
+                        "GIT_CONFIG_NOSYSTEM": "1"}, capture_output=True, timeout=60)
+    assert mark.exists()
+
+
+def test_project_settings_mcp_json_and_the_scripts_they_name_anywhere_are_reported(profiles,
+                                                                                  repo):
+    profiles.add()
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "hooks").mkdir()
+    (repo / ".claude" / "hooks" / "x.sh").write_text("#!/bin/sh\necho good\n")
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/y.sh'}]}]}}))
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+echo evil > .claude/hooks/x.sh && echo "x writable"
+echo evil > .claude/hooks/y.sh
+mkdir -p sub/.claude deep/er
+echo '{{}}' > sub/.claude/settings.local.json
+echo '{{"mcpServers": {{"s": {{"command": "evil"}}}}}}' > deep/er/.mcp.json
+echo '{{"mcpServers": {{"r": {{"command": "evil"}}}}}}' > .mcp.json
+""")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert "x writable" not in r.stdout, "a script the project's settings name is read-only"
+    for line in (f"file claude runs: {repo}/.claude/hooks/y.sh",
+                 f"claude project settings: {repo}/sub/.claude/settings.local.json",
+                 f"project MCP servers (.mcp.json): {repo}/deep/er/.mcp.json",
+                 f"project MCP servers (.mcp.json): {repo}/.mcp.json"):
+        assert line in r.stderr, (line, r.stderr)
+
+
+def test_a_report_in_a_tree_refuses_every_profile_there_even_on_the_host(profiles, repo,
+                                                                         tmp_path):
+    """The work tree is every profile's: a report left by one profile's session refuses the
+    next launch of another (unmarked: a host launch) in that tree, and in a subdir of it."""
+    profiles.add()
+    profiles.add("other", sandbox=False)
+    mark = tmp_path / "ran"
+    shell_claude(profiles, f'set -e\ncd "{repo}"\nmkdir -p .claude\n'
+                           f"echo '{{\"hooks\": {{\"Stop\": [{{\"hooks\": [{{\"type\": \"command\", "
+                           f"\"command\": \"touch {mark}\"}}]}}]}}}}' > .claude/settings.json\n")
+    assert profiles.run().returncode == 0
+    shell_claude(profiles, f"touch {mark}\n")
+    (repo / "deeper").mkdir()
+    for cwd in (repo, repo / "deeper"):
+        r = profiles.run("other", cwd=cwd)
+        assert r.returncode == 125, r.stderr
+        assert "claude on the host" in r.stderr and ".claude/settings.json" in r.stderr
+    assert not mark.exists()
+    # Elsewhere the other profile is not bound by this tree's report.
+    elsewhere = profiles.home / "elsewhere"
+    elsewhere.mkdir()
+    assert profiles.run("other", cwd=elsewhere).returncode == 0
+
+
+def test_a_linked_marker_removed_inside_refuses_the_next_launch(profiles, repo):
+    """A .sandbox that is a link (GNU stow, home-manager) is not pinned: removing it from
+    inside is judged a change of the launch configuration, so the next launch does not run
+    on the host unannounced."""
+    d = profiles.add(sandbox=False)
+    dot = profiles.home / "dotfiles-sandbox"
+    dot.touch()
+    (d / ".sandbox").symlink_to(dot)
+    shell_claude(profiles, f'rm -f "{CFG_IN}/.sandbox"; echo removed\n')
+    r = profiles.run()
+    assert r.returncode == 0 and "removed" in r.stdout, r.stderr
+    assert f"launch configuration changed: {d}/.sandbox" in r.stderr, r.stderr
+    r = profiles.run()
+    assert r.returncode == 125, r.stderr
+    assert "claude on the host" in r.stderr
+
+
+def test_a_setuid_copy_of_a_shell_left_in_the_tree_is_reported(profiles, repo):
+    profiles.add()
+    shell_claude(profiles, f'cp /bin/sh "{repo}/tool" && chmod 4755 "{repo}/tool" && echo set\n')
+    r = profiles.run()
+    assert r.returncode == 0 and "set" in r.stdout, r.stderr
+    assert os.stat(repo / "tool").st_mode & 0o4000
+    assert f"setuid or setgid file: {repo}/tool" in r.stderr, r.stderr
+
+
+def test_claudes_own_state_and_inert_repositories_are_not_findings(profiles, repo):
+    """What claude writes in every session (state, transcripts, plugin store, its config's
+    other keys) and a repository cloned or made inside (git writes nothing that runs) are
+    not findings: the second and third launches start."""
+    d = profiles.add()
+    shell_claude(profiles, f"""set -e
+c="{CFG_IN}"
+mkdir -p "$c/plugins/store" "$c/plugins/marketplaces" "$c/projects/p" "$c/sessions" \
+  "$c/backups" "$c/telemetry"
+echo '{{"usage-rows-queued": "x"}}' > "$c/plugins/store/cc-plugin-agents-md_builtin-1.json"
+echo '{{}}' > "$c/projects/p/s.jsonl"; echo x > "$c/telemetry/t.json"; date > "$c/.last-cleanup"
+cp "$c/.claude.json" "$c/backups/.claude.json.backup.1" 2>/dev/null || true
+echo '{{"numStartups": 2, "projects": {{"{repo}": {{"hasTrustDialogAccepted": true}}}}}}' \
+  > "$c/.claude.json"
+cd "{repo}"
+git init -q made && git clone -q "{repo}" cloned && git -C made commit -q --allow-empty -m x \
+  -c user.name=a -c user.email=b 2>/dev/null || true
+echo done
+""")
+    for _ in range(3):
+        r = profiles.run()
+        assert r.returncode == 0 and "done" in r.stdout, r.stderr
+        assert "changed what claude or git runs" not in r.stderr, r.stderr
+    assert (d / "plugins" / "store").is_dir()
