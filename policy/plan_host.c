@@ -96,13 +96,12 @@ int plan_host(struct plan *p, const struct plan_request *req, struct cs_error *e
                       : c->sandbox_override == PROFILE_OFF ? "CLAUDE_PROFILE_SANDBOX=0"
                                                            : "the profile has no .sandbox marker";
         /* The report of an earlier sandboxed session waits here too (its state dir). */
-        if (access(p->profile.state_dir, F_OK) == 0) {
-                r = profile_state_open(&p->profile, err);
-                if (r >= 0)
-                        r = plan_pending(p, req, err);
-                if (r < 0)
-                        return r;
-        }
+        /* The profile's report (when it has a state dir) and the work tree's. */
+        r = access(p->profile.state_dir, F_OK) == 0 ? profile_state_open(&p->profile, err) : 0;
+        if (r >= 0)
+                r = plan_pending(p, req, err);
+        if (r < 0)
+                return r;
         r = statusline_check(p, c, err);
         if (r >= 0)
                 r = profile_env_load(&p->profile, dotenv, err);

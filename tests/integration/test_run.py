@@ -502,7 +502,7 @@ def test_trust_report_names_an_mcp_server_the_session_added(profiles):
     profiles.add()
     r = profiles.run(env=profiles.env(CSB_FAKE_CLAUDE_MCP_ADD="evil\x1b[31m"))
     assert r.returncode == 0, r.stderr
-    assert "added or changed what claude runs on the host" in r.stderr
+    assert "changed what claude or git runs on the host" in r.stderr
     assert "evil?[31m" in r.stderr and "\x1b" not in r.stderr
 
 
@@ -510,7 +510,7 @@ def test_no_trust_report_when_nothing_changed(profiles):
     profiles.add()
     r = profiles.run()
     assert r.returncode == 0
-    assert "added or changed" not in r.stderr
+    assert "changed what claude or git runs" not in r.stderr
 
 
 def test_sixteen_concurrent_runs_of_one_profile_all_succeed(profiles, repo):
@@ -852,7 +852,7 @@ def test_session_cannot_rename_git_or_dotclaude_away(profiles, repo):
     assert (repo / ".git").is_dir() and (repo / ".claude").is_dir()
     # What it could still write, the report names after the session.
     assert "commondir=0" in r.stdout
-    assert "git commondir in" in r.stderr and "added or changed" in r.stderr
+    assert f"git dir that runs commands: {repo}/.git" in r.stderr and "changed what claude or git runs" in r.stderr
 
 
 @pytest.mark.parametrize("arg", ["--version", "-v", "--help", "-h"])
@@ -1127,7 +1127,7 @@ def test_a_waiting_report_stops_a_host_launch_too(profiles):
     shell_claude(profiles, f'mkdir -p "{CFG_IN}/scripts"; echo x > "{CFG_IN}/hooks-new"; '
                  f'echo \'{{"mcpServers": {{"evil": {{"command": "sh"}}}}}}\' > "{CFG_IN}/.claude.json"\n')
     r = profiles.run()
-    assert r.returncode == 0 and "added or changed" in r.stderr, r.stderr
+    assert r.returncode == 0 and "changed what claude or git runs" in r.stderr, r.stderr
     shell_claude(profiles, HOST_PROBE_SCRIPT)
     r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX="0"))
     assert r.returncode == 125

@@ -347,10 +347,10 @@ def test_claude_making_empty_plugin_dirs_is_not_a_change_but_a_plugin_file_is(pr
     r = profiles.run()
     assert r.returncode == 0, r.stderr
     shell_claude(profiles, f'echo "#!/bin/sh" > "{CFG_IN}/plugins/marketplaces/m/hook.sh"; true\n')
-    # plugins/ now exists: read-only inside, so the write fails and nothing changes.
+    # No setting enables a plugin: plugins/ is claude's state, writable, and not a finding.
     r = profiles.run()
     assert r.returncode == 0 and "changed what claude or git runs" not in r.stderr, r.stderr
-    assert not (profiles.base / "work" / "plugins" / "marketplaces" / "m" / "hook.sh").exists()
+    assert (profiles.base / "work" / "plugins" / "marketplaces" / "m" / "hook.sh").exists()
 
 
 def test_plugin_files_are_state_until_the_settings_enable_a_plugin(profiles):
@@ -480,28 +480,28 @@ E
 def test_a_directory_git_takes_for_a_repository_by_its_own_rules_is_reported(profiles, repo,
                                                                            layout, tmp_path):
     """No .git anywhere: src/ is a git dir to git (HEAD with commondir, or HEAD, config and
-    linked objects/refs), and host `git log` in src runs its pager."""
+    linked objects/refs), and host git in src runs the alias its config names."""
     profiles.add()
     mark = tmp_path / "pager-ran"
     if layout == "commondir":
         plant = f"""mkdir -p cd/objects cd/refs src
-printf '[core]\\n\\tpager = touch {mark}; cat\\n' > cd/config
+printf '[alias]\\n\\tst = !touch {mark}\\n' > cd/config
 echo 'ref: refs/heads/main' > src/HEAD
 echo ../cd > src/commondir"""
     else:
         plant = f"""mkdir -p store/objects store/refs src
 echo 'ref: refs/heads/main' > src/HEAD
-printf '[core]\\n\\tpager = touch {mark}; cat\\n' > src/config
+printf '[alias]\\n\\tst = !touch {mark}\\n' > src/config
 ln -s ../store/objects src/objects; ln -s ../store/refs src/refs"""
     shell_claude(profiles, f'set -e\ncd "{repo}"\n{plant}\n')
     r = profiles.run()
     assert r.returncode == 0, r.stderr
     assert f"git repository that runs commands: {repo}/src" in r.stderr, r.stderr
-    assert "pager" in r.stderr
+    assert "alias.st" in r.stderr
     assert profiles.run().returncode == 125
     # The plant is real: git in src takes it for a repository (safe.bareRepository=all).
-    subprocess.run(["git", "-c", "safe.bareRepository=all", "-p", "log"], cwd=str(repo / "src"),
-                   env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PAGER": "cat",
+    subprocess.run(["git", "-c", "safe.bareRepository=all", "st"], cwd=str(repo / "src"),
+                   env={"PATH": os.environ["PATH"], "HOME": str(tmp_path),
                         "GIT_CONFIG_NOSYSTEM": "1"}, capture_output=True, timeout=60)
     assert mark.exists()
 
@@ -513,10 +513,11 @@ def test_project_settings_mcp_json_and_the_scripts_they_name_anywhere_are_report
     (repo / ".claude" / "hooks").mkdir()
     (repo / ".claude" / "hooks" / "x.sh").write_text("#!/bin/sh\necho good\n")
     (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh'},
         {"type": "command", "command": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/y.sh'}]}]}}))
     shell_claude(profiles, f"""set -e
 cd "{repo}"
-echo evil > .claude/hooks/x.sh && echo "x writable"
+echo evil > .claude/hooks/x.sh 2>/dev/null && echo "x writable" || true
 echo evil > .claude/hooks/y.sh
 mkdir -p sub/.claude deep/er
 echo '{{}}' > sub/.claude/settings.local.json
