@@ -90,5 +90,5 @@ char *plan_host_json(const struct plan *p);
 
 /* The judge's rules for this session (policy/trust_rules.h): the roots, the files the
  * settings name, what the profile's .claude.json makes the host run now. */
-int plan_trust_rules(const struct plan *p, const struct profile_config *c,
-                     struct trust_rules *ret, struct cs_error *err);
+int plan_trust_rules(const struct plan *p, const struct profile_config *c, struct trust_rules *ret,
+                     struct cs_error *err);

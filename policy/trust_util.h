@@ -5,4 +5,3 @@
 
 /* The part of path below dir, or NULL when it is not below it (or is dir itself). */
 const char *trust_path_below(const char *path, const char *dir);
-
