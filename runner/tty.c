@@ -220,6 +220,42 @@ struct relay {
         char out_buf[RELAY_OUT_BUF];
 };
 
+/* Input the caller's terminal holds in canonical mode, read as the lines it is before raw
+ * mode: n_tty keeps an EOF key (^D typed ahead, or the one script(1) sends when its own input
+ * ends) as a NUL byte in its buffer, and raw mode would hand that NUL out as if typed, to be
+ * echoed by the pty to the caller's screen. The EOF key itself is passed on instead. */
+static void typeahead_take(struct relay *r)
+{
+        const struct termios *tio = &r->saved;
+        int fd = r->t->raw_fd;
+
+        if (!(tio->c_lflag & ICANON) || !r->in_open)
+                return;
+        while (r->in_len < sizeof(r->in_buf)) {
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                size_t room = sizeof(r->in_buf) - r->in_len;
+                unsigned char last;
+                ssize_t n;
+
+                /* Readable in canonical mode: a whole line or an EOF is there, so the read
+                 * returns at once. */
+                if (poll(&p, 1, 0) <= 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)) ||
+                    !(p.revents & POLLIN))
+                        return;
+                n = read(fd, r->in_buf + r->in_len, room);
+                if (n < 0)
+                        return;
+                r->in_len += (size_t)n;
+                if ((size_t)n == room || tio->c_cc[VEOF] == _POSIX_VDISABLE)
+                        continue;
+                last = n ? (unsigned char)r->in_buf[r->in_len - 1] : 0;
+                /* 0 bytes: an EOF alone; a line without its end: one the EOF key ended. */
+                if (n == 0 || (last != '\n' && (last != tio->c_cc[VEOL] || !last) &&
+                               (last != tio->c_cc[VEOL2] || !last)))
+                        r->in_buf[r->in_len++] = (char)tio->c_cc[VEOF];
+        }
+}
+
 static void terminal_raw(struct relay *r)
 {
         struct termios raw;
@@ -234,6 +270,7 @@ static void terminal_raw(struct relay *r)
                         return;
                 if (ioctl(fd, TIOCGETD, &r->saved_ldisc) < 0)
                         r->saved_ldisc = -1;
+                typeahead_take(r);
         }
         raw = r->saved;
         cfmakeraw(&raw);
@@ -285,8 +322,11 @@ static void take_terminal(struct relay *r)
         r->fg = in_foreground(r);
         if (r->fg) {
                 terminal_raw(r);
-                if (r->modes_off)
+                if (r->modes_off) {
+                        /* The caller's title again, as at the start (suspend popped it). */
+                        out_emit(r, TTYMODES_TITLE_PUSH, strlen(TTYMODES_TITLE_PUSH));
                         out_emit(r, set, ttymodes_set(&r->modes, set));
+                }
                 r->modes_off = false;
         }
         pty_resize(r);
@@ -403,13 +443,13 @@ static void out_emit(struct relay *r, const char *seq, size_t len)
 }
 
 /* The session stopped (Ctrl-Z inside, or a stop signal): give the caller's shell its
- * terminal back as it was, the modes the session switched on off, and stop with it.
- * SIGCONT (on_signal) takes it again. */
+ * terminal back as it was, the modes the session switched on off and every other state
+ * back to its default, and stop with it. SIGCONT (on_signal) takes it again. */
 static void suspend(struct relay *r)
 {
-        char reset[TTYMODES_RESET_MAX];
+        char reset[TTYMODES_RESTORE_MAX];
 
-        out_emit(r, reset, ttymodes_reset(&r->modes, reset));
+        out_emit(r, reset, ttymodes_restore(&r->modes, reset));
         r->modes_off = true;
         terminal_restore(r);
         r->fg = false;
@@ -489,11 +529,12 @@ static void relay_open_out(struct relay *r)
                 r->out = r->own_out;
 }
 
-/* After pid 1 is gone: what the session wrote last, then the modes it left on, then the
- * caller's own modes. */
+/* After pid 1 is gone: what the session wrote last, then the modes it left on and every
+ * other state back to its default (before csandbox prints a word, so what it prints is
+ * seen), then the caller's own modes. */
 static void relay_finish(struct relay *r)
 {
-        char reset[TTYMODES_RESET_MAX];
+        char reset[TTYMODES_RESTORE_MAX];
 
         /* Everything inside is gone, so the pty holds all it ever will. */
         while (r->master >= 0 && r->pty_open) {
@@ -504,7 +545,7 @@ static void relay_finish(struct relay *r)
         }
         out_flush(r);
         if (!r->modes_off) /* else they are off already */
-                out_emit(r, reset, ttymodes_reset(&r->modes, reset));
+                out_emit(r, reset, ttymodes_restore(&r->modes, reset));
         terminal_restore(r);
         if (r->master >= 0)
                 close(r->master);
@@ -541,6 +582,8 @@ int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int *re
         r->in_open = t->in_fd >= 0;
         ttymodes_init(&r->modes);
         relay_open_out(r);
+        /* Before the session's first byte; relay_finish (or a suspend) pops it. */
+        out_emit(r, TTYMODES_TITLE_PUSH, strlen(TTYMODES_TITLE_PUSH));
         clock_gettime(CLOCK_MONOTONIC, &t0);
 
         while (!r->exited) {

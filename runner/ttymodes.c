@@ -19,6 +19,7 @@ static const struct {
     {1006, false}, /* mouse: SGR coordinates */
     {1015, false}, /* mouse: urxvt coordinates */
     {25, true},    /* cursor hidden */
+    {1, false},    /* application cursor keys */
     {1049, false}, /* alternate screen, cursor saved */
     {1047, false}, /* alternate screen */
     {47, false},   /* alternate screen (old) */
@@ -34,6 +35,8 @@ void ttymodes_init(struct ttymodes *m)
 
 static void dec_mode(struct ttymodes *m, unsigned mode, bool set)
 {
+        if (mode == 6)
+                m->origin = set;
         for (size_t i = 0; i < N_TRACKED; i++)
                 if (tracked[i].mode == mode) {
                         if (set != tracked[i].on_with_l)
@@ -124,6 +127,8 @@ void ttymodes_feed(struct ttymodes *m, const void *buf, size_t len)
                         } else if (c == ']' || c == 'P' || c == '_' || c == '^' || c == 'X') {
                                 m->state = STRING; /* OSC, DCS, APC, PM, SOS */
                         } else if (c != 0x1b) {
+                                if (c == '=' || c == '>') /* DECKPAM, DECKPNM */
+                                        m->keypad = c == '=';
                                 m->state = GROUND;
                         }
                         break;
@@ -160,6 +165,8 @@ size_t ttymodes_reset(const struct ttymodes *m, char *out)
         if (m->kitty_pushes)
                 o +=
                     (size_t)snprintf(out + o, TTYMODES_RESET_MAX - o, "\033[<%uu", m->kitty_pushes);
+        if (m->keypad)
+                o += (size_t)snprintf(out + o, TTYMODES_RESET_MAX - o, "\033>");
         for (size_t i = 0; i < N_TRACKED; i++) {
                 bool alt =
                     tracked[i].mode == 1049 || tracked[i].mode == 1047 || tracked[i].mode == 47;
@@ -193,8 +200,47 @@ size_t ttymodes_set(const struct ttymodes *m, char *out)
                         if (is_alt)
                                 break;
                 }
+        if (m->keypad)
+                o += (size_t)snprintf(out + o, TTYMODES_SET_MAX - o, "\033=");
         for (unsigned k = 0; k < m->kitty_pushes; k++)
                 o += (size_t)snprintf(out + o, TTYMODES_SET_MAX - o, "\033[>%uu",
                                       (unsigned)m->kitty_flags[k]);
+        return o;
+}
+
+size_t ttymodes_restore(const struct ttymodes *m, char *out)
+{
+        size_t o = ttymodes_reset(m, out);
+
+        /* What the parser did not see switched on is switched off too: a terminal may
+         * understand a sequence this parser does not (8-bit C1 controls, for one), and each
+         * of these is a no-op where the mode is off. Not the alternate screen: 1049l off it
+         * restores a stale cursor. */
+        for (size_t i = 0; i < N_TRACKED; i++) {
+                bool alt =
+                    tracked[i].mode == 1049 || tracked[i].mode == 1047 || tracked[i].mode == 47;
+
+                if (!alt && !(m->on & (1u << i)))
+                        o += (size_t)snprintf(out + o, TTYMODES_RESTORE_MAX - o, "\033[?%u%c",
+                                              tracked[i].mode, tracked[i].on_with_l ? 'h' : 'l');
+        }
+        /* After the alternate screen is left: leaving 1049 restores the attributes and
+         * charsets saved on entering it, which the session may have set first. Numeric
+         * keypad; no left/right margins; SGR reset; G0-G3 ASCII and G0 shifted in (SI);
+         * insert mode off; autowrap on. None of these moves the cursor. */
+        if (!m->keypad)
+                o += (size_t)snprintf(out + o, TTYMODES_RESTORE_MAX - o, "\033>");
+        o += (size_t)snprintf(out + o, TTYMODES_RESTORE_MAX - o,
+                              "\033[?69l\033[m\033(B\033)B\033*B\033+B\017\033[4l\033[?7h");
+        /* Full scroll margins. DECSTBM homes the cursor, so it is saved around it (DECSC
+         * saves the attributes and charsets just reset). Leaving origin mode homes it too
+         * and DECRC would turn origin mode back on: then a new line at the bottom instead,
+         * which scrolls the screen up one line rather than write over its top. */
+        if (m->origin)
+                o += (size_t)snprintf(out + o, TTYMODES_RESTORE_MAX - o,
+                                      "\033[?6l\033[r\033[9999;1H\n");
+        else
+                o += (size_t)snprintf(out + o, TTYMODES_RESTORE_MAX - o, "\0337\033[r\0338");
+        o += (size_t)snprintf(out + o, TTYMODES_RESTORE_MAX - o, "%s", TTYMODES_TITLE_POP);
         return o;
 }

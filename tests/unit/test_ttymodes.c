@@ -1,5 +1,5 @@
-/* Unit tests for the terminal modes a session leaves on: what is reset, what is not, and
- * sequences split anywhere across reads. */
+/* Unit tests for the terminal modes a session leaves on: what is reset, what is not,
+ * sequences split anywhere across reads, and the full restore after a session. */
 #include "runner/ttymodes.h"
 
 #include <string.h>
@@ -114,6 +114,102 @@ static void test_set_after_a_suspend_puts_every_mode_back(void)
         PASS();
 }
 
+static void test_keypad_application_mode_is_reset_and_set_again(void)
+{
+        char reset[TTYMODES_RESET_MAX], set[TTYMODES_SET_MAX];
+        struct ttymodes m;
+
+        CHECK(reset_of("\033=\033[?1h", reset) > 0);
+        CHECK(strcmp(reset, "\033>\033[?1l") == 0);
+        ttymodes_init(&m);
+        ttymodes_feed(&m, "\033=\033[?1h", 7);
+        ttymodes_set(&m, set);
+        CHECK(strcmp(set, "\033[?1h\033=") == 0);
+        CHECK(reset_of("\033=\033>\033[?1h\033[?1l", reset) == 0);
+        PASS();
+}
+
+static size_t restore_of(const char *out, char *restore)
+{
+        struct ttymodes m;
+        size_t n;
+
+        ttymodes_init(&m);
+        ttymodes_feed(&m, out, strlen(out));
+        n = ttymodes_restore(&m, restore);
+        restore[n] = '\0';
+        return n;
+}
+
+static void test_restore_resets_what_the_parser_never_saw_without_clearing(void)
+{
+        static const char *const resets[] = {
+            "\033[m",      "\033(B",      "\033)B",      "\017",
+            "\033[4l",     "\033[?7h",    "\033[?25h",   "\033[?1000l",
+            "\033[?1002l", "\033[?1003l", "\033[?1006l", "\033[?1004l",
+            "\033[?2004l", "\033[?1l",    "\033>",       "\0337\033[r\0338"};
+        char restore[TTYMODES_RESTORE_MAX + 1];
+        size_t n = restore_of("", restore);
+
+        CHECK(n == strlen(restore));
+        for (size_t i = 0; i < sizeof(resets) / sizeof(resets[0]); i++)
+                CHECK(strstr(restore, resets[i]) != NULL);
+        /* The title popped last; the screen neither cleared nor left when never entered. */
+        CHECK(n > strlen(TTYMODES_TITLE_POP) &&
+              strcmp(restore + n - strlen(TTYMODES_TITLE_POP), TTYMODES_TITLE_POP) == 0);
+        CHECK(!strstr(restore, "J") && !strstr(restore, "1049") && !strstr(restore, "?47"));
+        CHECK(!strstr(restore, "?6l"));
+        PASS();
+}
+
+static void test_restore_leaves_the_alternate_screen_before_resetting_attributes(void)
+{
+        /* Entering 1049 saved concealed attributes and DEC graphics; leaving restores them. */
+        char restore[TTYMODES_RESTORE_MAX + 1];
+
+        restore_of("\033[8;30;40m\033(0\016\033[?1049h\033[?25l", restore);
+        CHECK(strstr(restore, "\033[?1049l") != NULL);
+        CHECK(strstr(restore, "\033[?1049l") < strstr(restore, "\033[m"));
+        CHECK(strstr(restore, "\033[?1049l") < strstr(restore, "\033(B"));
+        CHECK(strstr(restore, "\033[?1049l") < strstr(restore, "\017"));
+        /* Each mode switched off once. */
+        CHECK(strstr(strstr(restore, "\033[?25h") + 1, "\033[?25h") == NULL);
+        PASS();
+}
+
+static void test_restore_after_origin_mode_goes_to_a_new_line_at_the_bottom(void)
+{
+        char restore[TTYMODES_RESTORE_MAX + 1];
+
+        restore_of("\033[5;6r\033[?6h", restore);
+        CHECK(strstr(restore, "\033[?6l\033[r\033[9999;1H\n") != NULL);
+        CHECK(!strstr(restore, "\0337"));
+        restore_of("\033[5;6r\033[?6h\033[?6l", restore);
+        CHECK(!strstr(restore, "?6l") && strstr(restore, "\0337\033[r\0338"));
+        PASS();
+}
+
+static void test_restore_of_every_mode_at_once_fits(void)
+{
+        char restore[TTYMODES_RESTORE_MAX + 1];
+        struct ttymodes m;
+        size_t n;
+
+        ttymodes_init(&m);
+        for (int i = 0; i < 100; i++)
+                ttymodes_feed(&m, "\033[>1u", 5);
+        const char *all = "\033=\033[?25l\033[?1;6;2004;1000;1002;1003;1004;1005;1006;1015;1049;"
+                          "1047;47h";
+
+        ttymodes_feed(&m, all, strlen(all));
+        n = ttymodes_restore(&m, restore);
+        CHECK(n < TTYMODES_RESTORE_MAX);
+        restore[n] = '\0';
+        CHECK(n == strlen(restore));
+        CHECK(strstr(restore, "\033[<64u") == restore);
+        PASS();
+}
+
 int main(void)
 {
         test_nothing_switched_on_resets_nothing();
@@ -124,5 +220,10 @@ int main(void)
         test_one_way_back_from_the_alternate_screen();
         test_kitty_stack_depth_is_bounded();
         test_set_after_a_suspend_puts_every_mode_back();
+        test_keypad_application_mode_is_reset_and_set_again();
+        test_restore_resets_what_the_parser_never_saw_without_clearing();
+        test_restore_leaves_the_alternate_screen_before_resetting_attributes();
+        test_restore_after_origin_mode_goes_to_a_new_line_at_the_bottom();
+        test_restore_of_every_mode_at_once_fits();
         return failures ? 1 : 0;
 }
