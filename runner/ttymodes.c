@@ -226,12 +226,12 @@ size_t ttymodes_restore(const struct ttymodes *m, char *out)
         }
         /* After the alternate screen is left: leaving 1049 restores the attributes and
          * charsets saved on entering it, which the session may have set first. Numeric
-         * keypad; no left/right margins; SGR reset; G0-G3 ASCII and G0 shifted in (SI);
+         * keypad; no left/right margins; SGR reset; G0 and G1 ASCII and G0 shifted in (SI);
          * insert mode off; autowrap on. None of these moves the cursor. */
         if (!m->keypad)
                 o += (size_t)snprintf(out + o, TTYMODES_RESTORE_MAX - o, "\033>");
         o += (size_t)snprintf(out + o, TTYMODES_RESTORE_MAX - o,
-                              "\033[?69l\033[m\033(B\033)B\033*B\033+B\017\033[4l\033[?7h");
+                              "\033[?69l\033[m\033(B\033)B\017\033[4l\033[?7h");
         /* Full scroll margins. DECSTBM homes the cursor, so it is saved around it (DECSC
          * saves the attributes and charsets just reset). Leaving origin mode homes it too
          * and DECRC would turn origin mode back on: then a new line at the bottom instead,

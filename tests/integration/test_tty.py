@@ -10,6 +10,7 @@ import ctypes
 import fcntl
 import json
 import os
+import re
 import select
 import signal
 import struct
@@ -36,9 +37,16 @@ def set_size(fd, rows, cols):
 class Term:
     """csandbox on a terminal of the test's own."""
 
-    def __init__(self, argv, rows=33, cols=101, env=None, stdin=None, stdout=None, cwd="/"):
+    def __init__(self, argv, rows=33, cols=101, env=None, stdin=None, stdout=None, cwd="/",
+                 typeahead=b"", echoctl=True):
         self.master, self.slave = os.openpty()
         set_size(self.slave, rows, cols)
+        if not echoctl:  # control characters echoed as they are, not as ^X
+            attrs = termios.tcgetattr(self.slave)
+            attrs[3] &= ~termios.ECHOCTL
+            termios.tcsetattr(self.slave, termios.TCSANOW, attrs)
+        # Typed before csandbox starts, so its terminal holds it in canonical mode.
+        os.write(self.master, typeahead)
         self.before = self.modes()
         self.out = b""
         self.status = None
@@ -128,6 +136,18 @@ def payload_pids(marker):
     return pids
 
 
+TITLE_PUSH = b"\x1b[22;0t"
+# csandbox's own sequences after the session's last byte: escape sequences, SI, a newline
+# at the bottom after origin mode, the title popped last.
+RESTORE = re.compile(rb"(?:\x1b\[9999;1H\n|\x1b\[[<?]?[0-9;]*[a-zA-Z]|\x1b[78=>]|\x1b[()]B|\x0f)*"
+                     rb"\x1b\[23;0t\Z")
+
+
+def session_bytes(out):
+    """What the session wrote, without csandbox's title push before and restore after."""
+    return RESTORE.sub(b"", out.removeprefix(TITLE_PUSH), count=1)
+
+
 def tty_info(t):
     line = t.expect(b"{")
     return json.loads(b"{" + line.split(b"}")[0] + b"}")
@@ -176,7 +196,7 @@ def test_every_byte_value_and_escape_sequence_round_trips_unchanged(term):
     for i in range(0, len(data), 64):
         t.send(data[i:i + 64])
     assert t.drain_until_exit() == 0
-    assert t.out == data
+    assert session_bytes(t.out) == data
     assert t.modes() == t.before
 
 
@@ -185,7 +205,7 @@ def test_a_terminal_slower_than_the_payload_loses_nothing(term):
     time.sleep(1.5)  # the terminal reads nothing: the relay's buffers fill, the payload waits
     assert t.drain_until_exit() == 0
     assert t.out.count(b"a") == 3000000
-    assert t.out.endswith(b"\r\nend\r\n")
+    assert session_bytes(t.out).endswith(b"\r\nend\r\n")
 
 
 @pytest.mark.parametrize("key,sig", [(b"\x03", signal.SIGINT), (b"\x1c", signal.SIGQUIT)],
@@ -313,11 +333,110 @@ def test_a_suspended_session_leaves_its_modes_and_gets_them_back(term, marker):
     assert t.modes() == t.before
 
 
-def test_modes_switched_off_by_the_payload_are_not_touched(term):
+def test_an_alternate_screen_the_payload_left_is_not_left_again(term):
+    # 1049l off the alternate screen would restore a stale cursor position.
     t = term(["--", "sh", "-c", r"printf '\033[?1049h\033[?25l\033[?25h\033[?1049l'; echo ready"])
     t.expect(b"ready")
     assert t.drain_until_exit() == 0
-    assert t.out.count(b"\x1b[?1049l") == 1 and t.out.count(b"\x1b[?25h") == 1
+    assert t.out.count(b"\x1b[?1049l") == 1
+
+
+# A session that leaves the terminal unreadable and says all is well: concealed black on
+# black set before the alternate screen saves it, the DEC line-drawing set in G0 and G1 and
+# shifted in, a scroll region with origin mode, insert mode, no autowrap, a hidden cursor,
+# every mouse, paste and focus report, the application keypad, and a title.
+HOSTILE = (b"before\n\x1b[8;30;40m\x1b(0\x1b)0\x0e\x1b[?1049h\x1b[5;6r\x1b[4h\x1b[?6h"
+           b"\x1b[?7l\x1b[?25l\x1b[?1000h\x1b[?1002h\x1b[?1003h\x1b[?1006h\x1b[?2004h"
+           b"\x1b[?1004h\x1b=\x1b[?1h\x1b]0;all good\x07\x1b]2;trusted\x07lqqk")
+# What ends the session's effects, whatever the parser saw of them.
+FULL_RESET = [b"\x1b[?1049l", b"\x1b[m", b"\x1b(B", b"\x1b)B", b"\x0f", b"\x1b[?6l",
+              b"\x1b[r", b"\x1b[4l", b"\x1b[?7h", b"\x1b[?25h", b"\x1b[?1000l",
+              b"\x1b[?1002l", b"\x1b[?1003l", b"\x1b[?1006l", b"\x1b[?2004l", b"\x1b[?1004l",
+              b"\x1b>", b"\x1b[?1l", b"\x1b[23;0t"]
+AFTER = b"csandbox: trust report: all quiet\r\n"  # what csandbox prints next
+
+
+def _printf(data):
+    """A shell command printing data exactly (octal escapes, no format directives)."""
+    return "printf '" + "".join(
+        chr(b) if 0x20 <= b < 0x7f and chr(b) not in "\\'%" else f"\\{b:03o}"
+        for b in data) + "'"
+
+
+def _hostile_session(term):
+    t = term(["--tty=pty", "--", "sh", "-c", _printf(HOSTILE)], rows=24, cols=80)
+    assert t.drain_until_exit() == 0
+    assert HOSTILE.replace(b"\n", b"\r\n") in t.out, t.out  # the pty's ONLCR
+    return t
+
+
+def test_the_terminal_is_fully_reset_after_a_hostile_session(term):
+    t = _hostile_session(term)
+    before, _, after = t.out.partition(HOSTILE.replace(b"\n", b"\r\n"))
+    assert before == TITLE_PUSH  # the caller's title saved, nothing else first
+    for seq in FULL_RESET:
+        assert seq in after, (seq, after)
+    # The title popped last; the screen is never cleared (scrollback stays).
+    assert after.endswith(b"\x1b[23;0t")
+    assert b"J" not in after and b"\x1bc" not in after
+    assert t.modes() == t.before
+
+
+def test_what_csandbox_prints_after_a_hostile_session_renders_plainly(term):
+    """The whole output through a terminal emulator model (pyte): the line printed after
+    the session is visible text, default colours and attributes, ASCII, on the screen."""
+    pyte = pytest.importorskip("pyte")
+
+    class Screen(pyte.Screen):
+        def set_margins(self, top=None, bottom=None):
+            # pyte 0.8 reads a bare CSI r as "top 1, bottom unchanged"; a VT100 (and every
+            # terminal since) as the whole screen.
+            super().set_margins(None if not top and bottom is None else top, bottom)
+
+    t = _hostile_session(term)
+    screen = Screen(80, 24)
+    stream = pyte.ByteStream(screen)
+    stream.use_utf8 = False  # pyte honours charsets (ESC ( 0, SO) only then; xterm always
+    stream.feed(t.out + AFTER)
+    text = AFTER.decode().rstrip()
+    rows = [y for y, line in enumerate(screen.display) if line.startswith(text)]
+    assert len(rows) == 1, screen.display
+    for x, ch in enumerate(text):
+        cell = screen.buffer[rows[0]][x]
+        assert cell.data == ch, (x, cell)
+        assert (cell.fg, cell.bg, cell.reverse, cell.bold) == ("default", "default", False,
+                                                               False), (x, cell)
+    # And the line after it too: the cursor shown, wrapping on, no insert or origin mode,
+    # no scroll region, G0 shifted in and ASCII.
+    assert not screen.cursor.hidden and screen.cursor.y == rows[0] + 1
+    assert pyte.modes.DECAWM in screen.mode and pyte.modes.IRM not in screen.mode
+    assert pyte.modes.DECOM not in screen.mode and screen.margins in (None, (0, 23))
+    assert screen.charset == 0 and screen.g0_charset == pyte.charsets.LAT1_MAP
+    # The session's own text was drawn as it asked (line drawing: pyte has no alternate
+    # screen), and is still there: nothing was cleared.
+    assert any("\u250c\u2500\u2500\u2510" in line for line in screen.display), screen.display
+
+
+def test_an_eof_typed_ahead_never_reaches_the_screen_as_a_nul(term):
+    """script(1) sends ^D when its own input ends, often before csandbox takes the terminal
+    raw; in canonical mode the kernel keeps it as a NUL byte, which raw mode used to hand
+    the session as typed, for its pty to echo onto the caller's screen."""
+    bad = []
+    for i in range(50):
+        t = term(["--tty=pty", "--", "printf", "hello"], typeahead=b"\x04", echoctl=False)
+        assert t.drain_until_exit() == 0
+        if session_bytes(t.out) != b"hello":
+            bad.append((i, t.out))
+        t.close()
+    assert not bad, f"{len(bad)} of 50 launches: {bad[:3]}"
+
+
+def test_input_typed_ahead_reaches_the_session_eof_included(term):
+    t = term(["--tty=pty", "--", "sh", "-c", "cat; echo cat ended"], typeahead=b"one\ntwo\x04\x04",
+             echoctl=False)
+    assert t.drain_until_exit() == 0
+    assert b"\0" not in t.out
+    assert b"one\r\n" in t.out and b"two" in t.out and b"cat ended" in t.out
 
 
 def test_terminal_restored_when_csandbox_gets_sigterm(term, marker):
