@@ -45,7 +45,11 @@ def test_builtin_seccomp_denies_the_x32_and_i386_abis_whole(csb, profile):
     the filter let the compat syscall layer run."""
     blocked = csb.probe(opts=["--seccomp", profile])["blocked"]
     assert blocked["keyctl_x32"] == "SIGSYS", blocked["keyctl_x32"]
-    assert blocked["keyctl_i386"] == "SIGSYS", blocked["keyctl_i386"]
+    # Some kernels and hypervisors take no `int 0x80` at all (it faults: SIGSEGV, with no
+    # filter either); there the i386 layer is out of reach whatever the filter does.
+    unfiltered = csb.probe(opts=["--seccomp", "none"])["blocked"]["keyctl_i386"]
+    want = {"SIGSYS", "SIGSEGV"} if unfiltered == "SIGSEGV" else {"SIGSYS"}
+    assert blocked["keyctl_i386"] in want, (blocked["keyctl_i386"], unfiltered)
 
 
 def test_strict_seccomp_denies_new_user_namespaces_and_mount(csb):
