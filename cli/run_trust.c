@@ -5,6 +5,8 @@
  * watches; this file wires them and prints. */
 #include "run_trust.h"
 
+#include "../policy/plan_report.h"
+
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
@@ -182,7 +184,7 @@ static void report_place(struct run_trust *t, unsigned place, char **items, size
         }
 }
 
-void run_trust_end(struct run_trust *t, const struct plan *plan)
+void run_trust_end(struct run_trust *t, struct plan *plan)
 {
         struct cs_error err = {0};
         _cleanup_free_ char *text = NULL;
@@ -217,8 +219,18 @@ void run_trust_end(struct run_trust *t, const struct plan *plan)
                 (void)strv_push_dup(&items[root == TRUST_ROOT_PROFILE ? 0 : 1],
                                     &n_items[root == TRUST_ROOT_PROFILE ? 0 : 1], tab + 1);
         }
-        for (unsigned place = 0; judged && place < 2; place++)
-                if (n_items[place])
+        /* The session's .claude.json, written back by csandbox; what it added that the host
+         * would run waits. */
+        {
+                struct plan_trust back = {0};
+
+                plan_claude_json_writeback(plan, &back);
+                for (size_t i = 0; i < back.n; i++)
+                        (void)strv_push_dup(&items[0], &n_items[0], back.items[i]);
+                trust_free(&back);
+        }
+        for (unsigned place = 0; place < 2; place++)
+                if (n_items[place] && (judged || place == 0))
                         report_place(t, place, items[place], n_items[place], work_root);
         for (unsigned place = 0; place < 2; place++) {
                 if (judged)

@@ -24,5 +24,5 @@ struct run_trust {
 int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct profile_config *c,
                     struct cs_error *err);
 /* After the session: wait for the journal, print and keep the report, drop the records. */
-void run_trust_end(struct run_trust *t, const struct plan *plan);
+void run_trust_end(struct run_trust *t, struct plan *plan);
 void run_trust_free(struct run_trust *t);

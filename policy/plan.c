@@ -372,8 +372,12 @@ int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error
                 trust_place_close(&places[i]);
         if (r < 0 || !text)
                 return r;
-        if (accepted)
+        if (accepted) {
+                r = plan_claude_json_accept(p, err);
+                if (r < 0)
+                        return r;
                 return stage_warn(&p->warnings, err, "Accepted:\n%s", text);
+        }
         if (req->pending == PLAN_PENDING_SHOW)
                 return stage_warn(&p->warnings, err,
                                   "%s\nNot accepted yet: `csandbox run %s` refuses to start until "
@@ -587,6 +591,9 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         /* What the host runs from the profile: read-only, or watched by the report. */
         if (r >= 0)
                 r = trust_protect(s, c, &p->profile, PLAN_CONFIG, &w, &p->watch, err);
+        /* The session's own .claude.json, written back by csandbox after it. */
+        if (r >= 0)
+                r = plan_claude_json_stage(p, err);
         /* §2.10 the git identity. */
         if (r >= 0)
                 r = stage_git_identity(c, &identity_git, p->bridges.gpg, &identity, err);
@@ -639,5 +646,8 @@ void plan_free(struct plan *p)
                 free(p->local_settings[i]);
         free(p->local_settings);
         free(p->work_root);
+        if (p->claude_copy && p->profile.state_fd >= 0)
+                (void)unlinkat(p->profile.state_fd, p->claude_copy, 0);
+        free(p->claude_copy);
         trust_watch_free(&p->watch);
 }

@@ -48,8 +48,9 @@ struct plan {
         char **local_settings;          /* candidate settings.local.json paths (§2.7) */
         size_t n_local_settings;
         char *work_root;
-        struct trust_watch watch;    /* what the trust rules are made of (policy/trust.c) */
-        struct image_ref image;      /* the image's lock is held until plan_free */
+        char *claude_copy;        /* the session's .claude.json, in the state dir (plan_report.c) */
+        struct trust_watch watch; /* what the trust rules are made of (policy/trust.c) */
+        struct image_ref image;   /* the image's lock is held until plan_free */
         struct plan_bridges bridges; /* the clipboard relay, started by bridges_start */
 
         /* A host launch (§1.5): no spec; claude is exec'd with these (plan_host.c). */

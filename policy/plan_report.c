@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CLAUDE_JSON_MAX (32u << 20)
@@ -102,16 +104,18 @@ static void trust_scope(struct plan_trust *t, const char *scope, const cJSON *o)
                 trust_add(t, "all .mcp.json servers approved", scope, NULL);
 }
 
-int plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len, char **ret_why)
+/* The one reading of a .claude.json: cJSON, with what JSON.parse would read otherwise
+ * refused. NULL with *ret_why. */
+static cJSON *claude_json_parse(const char *raw, size_t len, char **ret_why)
 {
         const char *end = NULL;
-        cJSON *j, *e;
+        cJSON *j;
 
         *ret_why = NULL;
         /* A \u0000 ends a name for cJSON, not for JSON.parse. */
         if (memmem(raw, len, "\\u0000", 6)) {
                 *ret_why = strdup("a \\u0000 escape, which two parsers read differently");
-                return -EINVAL;
+                return NULL;
         }
         j = cJSON_ParseWithLengthOpts(raw, len, &end, false);
         while (j && end && end < raw + len && isspace((unsigned char)*end))
@@ -120,22 +124,283 @@ int plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len, ch
                 cJSON_Delete(j);
                 *ret_why = strdup("not one JSON object csandbox's parser reads whole (nesting "
                                   "deeper than 1000, trailing bytes, or invalid JSON)");
-                return -EINVAL;
+                return NULL;
         }
         if (has_duplicates(j)) {
                 cJSON_Delete(j);
                 *ret_why = strdup("a key given twice in one object, which two parsers read "
                                   "differently");
-                return -EINVAL;
+                return NULL;
         }
+        return j;
+}
+
+static void claude_json_items(struct plan_trust *t, const cJSON *j)
+{
+        const cJSON *e;
+
         trust_scope(t, "user", j);
         cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "projects"))
         {
                 if (e->string)
                         trust_scope(t, e->string, e);
         }
+}
+
+int plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len, char **ret_why)
+{
+        cJSON *j = claude_json_parse(raw, len, ret_why);
+
+        if (!j)
+                return -EINVAL;
+        claude_json_items(t, j);
         cJSON_Delete(j);
         return 0;
+}
+
+/* ---- the session's own copy, and what is written back ---- */
+
+/* The keys of a scope (the top level, a project) that make the host's claude run something:
+ * never taken from the session's copy without the user's yes. */
+static const char *const trust_keys[] = {"mcpServers", "enabledMcpjsonServers", "allowedTools",
+                                         "enableAllProjectMcpServers"};
+
+/* In dst's scope, the trust keys become src's (removed where src has none). */
+static void scope_take(cJSON *dst, const cJSON *src)
+{
+        for (size_t i = 0; i < sizeof(trust_keys) / sizeof(trust_keys[0]); i++) {
+                const cJSON *v = src ? cJSON_GetObjectItemCaseSensitive(src, trust_keys[i]) : NULL;
+
+                cJSON_DeleteItemFromObjectCaseSensitive(dst, trust_keys[i]);
+                if (v)
+                        cJSON_AddItemToObject(dst, trust_keys[i], cJSON_Duplicate(v, true));
+        }
+}
+
+/* dst's trust keys, at every scope, become src's. */
+static void trust_take(cJSON *dst, const cJSON *src)
+{
+        const cJSON *sp = cJSON_GetObjectItemCaseSensitive(src, "projects"), *e;
+        cJSON *dp = cJSON_GetObjectItemCaseSensitive(dst, "projects"), *d;
+
+        scope_take(dst, src);
+        cJSON_ArrayForEach(d, dp)
+        {
+                if (cJSON_IsObject(d) && d->string)
+                        scope_take(d, cJSON_GetObjectItemCaseSensitive(sp, d->string));
+        }
+        /* A project only src has, with trust keys: its entry comes back with them. */
+        cJSON_ArrayForEach(e, sp)
+        {
+                cJSON *n;
+
+                if (!e->string || !cJSON_IsObject(e) ||
+                    cJSON_GetObjectItemCaseSensitive(dp, e->string))
+                        continue;
+                if (!dp && !(dp = cJSON_AddObjectToObject(dst, "projects")))
+                        return;
+                n = cJSON_AddObjectToObject(dp, e->string);
+                if (n)
+                        scope_take(n, e);
+        }
+}
+
+#define COPY_PREFIX   "claude-json."
+#define PROPOSALS_DIR "trust-proposals"
+
+int plan_claude_json_stage(struct plan *p, struct cs_error *err)
+{
+        _cleanup_free_ char *raw = NULL, *why = NULL, *text = NULL;
+        /* Dropped: what cannot be read whole stays the host's file, judged by the journal. */
+        struct cs_error ignored;
+        struct stat st;
+        size_t len;
+        cJSON *j;
+        int r;
+
+        if (fstatat(p->profile.dir_fd, ".claude.json", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno != ENOENT)
+                        return 0;
+                /* A mountpoint for the copy, as claude would make it on its first start. */
+                r = cs_write_file_once(p->profile.dir_fd, ".claude.json", "{}\n", 3, 0600,
+                                       &ignored);
+                if (r < 0 && ignored.err != EEXIST)
+                        return 0;
+        }
+        if (cs_read_file_at(p->profile.dir_fd, ".claude.json", CLAUDE_JSON_MAX, true, &raw, &len,
+                            &ignored) < 0)
+                return 0;
+        j = claude_json_parse(raw, len, &why);
+        if (!j)
+                return 0;
+        text = cJSON_Print(j);
+        cJSON_Delete(j);
+        if (!text || asprintf(&p->claude_copy, COPY_PREFIX "%d", (int)getpid()) < 0)
+                return cs_error_set(err, ENOMEM, "stage .claude.json");
+        r = cs_write_file_atomic(p->profile.state_fd, p->claude_copy, text, strlen(text), 0600,
+                                 err);
+        if (r >= 0) {
+                _cleanup_free_ char *src = cs_path_join(p->profile.state_dir, p->claude_copy);
+
+                r = src ? plan_bind_at(&p->spec, p->profile.state_fd, p->profile.state_dir, src,
+                                       PLAN_CONFIG "/.claude.json", 0, err)
+                        : cs_error_set(err, ENOMEM, "stage .claude.json");
+        }
+        if (r < 0) {
+                free(p->claude_copy);
+                p->claude_copy = NULL;
+        }
+        return r;
+}
+
+static int write_claude_json(int dirfd, const cJSON *j, struct cs_error *err)
+{
+        _cleanup_free_ char *text = cJSON_Print(j);
+
+        if (!text)
+                return cs_error_set(err, ENOMEM, "write .claude.json");
+        return cs_write_file_atomic(dirfd, ".claude.json", text, strlen(text), 0600, err);
+}
+
+static cJSON *read_claude_json(int dirfd, const char *name, char **ret_why)
+{
+        _cleanup_free_ char *raw = NULL;
+        struct cs_error e;
+        size_t len;
+
+        *ret_why = NULL;
+        if (cs_read_file_at(dirfd, name, CLAUDE_JSON_MAX, true, &raw, &len, &e) < 0) {
+                *ret_why = strdup(e.msg);
+                return NULL;
+        }
+        return claude_json_parse(raw, len, ret_why);
+}
+
+void plan_claude_json_writeback(struct plan *p, struct plan_trust *found)
+{
+        _cleanup_free_ char *why = NULL, *hwhy = NULL, *kind = NULL, *path = NULL;
+        struct cs_error err = {0};
+        struct plan_trust before = {0}, after = {0};
+        cJSON *session, *host;
+        size_t fresh = 0;
+
+        if (!p->claude_copy)
+                return;
+        if (asprintf(&path, "%s/.claude.json", p->profile.dir) < 0 ||
+            asprintf(&kind, "MCP servers and approvals in %s", path) < 0)
+                return;
+        session = read_claude_json(p->profile.state_fd, p->claude_copy, &why);
+        if (!session) {
+                /* Kept out of the host's file, and kept for the user to look at. */
+                {
+                        char *item = NULL;
+
+                        if (asprintf(&item,
+                                     "claude's config read differently by two parsers\t%s\tthe "
+                                     "session's copy is kept out of it: %s; it is in %s/%s",
+                                     path, why ? why : "unreadable", p->profile.state_dir,
+                                     p->claude_copy) >= 0)
+                                (void)strv_push(&found->items, &found->n, item);
+                }
+                free(p->claude_copy);
+                p->claude_copy = NULL;
+                return;
+        }
+        /* The host's file now (another launch may have written it since), else as staged. */
+        host = read_claude_json(p->profile.dir_fd, ".claude.json", &hwhy);
+        if (host)
+                claude_json_items(&before, host);
+        claude_json_items(&after, session);
+        for (size_t i = 0; i < after.n; i++) {
+                char *item = NULL, *name, *value;
+                _cleanup_free_ char *copy = NULL;
+
+                if (strv_has(before.items, before.n, after.items[i]) ||
+                    !(copy = strdup(after.items[i])))
+                        continue;
+                name = strchr(copy, '\t');
+                *name++ = '\0';
+                value = strchr(name, '\t');
+                *value++ = '\0';
+                if (asprintf(&item, "%s in %s\t%s\t%s", copy, path, name, value) >= 0)
+                        (void)strv_push(&found->items, &found->n, item);
+                fresh++;
+        }
+        if (fresh) {
+                /* What the session asked for waits, whole, for the user's yes. */
+                _cleanup_free_ char *text = cJSON_PrintUnformatted(session), *name = NULL;
+                struct timespec now;
+
+                clock_gettime(CLOCK_REALTIME, &now);
+                if (mkdirat(p->profile.state_fd, PROPOSALS_DIR, 0700) < 0 && errno != EEXIST)
+                        fprintf(stderr, "csandbox: warning: cannot keep the session's MCP "
+                                        "servers for later\n");
+                {
+                        _cleanup_close_ int dfd =
+                            openat(p->profile.state_fd, PROPOSALS_DIR,
+                                   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+                        if (dfd >= 0 && text &&
+                            asprintf(&name, "%lld.%09ld-%d.json", (long long)now.tv_sec,
+                                     now.tv_nsec, (int)getpid()) >= 0)
+                                (void)cs_write_file_once(dfd, name, text, strlen(text), 0600, &err);
+                }
+        }
+        /* Everything else of the session's copy is claude's own state: written back, with
+         * the host's trust keys in place of the session's. */
+        trust_take(session, host ? host : session);
+        if (host || !hwhy)
+                (void)write_claude_json(p->profile.dir_fd, session, &err);
+        (void)unlinkat(p->profile.state_fd, p->claude_copy, 0);
+        free(p->claude_copy);
+        p->claude_copy = NULL;
+        cJSON_Delete(session);
+        cJSON_Delete(host);
+        trust_free(&before);
+        trust_free(&after);
+}
+
+int plan_claude_json_accept(struct plan *p, struct cs_error *err)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        char **names = NULL;
+        size_t n = 0;
+        int fd, r = 0;
+
+        if (p->profile.state_fd < 0)
+                return 0;
+        fd = openat(p->profile.state_fd, PROPOSALS_DIR,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return 0;
+        }
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.' && strv_push_dup(&names, &n, de->d_name) < 0)
+                        return cs_error_set(err, ENOMEM, "accept");
+        if (n)
+                qsort(names, n, sizeof(char *), name_cmp);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                _cleanup_free_ char *why = NULL, *hwhy = NULL;
+                cJSON *prop = read_claude_json(dirfd(d), names[i], &why);
+                cJSON *host = read_claude_json(p->profile.dir_fd, ".claude.json", &hwhy);
+
+                if (prop && !host)
+                        host = cJSON_CreateObject();
+                if (prop && host) {
+                        trust_take(host, prop);
+                        r = write_claude_json(p->profile.dir_fd, host, err);
+                }
+                cJSON_Delete(prop);
+                cJSON_Delete(host);
+                if (r >= 0)
+                        (void)unlinkat(dirfd(d), names[i], 0);
+        }
+        strv_free(&names, &n);
+        return r;
 }
 
 int plan_trust_rules(const struct plan *p, const struct profile_config *c, struct trust_rules *ret,

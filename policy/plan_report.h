@@ -9,3 +9,17 @@
  * the same way (duplicate keys, a NUL escape, trailing bytes, nesting deeper than csandbox's
  * parser takes, not an object): claude could then see what csandbox does not. */
 int plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len, char **ret_why);
+
+/* The session's own copy of the profile's .claude.json (state dir, bound over it inside),
+ * canonical (csandbox's parser, csandbox's printer). The host's file is created ({}) when
+ * missing; when it cannot be read unambiguously it is not copied, and the journal judges it
+ * in place. */
+int plan_claude_json_stage(struct plan *p, struct cs_error *err);
+/* After the session: the copy is read by the one parser and written back over the host's
+ * file, except the keys that make the host's claude run something (MCP servers, approvals,
+ * allowed tools), which keep the host's values; what the session added there is a finding
+ * (added to found) and waits in the state dir for the user's yes. A copy that cannot be
+ * read unambiguously is not written back at all (a finding). */
+void plan_claude_json_writeback(struct plan *p, struct plan_trust *found);
+/* The user said yes: what the sessions added to those keys goes into the host's file. */
+int plan_claude_json_accept(struct plan *p, struct cs_error *err);

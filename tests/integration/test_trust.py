@@ -436,44 +436,73 @@ mkdir -p zz && git -C zz init -q && git -C zz config core.fsmonitor evil
     assert f"{repo}/zz/.git (config sets core.fsmonitor)" in open(path).read()
 
 
-@pytest.mark.parametrize("attack", ["duplicate", "deep", "large", "link"])
-def test_claude_json_that_two_parsers_read_differently_refuses(profiles, repo, attack):
-    """An MCP server claude (JSON.parse) would start but cJSON would not see."""
+@pytest.mark.parametrize("attack", ["duplicate", "deep", "large", "nul"])
+def test_claude_json_that_two_parsers_read_differently_is_not_written_back(profiles, repo,
+                                                                           attack):
+    """An MCP server claude (JSON.parse) would start but cJSON would not see: the session
+    writes its own copy; csandbox, reading it one way only, keeps it out of the host's
+    file, says so, and the next launch refuses."""
     d = profiles.add()
+    (d / ".claude.json").write_text('{"numStartups": 1}')
     server = '{"command": "touch /tmp/evil"}'
     if attack == "duplicate":
         body = '{"mcpServers": {"evil": ' + server + '}, "mcpServers": {}}'
-        script = f"cat > '{CFG_IN}/.claude.json' <<'E'\n{body}\nE\n"
     elif attack == "deep":
         body = '{"x": ' + "[" * 1100 + "]" * 1100 + ', "mcpServers": {"evil": ' + server + "}}"
-        script = f"cat > '{CFG_IN}/.claude.json' <<'E'\n{body}\nE\n"
-    elif attack == "large":
+    elif attack == "nul":
+        body = '{"mcpServers\\u0000": {}, "mcpServers": {"evil": ' + server + "}}"
+    if attack == "large":
         script = (f"{{ printf '{{\"pad\": \"'; head -c 40000000 /dev/zero | tr '\\\\0' a; "
                   f"printf '\", \"mcpServers\": {{\"evil\": {server}}}}}'; }} "
                   f"> '{CFG_IN}/.claude.json'\n")
     else:
-        script = (f"echo '{{}}' > '{repo}/cfg.json'; rm -f '{CFG_IN}/.claude.json'; "
-                  f"ln -s '{repo}/cfg.json' '{CFG_IN}/.claude.json'\n")
+        script = f"cat > '{CFG_IN}/.claude.json' <<'E'\n{body}\nE\n"
     shell_claude(profiles, script)
     r = profiles.run(timeout=TIMEOUT * 2)
     assert r.returncode == 0, r.stderr
-    assert "claude's config" in r.stderr, r.stderr
+    assert "claude's config read differently by two parsers" in r.stderr, r.stderr
+    assert json.loads((d / ".claude.json").read_text()) == {"numStartups": 1}
     shell_claude(profiles, "exit 0\n")
     r = profiles.run()
     assert r.returncode == 125, r.stderr
     assert str(d / ".claude.json") in r.stderr
 
 
-def test_a_plain_mcp_server_added_is_reported_with_its_command(profiles, repo):
+def test_the_session_cannot_replace_claude_json_with_a_link(profiles, repo):
+    d = profiles.add()
+    shell_claude(profiles, f"echo '{{}}' > '{repo}/cfg.json'; rm -f '{CFG_IN}/.claude.json' && "
+                           f"echo removed; ln -s '{repo}/cfg.json' '{CFG_IN}/.claude.json' && "
+                           "echo linked; exit 0\n")
+    r = profiles.run()
+    assert r.returncode == 0 and "removed" not in r.stdout and "linked" not in r.stdout, r.stdout
+    assert (d / ".claude.json").is_file() and not (d / ".claude.json").is_symlink()
+
+
+def test_an_mcp_server_added_waits_for_a_yes_and_the_rest_is_written_back(profiles, repo):
+    """claude's own state in .claude.json goes back to the host's file; an MCP server the
+    session added is kept out of it until the user accepts, then put in."""
     d = profiles.add()
     shell_claude(profiles, f"""cat > '{CFG_IN}/.claude.json' <<'E'
-{{"numStartups": 3, "projects": {{"{repo}": {{"mcpServers": {{"x": {{"command": "evil"}}}}}}}}}}
+{{"numStartups": 3, "projects": {{"{repo}": {{"mcpServers": {{"x": {{"command": "evil"}}}},
+ "hasTrustDialogAccepted": true}}}}}}
 E
 """)
     r = profiles.run()
     assert r.returncode == 0, r.stderr
     assert f"MCP server ({repo}) in {d}/.claude.json: x" in r.stderr, r.stderr
     assert '"command":"evil"' in r.stderr
+    host = json.loads((d / ".claude.json").read_text())
+    assert host["numStartups"] == 3 and host["projects"][str(repo)]["hasTrustDialogAccepted"]
+    assert "mcpServers" not in host["projects"][str(repo)], host
+    shell_claude(profiles, "exit 0\n")
+    assert profiles.run().returncode == 125
+    r = run_accepting(profiles)
+    assert r.returncode == 0, r.stderr
+    host = json.loads((d / ".claude.json").read_text())
+    assert host["projects"][str(repo)]["mcpServers"] == {"x": {"command": "evil"}}
+    assert host["numStartups"] == 3
+    r = profiles.run()
+    assert r.returncode == 0 and "MCP server" not in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("layout", ["commondir", "linked-objects"])
