@@ -88,10 +88,14 @@ static void on_flushed(void *ctx, bool last)
 
                                 if (shown[0] && shown[strlen(shown) - 1] == '\n')
                                         shown[strlen(shown) - 1] = '\0';
+                                /* On a terminal the session may have left concealed text,
+                                 * black on black or the line-drawing charset: the warning
+                                 * is drawn with plain attributes and ASCII. */
                                 if (asprintf(&msg,
-                                             "\r\n\acsandbox: the session just changed what "
+                                             "%s\r\n\acsandbox: the session just changed what "
                                              "the host would run; do not run git or claude "
                                              "there until you have checked it:\r\n%s\r\n",
+                                             isatty(STDERR_FILENO) ? "\033[0m\033(B\017" : "",
                                              shown) >= 0)
                                         (void)cs_write_all(STDERR_FILENO, msg, strlen(msg));
                         }
