@@ -57,11 +57,6 @@ int trust_command_paths(const char *cmd, const char *home, const char *profile_d
 int trust_settings_paths(int dirfd, const char *path, const char *home, const char *profile_dir,
                          const char *project_dir, char ***ret, size_t *ret_n, bool *ret_plugins);
 
-/* The gitlink (mode 160000) paths of a git index (versions 2 to 4, SHA-1 or SHA-256), as
- * NUL-separated names in *ret (*ret_len bytes). -EINVAL for anything that is not a
- * well-formed index. */
-int trust_index_gitlinks(const char *buf, size_t len, char **ret, size_t *ret_len);
-
 #define TRUST_PLACES_MAX 32
 /* Where reports wait: a directory only csandbox writes (never mounted in a sandbox). */
 struct trust_place {

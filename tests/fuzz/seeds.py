@@ -116,24 +116,13 @@ def registry():
         "registry.test/library": {"auth": "YTpiOmM="}}, "credHelpers": {"x": "y"}}))
 
 
-def git_index(tmp):
-    repo = os.path.join(tmp, "repo")
-    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1",
-               GIT_AUTHOR_DATE="2023-11-14T22:13:20Z", GIT_COMMITTER_DATE="2023-11-14T22:13:20Z")
-
-    def git(*a):
-        subprocess.run(["git", "-C", repo, *a], check=True, env=env, capture_output=True)
-    os.makedirs(os.path.join(repo, "dir"))
-    git("init", "-q")
-    for n in ("a", "dir/b"):
-        with open(os.path.join(repo, n), "w") as f:
-            f.write(n)
-    git("add", "a", "dir/b")
-    git("update-index", "--add", "--cacheinfo", "160000," + "1" * 40 + ",sub/mod")
-    for v in ("2", "3", "4"):
-        git("update-index", "--index-version", v)
-        with open(os.path.join(repo, ".git", "index"), "rb") as f:
-            put("git_index", "v" + v, f.read())
+def git_config():
+    put("git_config", "clone", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n"
+        "\tbare = false\n\tlogallrefupdates = true\n[remote \"origin\"]\n"
+        "\turl = https://example.test/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+        "[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n")
+    put("git_config", "armed", "# c\n[core] fsmonitor = \"touch x\" ; y\n[alias]\n"
+        "\tst = !sh -c 'a \\\n b'\n[includeIf \"gitdir:/x/\"]\n\tpath = p\n")
 
 
 def layer_seeds():
@@ -192,7 +181,7 @@ def main():
         oci_docs(tmp)
         seccomp()
         registry()
-        git_index(tmp)
+        git_config()
         layer_seeds()
         containerfile()
         ignore()
