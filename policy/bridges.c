@@ -1,8 +1,8 @@
-/* Reference §5, the bridges, as one kernel allows them: a host agent's unix socket bound
- * into the sandbox's mount namespace works across network namespaces, so no TCP relay, no
- * token and no host-loopback mapping are needed. Today: the SSH agents. The reference's
- * other sandbox settings csandbox does not implement yet are named, never silently
- * ignored. */
+/* Reference §5, the bridges, as one kernel allows them: a unix socket bound into the
+ * sandbox's mount namespace works across network namespaces, so no TCP relay, no token and
+ * no host-loopback mapping are needed. The SSH agents are reached through csandbox's own
+ * filtering relay (agent_relay.c), never bound as they are. The reference's other sandbox
+ * settings csandbox does not implement yet are named, never silently ignored. */
 #include "bridges.h"
 
 #include "common/cleanup.h"
@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #define AGENT_DIR     BRIDGE_DIR
-#define AGENT_MAX     2
+#define AGENT_MAX     AGENT_RELAY_MAX
 #define AGENT_TIMEOUT 5 /* seconds, as the reference bounds `ssh-add -l` */
 
 enum agent_state { AGENT_DEAD, AGENT_EMPTY, AGENT_KEYS };
@@ -121,10 +121,11 @@ static int agent_open(const char *path, struct agent *ret)
 }
 
 /* CLAUDE_PROFILE_SANDBOX_SSH_AGENT: $SSH_AUTH_SOCK and ~/.1password/agent.sock, each probed;
- * dead ones dropped, keyed ones first, bound at /run/claude-sandbox/ssh-agent-<i>.sock (a
- * directory of the sandbox's own, 0700, never under /run/user/<uid>), SSH_AUTH_SOCK the
- * first. */
+ * dead ones dropped, keyed ones first, each relayed (listing and signing only) from
+ * /run/claude-sandbox/ssh-agent-<i>.sock (a directory of the sandbox's own, 0700, never
+ * under /run/user/<uid>), SSH_AUTH_SOCK the first. */
 static int add_ssh_agents(struct sandbox_spec *s, const struct profile_config *c,
+                          const struct profile *p, struct plan_bridges *b,
                           struct stage_warnings *warn, struct cs_error *err)
 {
         const char *env = getenv("SSH_AUTH_SOCK");
@@ -157,11 +158,15 @@ static int add_ssh_agents(struct sandbox_spec *s, const struct profile_config *c
                     "agent was found (SSH_AUTH_SOCK or ~/.1password/agent.sock), so "
                     "ssh in the sandbox has no keys. Check 'ssh-add -l'.");
         r = bridge_dir(s, err);
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                char dest[64];
+        if (r >= 0) {
+                int fds[AGENT_MAX];
+                char *names[AGENT_MAX];
 
-                snprintf(dest, sizeof(dest), AGENT_DIR "/ssh-agent-%zu.sock", i);
-                r = spec_add_bind(s, 0, &agents[i].fd, agents[i].path, dest, err);
+                for (size_t i = 0; i < n; i++) {
+                        fds[i] = cs_take_fd(&agents[i].fd);
+                        names[i] = agents[i].path;
+                }
+                r = agent_relay_plan(s, p, fds, names, n, &b->agents, err);
         }
         if (r >= 0)
                 r = spec_env_set(s, "SSH_AUTH_SOCK", AGENT_DIR "/ssh-agent-0.sock", false, err);
@@ -363,12 +368,25 @@ int plan_add_bridges(struct sandbox_spec *s, const struct profile_config *c,
         int r = 0;
 
         if (c->ssh_agent)
-                r = add_ssh_agents(s, c, warn, err);
+                r = add_ssh_agents(s, c, p, b, warn, err);
         if (r >= 0 && c->gpg)
                 r = add_gpg(s, b, warn, err);
         if (r >= 0 && c->clipboard)
                 r = clipboard_plan(s, p, b, err);
         return r;
+}
+
+int bridges_start(struct plan_bridges *b, struct cs_error *err)
+{
+        int r = agent_relay_start(b->agents, err);
+
+        return r < 0 ? r : clipboard_start(b, err);
+}
+
+void bridges_close(struct plan_bridges *b)
+{
+        agent_relay_close(&b->agents);
+        clipboard_close(b);
 }
 
 #define CREDENTIALS_MAX (1 << 20)

@@ -1,7 +1,7 @@
-/* Reference §5: what csandbox forwards from the host into a `run` session. The SSH agents
- * and the gpg-agent's restricted socket are bound into the sandbox as they are (one kernel:
- * a path socket works across network namespaces); the clipboard goes through a relay that
- * runs only allow-listed `wl-paste` reads. */
+/* Reference §5: what csandbox forwards from the host into a `run` session. The gpg-agent's
+ * restricted socket is bound into the sandbox as it is (one kernel: a path socket works
+ * across network namespaces); the SSH agents go through a relay that forwards only listing
+ * and signing, and the clipboard through one that runs only allow-listed `wl-paste` reads. */
 #pragma once
 #include "profile.h"
 #include "stage.h"
@@ -11,7 +11,13 @@
 #include "../spec/spec.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
+
+#define AGENT_RELAY_MAX     2            /* $SSH_AUTH_SOCK and 1Password's */
+#define AGENT_RELAY_MSG_MAX (256 * 1024) /* one agent message, either way */
+
+struct agent_relay; /* agent_relay.c */
 
 struct plan_bridges {
         bool gpg;            /* the gpg-agent is forwarded: the git identity may sign */
@@ -20,6 +26,7 @@ struct plan_bridges {
         pid_t clipboard_pid; /* the relay, once started, or 0 */
         int clipboard_dir;   /* the state dir holding its name until the session ends, or -1 */
         char clipboard_name[64];
+        struct agent_relay *agents; /* the SSH agents' relay, or NULL */
 };
 
 /* CLAUDE_PROFILE_SANDBOX_SSH_AGENT, _GPG and _CLIPBOARD into the spec (the clipboard's
@@ -27,11 +34,14 @@ struct plan_bridges {
 int plan_add_bridges(struct sandbox_spec *s, const struct profile_config *c,
                      const struct profile *p, struct plan_bridges *b, struct stage_warnings *warn,
                      struct cs_error *err);
-/* Serve the clipboard (a process of its own, which ends with csandbox); 0 when there is
- * nothing to serve. */
+/* Serve the SSH agents and the clipboard (processes of their own, which end with
+ * csandbox); 0 when there is nothing to serve. */
 int bridges_start(struct plan_bridges *b, struct cs_error *err);
-/* Stop the relay and close what the plan opened. */
+/* Stop the relays and close what the plan opened; again, nothing. */
 void bridges_close(struct plan_bridges *b);
+/* The clipboard's part of them (clipboard.c). */
+int clipboard_start(struct plan_bridges *b, struct cs_error *err);
+void clipboard_close(struct plan_bridges *b);
 
 /* CLAUDE_PROFILE_SANDBOX_CHROME: a warning when the profile's login lacks every OAuth scope
  * Claude in Chrome uses (§2.1). */
@@ -46,6 +56,20 @@ int plan_add_gh_token(struct sandbox_spec *s, const struct profile_config *c,
  * the sandbox with the wl-paste shim; an error when the host has no wl-paste. */
 int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_bridges *b,
                    struct cs_error *err);
+/* The SSH agents' part (agent_relay.c): a directory of the relay's own in the state dir
+ * (0700, a random name), socket i in it bound into the sandbox at
+ * BRIDGE_DIR/ssh-agent-<i>.sock, relaying to the agent whose checked O_PATH socket is
+ * agent_fds[i] (taken, even on failure; paths name them). *ret is set whenever anything was made:
+ * agent_relay_close() undoes it. */
+int agent_relay_plan(struct sandbox_spec *s, const struct profile *p, int *agent_fds,
+                     char *const *paths, size_t n, struct agent_relay **ret, struct cs_error *err);
+/* Serve them: a process of its own, poll()-driven, at most 16 connections at once. */
+int agent_relay_start(struct agent_relay *r, struct cs_error *err);
+/* Stop the relay, remove its sockets and directory; *r becomes NULL. */
+void agent_relay_close(struct agent_relay **r);
+/* The relay's rule: whether an agent request (its message, without the length) may reach
+ * the agent. Listing, signing and the session-bind@openssh.com extension; nothing else. */
+bool agent_request_allowed(const unsigned char *msg, size_t len);
 /* Ensure the sandbox's own BRIDGE_DIR (0700). */
 int bridge_dir(struct sandbox_spec *s, struct cs_error *err);
 

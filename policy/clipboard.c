@@ -243,7 +243,7 @@ static void serve_one(int conn, const char *wl_paste)
         reply(conn, msg, NULL, 0);
 }
 
-int bridges_start(struct plan_bridges *b, struct cs_error *err)
+int clipboard_start(struct plan_bridges *b, struct cs_error *err)
 {
         pid_t parent = getpid(), pid;
 
@@ -291,7 +291,7 @@ int bridges_start(struct plan_bridges *b, struct cs_error *err)
         return 0;
 }
 
-void bridges_close(struct plan_bridges *b)
+void clipboard_close(struct plan_bridges *b)
 {
         if (b->clipboard_pid > 0) {
                 kill(b->clipboard_pid, SIGKILL);

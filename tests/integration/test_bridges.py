@@ -3,6 +3,7 @@
 with a key; a host wl-paste that records how it was called) and checked on the host."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 
@@ -452,3 +453,297 @@ def test_limits_ask_the_user_manager_for_a_scope_holding_csandbox(profiles, tmp_
     assert props[7:10] == ["CPUQuotaPerSecUSec", "t", "1500000"]
     assert props[10:13] == ["CollectMode", "s", "inactive-or-failed"]
     assert "did not move csandbox into it" in r.stderr
+
+
+# --- the SSH agents through csandbox's filtering relay ------------------------------------
+
+AGENT_SOCK_IN = "/run/claude-sandbox/ssh-agent-%d.sock"
+
+# Raw agent requests from inside (draft-miller-ssh-agent): each one's reply type, by name,
+# into agent-replies.json. The key to add is a real one, so that an agent reached directly
+# would accept every request here.
+AGENT_CLIENT = r"""
+import json, os, socket, struct, sys
+
+def string(b):
+    return struct.pack(">I", len(b)) + b
+
+def exchange(sock_path, msg):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(sock_path)
+    s.sendall(struct.pack(">I", len(msg)) + msg)
+    head = b""
+    while len(head) < 4:
+        got = s.recv(4 - len(head))
+        if not got:
+            return None
+        head += got
+    body = b""
+    (n,) = struct.unpack(">I", head)
+    while len(body) < n:
+        got = s.recv(n - len(body))
+        if not got:
+            return None
+        body += got
+    s.close()
+    return body
+
+def ask(sock_path, msg):
+    body = exchange(sock_path, msg)
+    return "closed" if body is None else body[0]
+
+# What OpenSSH's ssh sends before it authenticates: session-bind@openssh.com with the
+# server's host key and its signature of the session id. The agent's own key stands in for
+# the host key (the agent signs the id through the relay), so a forwarded bind succeeds.
+def session_bind(sock_path):
+    ids = exchange(sock_path, bytes([11]))
+    (n,) = struct.unpack(">I", ids[5:9])
+    key = ids[9:9 + n]
+    sid = os.urandom(32)
+    sig = exchange(sock_path, bytes([13]) + string(key) + string(sid) + struct.pack(">I", 0))
+    assert sig[0] == 14, sig[0]
+    (n,) = struct.unpack(">I", sig[1:5])
+    return ask(sock_path, bytes([27]) + string(b"session-bind@openssh.com") + string(key) +
+               string(sid) + string(sig[5:5 + n]) + b"\0")
+
+def oversized(sock_path):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(sock_path)
+    s.sendall(struct.pack(">I", 256 * 1024 + 1) + b"\x0b" * 4096)
+    try:
+        return "closed" if s.recv(16) == b"" else "answered"
+    except (ConnectionResetError, BrokenPipeError):
+        return "closed"
+
+# An ed25519 private key as ADD_IDENTITY wants it, from an unencrypted OpenSSH key file.
+def add_identity(path):
+    raw = open(path).read().split("-----")[2]
+    import base64
+    blob = base64.b64decode("".join(raw.split()))
+    assert blob.startswith(b"openssh-key-v1\0")
+    p = len(b"openssh-key-v1\0")
+    def take():
+        nonlocal p
+        (n,) = struct.unpack(">I", blob[p:p + 4])
+        v = blob[p + 4:p + 4 + n]
+        p += 4 + n
+        return v
+    take(); take(); take()  # cipher, kdf, kdf options
+    p += 4  # number of keys
+    take()  # the public key
+    priv = take()
+    q = 8  # the two check integers
+    def ptake():
+        nonlocal q
+        (n,) = struct.unpack(">I", priv[q:q + 4])
+        v = priv[q + 4:q + 4 + n]
+        q += 4 + n
+        return v
+    kind, pub, secret, comment = ptake(), ptake(), ptake(), ptake()
+    return bytes([17]) + string(kind) + string(pub) + string(secret) + string(comment)
+
+sock = sys.argv[1]
+out = {
+    "list": ask(sock, bytes([11])),
+    "session_bind": session_bind(sock),
+    "add": ask(sock, add_identity(sys.argv[2])),  # (before the lock, which refuses it)
+    "remove_all": ask(sock, bytes([19])),
+    "lock": ask(sock, bytes([22]) + string(b"not-the-users")),
+    "remove_all_v1": ask(sock, bytes([9])),
+    "query": ask(sock, bytes([27]) + string(b"query")),
+    "bind_lookalike": ask(sock, bytes([27]) + string(b"session-bind@openssh.com.x")),
+    "bind_truncated": ask(sock, bytes([27]) + struct.pack(">I", 24) + b"session-bind"),
+    "unknown": ask(sock, bytes([200])),
+    "list_after": ask(sock, bytes([11])),
+    "oversized": oversized(sock),
+}
+json.dump(out, open("agent-replies.json", "w"))
+"""
+
+AGENT_SESSION = """cd "$PWD"
+ssh-add -l > list.out 2>&1; echo $? > list.rc
+echo signed-inside > msg
+ssh-keygen -Y sign -f ./id.pub -n file msg > sign.out 2>&1; echo $? > sign.rc
+ssh-add -D > delete.out 2>&1; echo $? > delete.rc
+ssh-add ./intruder > add.out 2>&1; echo $? > add.rc
+python3 agent-client.py "$SSH_AUTH_SOCK" ./intruder-raw
+"""
+
+SSH_AGENT_FAILURE, SSH_AGENT_SUCCESS, SSH_AGENT_IDENTITIES_ANSWER = 5, 6, 12
+
+
+def _keygen(path, comment):
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f",
+                    str(path)], check=True)
+
+
+def _host_keys(sock):
+    return subprocess.run(["ssh-add", "-l"], env={"SSH_AUTH_SOCK": str(sock)},
+                          capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def _keyed_agent(agent, tmp_path, comment="csb-relay-key"):
+    """The agent holding one key, the private half only in the agent."""
+    key = tmp_path / comment
+    _keygen(key, comment)
+    subprocess.run(["ssh-add", "-q", str(key)], env={"SSH_AUTH_SOCK": str(agent)}, check=True,
+                   capture_output=True)
+    os.unlink(key)
+    return key.with_suffix(".pub")
+
+
+def _relay_session(profiles, tmp_path, pub):
+    p = profiles.project
+    shutil.copy(pub, p / "id.pub")
+    _keygen(p / "intruder", "csb-intruder")
+    _keygen(p / "intruder-raw", "csb-intruder-raw")
+    (p / "agent-client.py").write_text(AGENT_CLIENT)
+    shell_claude(profiles, AGENT_SESSION)
+
+
+def test_ssh_agent_relay_lists_and_signs_and_refuses_everything_else(profiles, agent, tmp_path):
+    pub = _keyed_agent(agent, tmp_path)
+    profiles.add()
+    _relay_session(profiles, tmp_path, pub)
+    r = profiles.run(env=profiles.env(SSH_AUTH_SOCK=str(agent),
+                                      CLAUDE_PROFILE_SANDBOX_SSH_AGENT="1"))
+    assert r.returncode == 0, r.stderr
+    p = profiles.project
+    out = lambda name: (p / name).read_text()  # noqa: E731
+    # Listing and signing are the grant.
+    assert out("list.rc").strip() == "0" and "csb-relay-key" in out("list.out"), out("list.out")
+    assert out("sign.rc").strip() == "0", out("sign.out")
+    signers = tmp_path / "allowed_signers"
+    signers.write_text("signer " + pub.read_text())
+    with open(p / "msg", "rb") as msg:
+        v = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(signers), "-I", "signer",
+                            "-n", "file", "-s", str(p / "msg.sig")], stdin=msg,
+                           capture_output=True, text=True, timeout=TIMEOUT)
+    assert v.returncode == 0, v.stdout + v.stderr
+    # ssh-add's own deletes and adds are refused.
+    assert out("delete.rc").strip() != "0", out("delete.out")
+    assert out("add.rc").strip() != "0", out("add.out")
+    # So is every other request, spoken raw: each gets SSH_AGENT_FAILURE.
+    replies = json.loads(out("agent-replies.json"))
+    assert replies["list"] == replies["list_after"] == SSH_AGENT_IDENTITIES_ANSWER
+    assert replies["session_bind"] == SSH_AGENT_SUCCESS, "OpenSSH's ssh sends it: it passes"
+    for what in ("remove_all", "lock", "add", "remove_all_v1", "query", "bind_lookalike",
+                 "bind_truncated", "unknown"):
+        assert replies[what] == SSH_AGENT_FAILURE, (what, replies)
+    assert replies["oversized"] == "closed"
+    # The host's agent is as it was: the one key, unlocked (a locked agent lists none).
+    host = _host_keys(agent)
+    assert host.returncode == 0, host.stdout + host.stderr
+    assert len(host.stdout.splitlines()) == 1 and "csb-relay-key" in host.stdout, host.stdout
+
+
+def test_ssh_agent_relay_is_csandboxs_own_socket_gone_after_the_session(profiles, agent,
+                                                                        tmp_path):
+    _keyed_agent(agent, tmp_path)
+    profiles.add()
+    env = profiles.env(SSH_AUTH_SOCK=str(agent), CLAUDE_PROFILE_SANDBOX_SSH_AGENT="1")
+    plan = profiles.plan(env=env)
+    sources = [src for src, dst, _ in binds(plan) if dst == AGENT_SOCK_IN % 0]
+    assert len(sources) == 1 and sources[0] != str(agent), binds(plan)
+    assert str(agent) in sources[0], "the plan names the agent it relays to"
+    # While the session runs: a socket in a 0700 directory of the state dir, not the agent.
+    shell_claude(profiles, """cd "$PWD"
+stat -L -c '%d:%i' "$SSH_AUTH_SOCK" > ino.tmp && mv ino.tmp inside-ino
+while [ ! -e go ]; do sleep 0.05; done
+""")
+    proc = subprocess.Popen([CSANDBOX, "run", "work", "--"], cwd=str(profiles.project), env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until((profiles.project / "inside-ino").exists, TIMEOUT), proc.stderr
+        dirs = [d for d in profiles.state().iterdir() if d.name.startswith("ssh-agent-")]
+        assert len(dirs) == 1, dirs
+        assert oct(dirs[0].stat().st_mode & 0o777) == "0o700"
+        sock = dirs[0] / "0.sock"
+        st = sock.stat()
+        assert (profiles.project / "inside-ino").read_text().strip() == f"{st.st_dev}:{st.st_ino}"
+        a = agent.stat()
+        assert (st.st_dev, st.st_ino) != (a.st_dev, a.st_ino)
+    finally:
+        (profiles.project / "go").touch()
+        _, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, err
+    assert not [d for d in profiles.state().iterdir() if d.name.startswith("ssh-agent-")]
+
+
+def test_ssh_agent_relay_left_by_a_killed_launch_is_swept_and_dies_with_it(profiles, agent,
+                                                                          tmp_path):
+    _keyed_agent(agent, tmp_path)
+    profiles.add()
+    env = profiles.env(SSH_AUTH_SOCK=str(agent), CLAUDE_PROFILE_SANDBOX_SSH_AGENT="1")
+    shell_claude(profiles, 'cd "$PWD"; touch started; sleep 60\n')
+    proc = subprocess.Popen([CSANDBOX, "run", "work", "--"], cwd=str(profiles.project), env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    assert wait_until((profiles.project / "started").exists, TIMEOUT)
+    left = [d for d in profiles.state().iterdir() if d.name.startswith("ssh-agent-")]
+    assert len(left) == 1
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=TIMEOUT)
+    # The relay went with csandbox: nothing answers on its socket any more (reached through
+    # the directory's fd: the path is longer than a socket address holds).
+    dfd = os.open(left[0], os.O_RDONLY | os.O_DIRECTORY)
+
+    def refused():
+        import socket
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(f"/proc/self/fd/{dfd}/0.sock")
+        except ConnectionRefusedError:
+            return True
+        finally:
+            s.close()
+        return False
+    try:
+        assert wait_until(refused, 10), "the relay outlived csandbox"
+    finally:
+        os.close(dfd)
+    (profiles.project / "started").unlink()
+    shell_claude(profiles, "true\n")
+    # (The killed session's report is accepted: it has nothing to do with the agent.)
+    r = subprocess.run([CSANDBOX, "run", "--accept-changes", "work"], cwd=str(profiles.project),
+                       env=env, capture_output=True, text=True, timeout=TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert not [d for d in profiles.state().iterdir() if d.name.startswith("ssh-agent-")]
+
+
+def test_ssh_agent_relay_filters_the_1password_agent_too(profiles, agent, tmp_path):
+    import tempfile
+    short = tempfile.mkdtemp(prefix="csb-1p-")  # a socket path ssh-agent accepts (108 bytes)
+    one = os.path.join(short, "agent.sock")
+    proc = subprocess.Popen(["ssh-agent", "-D", "-a", one], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: os.path.exists(one), 10)
+        pub = _keyed_agent(one, tmp_path, "csb-onepassword-key")
+        (profiles.home / ".1password").mkdir()
+        os.symlink(one, profiles.home / ".1password" / "agent.sock")
+        profiles.add()
+        _relay_session(profiles, tmp_path, pub)
+        # The host's SSH_AUTH_SOCK agent holds no key: 1Password's comes first, and is the
+        # one SSH_AUTH_SOCK names inside.
+        r = profiles.run(env=profiles.env(SSH_AUTH_SOCK=str(agent),
+                                          CLAUDE_PROFILE_SANDBOX_SSH_AGENT="1"))
+        assert r.returncode == 0, r.stderr
+        p = profiles.project
+        assert "csb-onepassword-key" in (p / "list.out").read_text()
+        assert (p / "sign.rc").read_text().strip() == "0", (p / "sign.out").read_text()
+        replies = json.loads((p / "agent-replies.json").read_text())
+        for what in ("remove_all", "lock", "add"):
+            assert replies[what] == SSH_AGENT_FAILURE, (what, replies)
+        host = _host_keys(one)
+        assert host.returncode == 0 and len(host.stdout.splitlines()) == 1, host.stdout
+        assert "csb-onepassword-key" in host.stdout
+        assert "no identities" in _host_keys(agent).stdout
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(short, ignore_errors=True)
