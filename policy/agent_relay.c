@@ -58,7 +58,7 @@ static uint32_t be32(const unsigned char *p)
 
 bool agent_request_allowed(const unsigned char *msg, size_t len)
 {
-        static const char bind[] = SSH_AGENT_SESSION_BIND;
+        static const char name[] = SSH_AGENT_SESSION_BIND;
         uint32_t n;
 
         if (len < 1)
@@ -71,7 +71,7 @@ bool agent_request_allowed(const unsigned char *msg, size_t len)
                 if (len < 5)
                         return false;
                 n = be32(msg + 1);
-                return n == sizeof(bind) - 1 && len - 5 >= n && memcmp(msg + 5, bind, n) == 0;
+                return n == sizeof(name) - 1 && len - 5 >= n && memcmp(msg + 5, name, n) == 0;
         default:
                 return false;
         }
@@ -105,7 +105,8 @@ static void relay_dir_remove(int state_fd, const char *name)
 }
 
 /* The relay directories of launches that were killed: nobody listens on their sockets, or
- * the launch that made them is gone. */
+ * the launch that made them is gone (and its relay, killed with it, may still be on its way
+ * out: its backlog would accept). */
 static void relay_sweep(int state_fd)
 {
         int dfd = openat(state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -122,13 +123,14 @@ static void relay_sweep(int state_fd)
                 int s;
 
                 if (strncmp(e->d_name, RELAY_DIR_PREFIX, strlen(RELAY_DIR_PREFIX)) != 0 ||
-                    e->d_type != DT_DIR || strlen(e->d_name) > 60)
+                    (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) || strlen(e->d_name) > 60)
                         continue;
                 snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s/0.sock", dfd,
                          e->d_name);
                 s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                /* (Not a missing socket: a live launch may be between mkdir and bind.) */
                 if (s >= 0 && ((connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
-                                (errno == ECONNREFUSED || errno == ENOENT)) ||
+                                errno == ECONNREFUSED) ||
                                !launch_alive(e->d_name)))
                         relay_dir_remove(dfd, e->d_name);
                 if (s >= 0)

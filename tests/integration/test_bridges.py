@@ -639,6 +639,58 @@ def test_ssh_agent_relay_lists_and_signs_and_refuses_everything_else(profiles, a
     assert len(host.stdout.splitlines()) == 1 and "csb-relay-key" in host.stdout, host.stdout
 
 
+AGENT_CROWD = r"""
+import json, socket, struct, sys
+
+def conn():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    return s
+
+def listed(s, timeout):
+    s.settimeout(timeout)
+    s.sendall(struct.pack(">I", 1) + bytes([11]))
+    try:
+        head = s.recv(5)
+    except socket.timeout:
+        return "waiting"
+    return head[4] if len(head) == 5 else "closed"
+
+out = {}
+# One connection stopped halfway through a length, and 15 idle ones: a sixteenth is served.
+half = conn()
+half.sendall(b"\0\0")
+idle = [conn() for _ in range(14)]
+out["beside_a_half_message"] = listed(conn(), 10)
+# Sixteen open: the seventeenth waits in the backlog until one closes.
+idle.append(conn())
+late = conn()
+out["seventeenth"] = listed(late, 1)
+half.close()
+late.settimeout(10)
+head = late.recv(5)
+out["after_one_closed"] = head[4] if len(head) == 5 else "closed"
+json.dump(out, open("crowd.json", "w"))
+"""
+
+
+def test_ssh_agent_relay_serves_16_connections_at_once_and_a_stalled_one_blocks_none(
+        profiles, agent, tmp_path):
+    _keyed_agent(agent, tmp_path)
+    profiles.add()
+    (profiles.project / "crowd.py").write_text(AGENT_CROWD)
+    shell_claude(profiles, 'cd "$PWD"; python3 crowd.py "$SSH_AUTH_SOCK" > crowd.out 2>&1\n')
+    r = profiles.run(env=profiles.env(SSH_AUTH_SOCK=str(agent),
+                                      CLAUDE_PROFILE_SANDBOX_SSH_AGENT="1"))
+    assert r.returncode == 0, r.stderr
+    p = profiles.project
+    assert (p / "crowd.json").exists(), (p / "crowd.out").read_text()
+    crowd = json.loads((p / "crowd.json").read_text())
+    assert crowd == {"beside_a_half_message": SSH_AGENT_IDENTITIES_ANSWER,
+                     "seventeenth": "waiting",
+                     "after_one_closed": SSH_AGENT_IDENTITIES_ANSWER}, crowd
+
+
 def test_ssh_agent_relay_is_csandboxs_own_socket_gone_after_the_session(profiles, agent,
                                                                         tmp_path):
     _keyed_agent(agent, tmp_path)
