@@ -73,3 +73,15 @@ def test_real_claude_is_the_host_file_first_on_path(profiles):
     claude = [m for m in plan["mounts"] if m["dest"] == "/home/appuser/.local/bin/claude"]
     assert claude and claude[0]["readonly"]
     assert claude[0]["source"] == os.path.realpath(CLAUDE), "the host's file, not a copy"
+
+
+def test_real_claude_new_profile_launched_three_times_headless_is_never_refused(profiles):
+    """A brand-new profile, `-p hello` three times in a row with no terminal: claude writes
+    its own state (.claude.json, projects/, sessions/, backups/, telemetry/...) and may fail
+    to reach the API, but none of that is a finding, so no launch is refused."""
+    profiles.add()
+    for i in (1, 2, 3):
+        r = profiles.run(args=["-p", "hello"], timeout=180)
+        assert r.returncode != 125, f"launch {i} refused:\n{r.stderr}"
+        assert "Refusing to start" not in r.stderr, f"launch {i}:\n{r.stderr}"
+        assert "changed what claude or git runs" not in r.stderr, f"launch {i}:\n{r.stderr}"

@@ -201,3 +201,102 @@ def test_real_claude_never_asks_to_accept_bypass_mode_the_sandbox_chose(fresh_pa
         exit_on_ctrl_c(pane, ended=f"csandbox-exit-{i}=")
     # The profile's own settings are the user's: the acceptance lives in the copy only.
     assert (pane.profile / "settings.json").read_text() == settings_before
+
+
+ACCEPT_PROMPT = "[y/N]"
+
+
+def test_real_claude_under_tmux_three_launches_one_accept_prompt(tmp_path, profiles):
+    """A new profile launched at a terminal, then `claude mcp add` run in the sandbox with
+    no terminal (the user asking claude to add an MCP server: a finding), then two more
+    launches at a terminal. The second shows the report naming the server with the accept
+    prompt; "y" launches claude. Neither the first launch (claude's own state only) nor the
+    third (the report accepted) asks: one accept prompt in three launches."""
+    d = profiles.add()
+    (d / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True, "theme": "dark", "bypassPermissionsModeAccepted": True,
+        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []}}))
+    env = profiles.env(ANTHROPIC_API_KEY=API_KEY,
+                       CLAUDE_PROFILE_SANDBOX_FORWARD_ENV="ANTHROPIC_API_KEY",
+                       CLAUDE_PROFILE_CLAUDE_BIN=CLAUDE, TMUX=None)
+    session = lambda s: "bypass permissions on" in s.lower() or "csandbox-exit=" in s  # noqa
+    prompts = 0
+
+    def launch():
+        # A tmux server of its own per launch (a socket the last one's server is still
+        # leaving is not reused).
+        where = tmp_path / f"launch-{len(list(tmp_path.glob('launch-*'))) + 1}"
+        where.mkdir()
+        pane = Pane(where, f"{CSANDBOX} run work; echo csandbox-exit=$?; sleep 600",
+                    str(profiles.project), env)
+        pane.history = lambda: pane.tmux("capture-pane", "-p", "-S", "-", "-t", "0")
+        return pane
+
+    def seen(pane, screens):
+        """Every screen polled so far, and the whole history now."""
+        return "\n".join(screens + [pane.history()])
+
+    def to_claude(pane, screens):
+        """Watch the screen until claude's session shows, recording each screen."""
+        def watch(s):
+            screens.append(s)
+            return session(s) or TRUST in s
+        pane.wait_for(watch, deadline=90)
+        screen = trust_folder(pane, session)
+        screens.append(screen)
+        assert "csandbox-exit=" not in screen, seen(pane, screens)
+        assert "bypass permissions on" in screen.lower(), screen
+        return screen
+
+    # Launch 1: a brand-new profile reaches claude without a report to accept.
+    pane, screens = launch(), []
+    try:
+        to_claude(pane, screens)
+        end = exit_on_ctrl_c(pane)
+        assert "csandbox-exit=0" in end, end
+        everything = seen(pane, screens)
+        assert ACCEPT_PROMPT not in everything, everything
+        assert "Refusing to start" not in everything, everything
+    finally:
+        pane.kill()
+
+    # claude's own `mcp add`, in the sandbox, with no terminal: it succeeds and the report
+    # after the session names the server.
+    r = profiles.run(args=["mcp", "add", "srv", "-s", "user", "--", "/bin/echo", "hi"],
+                     env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    finding = [line for line in r.stderr.splitlines()
+               if "MCP server (user) in" in line and ": srv (" in line]
+    assert finding, r.stderr
+
+    # Launch 2: the report names srv and asks once; "y" accepts and launches claude.
+    pane, screens = launch(), []
+    try:
+        screen = pane.wait_for(lambda s: ACCEPT_PROMPT in s or session(s), deadline=90)
+        assert ACCEPT_PROMPT in screen, screen
+        assert screen.count(ACCEPT_PROMPT) == 1, screen
+        flat = "".join(screen.splitlines())  # the report's long lines, unwrapped
+        assert "MCP server (user) in" in flat and ".claude.json: srv (" in flat, screen
+        prompts += 1
+        pane.keys("y")
+        to_claude(pane, screens)
+        end = exit_on_ctrl_c(pane)
+        assert "csandbox-exit=0" in end, end
+        everything = seen(pane, screens)
+        assert "Refusing to start" not in everything, everything
+        assert pane.history().count(ACCEPT_PROMPT) <= 1, pane.history()
+    finally:
+        pane.kill()
+
+    # Launch 3: accepted, so claude starts without asking.
+    pane, screens = launch(), []
+    try:
+        to_claude(pane, screens)
+        end = exit_on_ctrl_c(pane)
+        assert "csandbox-exit=0" in end, end
+        everything = seen(pane, screens)
+        assert ACCEPT_PROMPT not in everything, everything
+        assert "Refusing to start" not in everything, everything
+    finally:
+        pane.kill()
+    assert prompts == 1
