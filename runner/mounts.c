@@ -497,20 +497,30 @@ static int mount_one(struct mnt_state *st, const struct sandbox_spec *s, size_t 
                         return r;
                 r = mnt_attach(st->bind_trees[i], dst, m->source, m->dest, err);
                 /* A file replaced by rename since it was cloned (a concurrent launch
-                 * regenerating a state copy) cannot be attached: take the new one. */
-                for (int tries = 0;
-                     r < 0 && err->err == ENOENT && st->bind_parents[i] >= 0 && tries < 3;
-                     tries++) {
+                 * regenerating a state copy), or a destination file replaced by rename
+                 * since it was opened (claude, or a concurrent launch writing back the
+                 * profile's .claude.json), cannot be attached: take the new one. */
+                for (int tries = 0; r < 0 && err->err == ENOENT && tries < 3; tries++) {
                         const char *base = strrchr(m->source_real, '/') + 1;
                         bool is_dir = false;
 
-                        close(st->bind_trees[i]);
-                        r = bind_source_clone(st->bind_parents[i], base, m, &st->bind_trees[i],
-                                              &is_dir, err);
-                        if (r < 0 || st->bind_trees[i] < 0 || is_dir)
-                                return r < 0 ? r
-                                             : mnt_fail(err, MNT_SOURCE_REPLACED_GONE, 0, m->dest,
-                                                        m->source);
+                        close(dst);
+                        dst = -1;
+                        r = mnt_dest_open(st, m->dest, st->bind_is_dir[i] ? WANT_DIR : WANT_FILE,
+                                          false, &dst, err);
+                        if (r >= 0)
+                                r = type_check(dst, st->bind_is_dir[i], m->dest, m->source, err);
+                        if (r < 0)
+                                return r;
+                        if (st->bind_parents[i] >= 0) {
+                                close(st->bind_trees[i]);
+                                r = bind_source_clone(st->bind_parents[i], base, m,
+                                                      &st->bind_trees[i], &is_dir, err);
+                                if (r < 0 || st->bind_trees[i] < 0 || is_dir)
+                                        return r < 0 ? r
+                                                     : mnt_fail(err, MNT_SOURCE_REPLACED_GONE, 0,
+                                                                m->dest, m->source);
+                        }
                         r = mnt_attach(st->bind_trees[i], dst, m->source, m->dest, err);
                 }
                 close(st->bind_trees[i]);
