@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #define CLAUDE_JSON_MAX (32u << 20)
-#define TRUST_FILE_MAX  (1u << 20)
 
 static int name_cmp(const void *a, const void *b)
 {
@@ -439,7 +438,11 @@ int plan_trust_rules(const struct plan *p, const struct profile_config *c, struc
                         ret->main_ino = (unsigned long long)st.st_ino;
                 }
         }
-        if (cs_read_file_at(p->profile.dir_fd, ".claude.json", CLAUDE_JSON_MAX, true, &raw, &len,
+        /* With a copy of its own, the session cannot write the host's file: only without
+         * one does the journal judge it, against what it held at the start. */
+        ret->claude_json_copied = p->claude_copy != NULL;
+        if (!ret->claude_json_copied &&
+            cs_read_file_at(p->profile.dir_fd, ".claude.json", CLAUDE_JSON_MAX, true, &raw, &len,
                             &ignored) == 0)
                 (void)plan_trust_claude_json(&ret->claude_before, raw, len, &why);
         return 0;

@@ -22,12 +22,11 @@ struct plan_trust {
 void trust_add(struct plan_trust *t, const char *kind, const char *name, const cJSON *value);
 void trust_free(struct plan_trust *t);
 
-/* What the snapshot watches besides the profile's .claude.json. */
+/* What the trust rules are made of (policy/trust_rules.h): the roots and named files. */
 struct trust_watch {
         char *work_root;
         char *git_dir;        /* the common git dir: <work_root>/.git, or a linked worktree's */
         bool git_inside;      /* git_dir is <work_root>/.git (opened through the work root) */
-        char *index_dir;      /* where the index is, relative to git_dir ("" or worktrees/NAME) */
         char **profile_files; /* files the host runs, relative to the profile dir */
         size_t n_profile_files;
         char **tree_files; /* the same, relative to the work root */

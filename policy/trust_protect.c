@@ -280,34 +280,6 @@ static int protect_settings(struct protect_ctx *x, int dirfd, const char *path,
         return r;
 }
 
-/* A linked worktree's own git dir, <common>/worktrees/NAME, where its index is: NAME from
- * the work tree's .git file, accepted only when that dir's gitdir points back at it. */
-static char *linked_index_dir(const struct worktree *wt)
-{
-        _cleanup_free_ char *dotgit = NULL, *back = NULL, *want = NULL, *rel = NULL;
-        _cleanup_close_ int common = -1, wd = -1;
-        /* Dropped: no readable .git file: not a linked worktree. */
-        struct cs_error ignored;
-        size_t len;
-        char *name;
-
-        if (asprintf(&want, "%s/.git", wt->root) < 0 ||
-            cs_read_file_at(AT_FDCWD, want, 4096, true, &dotgit, &len, &ignored) < 0)
-                return NULL;
-        while (len > 0 && (dotgit[len - 1] == '\n' || dotgit[len - 1] == '/'))
-                dotgit[--len] = '\0';
-        name = strrchr(dotgit, '/');
-        if (!name || !name[1] || name[1] == '.' || asprintf(&rel, "worktrees/%s", name + 1) < 0)
-                return NULL;
-        common = open(wt->common_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        wd = common >= 0 ? cs_open_beneath(common, rel, O_PATH | O_DIRECTORY) : -1;
-        if (wd < 0 || cs_read_file_at(wd, "gitdir", 4096, true, &back, &len, &ignored) < 0)
-                return NULL;
-        while (len > 0 && back[len - 1] == '\n')
-                back[--len] = '\0';
-        return strcmp(back, want) == 0 ? cs_take_ptr(&rel) : NULL;
-}
-
 int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const struct profile *p,
                   const char *config_dest, const struct worktree *wt, struct trust_watch *w,
                   struct cs_error *err)
@@ -325,11 +297,9 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
             asprintf(&w->git_dir, "%s/.git", wt->root) >= 0 &&
             strcmp(w->git_dir, wt->common_dir) == 0) {
                 w->git_inside = true;
-                w->index_dir = strdup("");
         } else if (wt->common_dir && wt->common_outside) {
                 free(w->git_dir);
                 w->git_dir = strdup(wt->common_dir);
-                w->index_dir = linked_index_dir(wt);
         } else {
                 free(w->git_dir);
                 w->git_dir = NULL;
@@ -377,6 +347,5 @@ void trust_watch_free(struct trust_watch *w)
         free(w->tree_files);
         free(w->work_root);
         free(w->git_dir);
-        free(w->index_dir);
         memset(w, 0, sizeof(*w));
 }

@@ -684,7 +684,8 @@ static void judge_claude_json(struct judge *j, int root_fd, const char *rel)
 static void judge_profile(struct judge *j, int root_fd, char **comp, size_t n, const char *rel)
 {
         if (n == 1 && strcmp(comp[0], ".claude.json") == 0) {
-                judge_claude_json(j, root_fd, rel);
+                if (!j->r->claude_json_copied)
+                        judge_claude_json(j, root_fd, rel);
                 return;
         }
         if (n == 1 && (strcmp(comp[0], ".sandbox") == 0 || strcmp(comp[0], ".env") == 0 ||

@@ -30,7 +30,10 @@ struct trust_rules {
          * commondir pointing at it adds nothing to judge. */
         unsigned long long main_dev, main_ino;
         bool plugins_enabled; /* the settings enable a plugin: its files are code */
-        /* What the profile's .claude.json made the host run when the session started. */
+        /* The session writes its own copy of .claude.json (written back after it): the
+         * host's file is not the session's to change, and not judged. */
+        bool claude_json_copied;
+        /* Else, what the profile's .claude.json made the host run when the session started. */
         struct plan_trust claude_before;
 };
 
