@@ -524,6 +524,29 @@ static bool common_dir_points_back(const char *common_dir, const char *root)
         return false;
 }
 
+/* Whether common_dir is the git dir of a submodule checked out at root: `git submodule`
+ * keeps it under the superproject's .git/modules/ with core.worktree naming the checkout
+ * (relative to the git dir). As for a linked worktree, the link must point back from the git
+ * dir, whose config the sandbox cannot write (it is pinned read-only in every launch that
+ * mounts it); the checkout's .git file alone proves nothing. git reads the config (no
+ * second parser), with the git dir given, so no discovery rule or safe.bareRepository
+ * decides for it. */
+static bool submodule_points_back(const char *common_dir, const char *root)
+{
+        char *args[] = {"--git-dir=.", "config", "--local", "--get", "core.worktree", NULL};
+        _cleanup_free_ char *wt = NULL, *joined = NULL, *real = NULL;
+        /* Dropped: git failing to read core.worktree means it does not point back. */
+        struct cs_error ignored;
+
+        if (worktree_git(common_dir, args, false, &wt, NULL, &ignored) < 0 || !wt)
+                return false;
+        if (wt[0] == '/')
+                real = realpath(wt, NULL);
+        else if (asprintf(&joined, "%s/%s", common_dir, wt) >= 0)
+                real = realpath(joined, NULL);
+        return real && strcmp(real, root) == 0;
+}
+
 /* git's answers come from files in the work tree, which the previous session could write
  * (core.worktree in .git/config, a .git file, .git/commondir): accept only a work root that
  * contains the cwd, and a git dir outside it only when it points back at this work tree. */
@@ -552,16 +575,20 @@ static int worktree_check_git(const struct worktree *w, struct cs_error *err)
                                              "Check it and remove it before launching.",
                                              w->cwd, cd);
         }
-        if (w->common_dir && w->common_outside && !common_dir_points_back(w->common_dir, w->root))
+        if (w->common_dir && w->common_outside &&
+            !common_dir_points_back(w->common_dir, w->root) &&
+            !submodule_points_back(w->common_dir, w->root))
                 return cs_error_setx(err, EPERM,
                                      "Refusing to start the sandbox in %s: its git dir is %s, "
-                                     "outside the work tree %s, and %s/worktrees/ has no entry "
-                                     "pointing back at %s/.git, as a linked worktree's would "
-                                     "(a .git file or .git/commondir pointing elsewhere, which "
-                                     "a sandboxed session could have planted). Check %s/.git, "
-                                     "or start from the main checkout.",
+                                     "outside the work tree %s, and nothing is pointing back at it: "
+                                     "%s/worktrees/ has no entry naming %s/.git, as a linked "
+                                     "worktree's would, and its core.worktree does not name "
+                                     "%s, as a submodule's does (a .git file or .git/commondir "
+                                     "pointing elsewhere, which a sandboxed session could have "
+                                     "planted). Check %s/.git, or start from the main "
+                                     "checkout.",
                                      w->cwd, w->common_dir, w->root, w->common_dir, w->root,
-                                     w->root);
+                                     w->root, w->root);
         return 0;
 }
 

@@ -840,6 +840,58 @@ def test_linked_worktree_common_dir_is_mounted(profiles, repo):
     assert (str(repo / ".git" / "config"), str(repo / ".git" / "config"), True) in binds(plan)
 
 
+def make_submodule(profiles, repo):
+    """repo with a submodule checkout at lib/, as `git submodule add` makes it: lib/.git a
+    file naming .git/modules/lib, whose config has core.worktree pointing back."""
+    upstream = profiles.home / "upstream"
+    upstream.mkdir()
+    git("init", "-q", cwd=upstream)
+    (upstream / "u").write_text("u")
+    git("add", "u", cwd=upstream)
+    git("commit", "-q", "-m", "u", cwd=upstream)
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "lib",
+        cwd=repo)
+    (repo / ".git" / "modules" / "lib" / "hooks" / "post-checkout").write_text("#!/bin/sh\n")
+    return repo / "lib", repo / ".git" / "modules" / "lib"
+
+
+def test_a_submodule_checkout_launches_with_its_git_dir_protected(profiles, repo):
+    profiles.add()
+    sub, gitdir = make_submodule(profiles, repo)
+    shell_claude(profiles, "git status --short >/dev/null 2>&1;"
+                           " echo status=$?; echo '[alias] x = !id' >> " + str(gitdir / "config") +
+                           " ; echo config=$?; echo t > " + str(gitdir / "hooks" / "post-checkout") +
+                           "; echo hook=$?; echo f > " + str(gitdir / "f") + "; echo gitdir=$?\n")
+    plan = profiles.plan(cwd=sub)
+    assert (str(sub), str(sub), False) in binds(plan)
+    assert (str(gitdir), str(gitdir), False) in binds(plan)
+    assert (str(gitdir / "config"), str(gitdir / "config"), True) in binds(plan)
+    assert [m["kind"] for m in plan["mounts"] if m["dest"] == str(gitdir / "hooks")] == ["copy"]
+    before = (gitdir / "config").read_text()
+    r = profiles.run(cwd=sub)
+    assert r.returncode == 0, r.stderr
+    assert "status=0" in r.stdout and "gitdir=0" in r.stdout, r.stdout
+    assert "config=0" not in r.stdout, r.stdout
+    assert "hook=0" in r.stdout, "the hooks are the session's own copy"
+    assert (gitdir / "config").read_text() == before
+    assert (gitdir / "hooks" / "post-checkout").read_text() == "#!/bin/sh\n"
+    assert (gitdir / "f").read_text() == "f\n"
+
+
+def test_a_gitfile_naming_a_git_dir_whose_worktree_is_elsewhere_is_refused(profiles, repo):
+    """A session in a submodule can rewrite its .git file: naming another submodule's git dir
+    (whose core.worktree points at its own checkout) must not mount that one."""
+    profiles.add()
+    sub, gitdir = make_submodule(profiles, repo)
+    other = profiles.home / "src" / "other"
+    other.mkdir()
+    (other / ".git").write_text(f"gitdir: {gitdir}\n")
+    r = profiles.run(cmd="plan", cwd=other)
+    assert r.returncode == 125, r.stdout
+    assert "does not contain it" in r.stderr or "pointing back" in r.stderr, r.stderr
+    assert str(gitdir) not in r.stdout
+
+
 def test_session_cannot_rename_git_or_dotclaude_away(profiles, repo):
     profiles.add()
     (repo / ".claude").mkdir()
