@@ -513,7 +513,7 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                                      "exec: no COMMAND given; usage: csandbox exec [OPTIONS] [--] "
                                      "COMMAND [ARG...]");
         if (s->root == SPEC_ROOT_HOST) {
-                r = spec_add_host_hides(s, getenv("HOME"), err);
+                r = spec_add_host_view(s, getenv("HOME"), err);
                 if (r < 0)
                         return r;
         }

@@ -183,6 +183,57 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
 }
 
 /* The state dir's copies: below the state dir fd, which profile_state_open verified. */
+/* CLAUDE_PROFILE_SANDBOX_HOST_PATHS: host paths the user shows the session read-only, at
+ * their real path (a link to one leads there inside too). The user's own setting, so links
+ * are resolved once; what it may not show is what the refusals of a work root protect: all
+ * of home, or the profiles dir with every profile's credentials. */
+static int add_host_paths(struct plan *p, const struct profile_config *c, struct cs_error *err)
+{
+        static const char setting[] = "CLAUDE_PROFILE_SANDBOX_HOST_PATHS";
+        char home[PATH_MAX], base[PATH_MAX];
+        bool have_home = realpath(c->home, home) != NULL;
+        bool have_base = realpath(c->profiles_base, base) != NULL;
+
+        for (size_t i = 0; i < c->n_host_paths; i++) {
+                const char *given = c->host_paths[i];
+                char real[PATH_MAX];
+                _cleanup_close_ int fd = -1;
+                struct stat st;
+
+                if (given[0] != '/')
+                        return cs_error_setx(err, EINVAL,
+                                             "%s: %s is not an absolute path; name each host "
+                                             "path from / (a comma list)",
+                                             setting, given);
+                if (!realpath(given, real))
+                        return cs_error_set(err, errno,
+                                            "%s: %s cannot be shown in the sandbox; fix the path "
+                                            "or remove it from the list",
+                                            setting, given);
+                if (strcmp(real, "/") == 0 || (have_home && plan_path_below(real, home)) ||
+                    (have_base && (plan_path_below(real, base) || plan_path_below(base, real))))
+                        return cs_error_setx(err, EPERM,
+                                             "%s: %s (%s) would show %s, and with it every "
+                                             "profile's credentials; name a directory below it "
+                                             "instead",
+                                             setting, given, real,
+                                             have_home && plan_path_below(real, home)
+                                                 ? "your whole home directory"
+                                                 : "the profiles dir");
+                fd = open(real, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        return cs_error_set(err, errno, "%s: open %s", setting, real);
+                if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+                        return cs_error_setx(err, EINVAL,
+                                             "%s: %s is neither a directory nor a regular file; "
+                                             "only those can be shown",
+                                             setting, given);
+                if (spec_add_bind(&p->spec, SPEC_MOUNT_RO, &fd, real, real, err) < 0)
+                        return cs_error_wrap(err, "%s", setting);
+        }
+        return 0;
+}
+
 static int add_bind_state(struct plan *p, const char *copy, const char *dst, unsigned flags,
                           struct cs_error *err)
 {
@@ -492,9 +543,11 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 r = spec_add_base_mounts(s, err);
         /* The embedded default: every home hidden, appuser's own writable home. */
         if (r >= 0 && s->root == SPEC_ROOT_HOST)
-                r = spec_add_host_hides(s, c->home, err);
+                r = spec_add_host_view(s, c->home, err);
         if (r >= 0 && s->root == SPEC_ROOT_HOST)
                 r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, PLAN_HOME, err);
+        if (r >= 0)
+                r = add_host_paths(p, c, err);
         if (r < 0)
                 goto out;
 

@@ -134,6 +134,9 @@ void profile_config_free(struct profile_config *c)
         for (size_t i = 0; i < c->n_forward_env; i++)
                 free(c->forward_env[i]);
         free(c->forward_env);
+        for (size_t i = 0; i < c->n_host_paths; i++)
+                free(c->host_paths[i]);
+        free(c->host_paths);
         memset(c, 0, sizeof(*c));
 }
 
@@ -222,6 +225,9 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
         }
         v = setting_get("CLAUDE_PROFILE_SANDBOX_FORWARD_ENV");
         if (v && profile_forward_env_split(v, &c.forward_env, &c.n_forward_env) < 0)
+                goto oom;
+        v = setting_get("CLAUDE_PROFILE_SANDBOX_HOST_PATHS");
+        if (v && profile_forward_env_split(v, &c.host_paths, &c.n_host_paths) < 0)
                 goto oom;
 
         *ret = c;

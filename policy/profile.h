@@ -27,6 +27,8 @@ struct profile_config {
         unsigned cpus_milli;   /* CLAUDE_PROFILE_SANDBOX_CPUS in thousandths; 0: no CPU limit */
         char **forward_env;    /* CLAUDE_PROFILE_SANDBOX_FORWARD_ENV, split at ',' */
         size_t n_forward_env;
+        char **host_paths; /* CLAUDE_PROFILE_SANDBOX_HOST_PATHS: shown read-only, split at ',' */
+        size_t n_host_paths;
 };
 
 /* From the environment. Errors name the variable and say what it accepts. */

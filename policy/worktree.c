@@ -575,20 +575,19 @@ static int worktree_check_git(const struct worktree *w, struct cs_error *err)
                                              "Check it and remove it before launching.",
                                              w->cwd, cd);
         }
-        if (w->common_dir && w->common_outside &&
-            !common_dir_points_back(w->common_dir, w->root) &&
+        if (w->common_dir && w->common_outside && !common_dir_points_back(w->common_dir, w->root) &&
             !submodule_points_back(w->common_dir, w->root))
-                return cs_error_setx(err, EPERM,
-                                     "Refusing to start the sandbox in %s: its git dir is %s, "
-                                     "outside the work tree %s, and nothing is pointing back at it: "
-                                     "%s/worktrees/ has no entry naming %s/.git, as a linked "
-                                     "worktree's would, and its core.worktree does not name "
-                                     "%s, as a submodule's does (a .git file or .git/commondir "
-                                     "pointing elsewhere, which a sandboxed session could have "
-                                     "planted). Check %s/.git, or start from the main "
-                                     "checkout.",
-                                     w->cwd, w->common_dir, w->root, w->common_dir, w->root,
-                                     w->root, w->root);
+                return cs_error_setx(
+                    err, EPERM,
+                    "Refusing to start the sandbox in %s: its git dir is %s, "
+                    "outside the work tree %s, and nothing is pointing back at it: "
+                    "%s/worktrees/ has no entry naming %s/.git, as a linked "
+                    "worktree's would, and its core.worktree does not name "
+                    "%s, as a submodule's does (a .git file or .git/commondir "
+                    "pointing elsewhere, which a sandboxed session could have "
+                    "planted). Check %s/.git, or start from the main "
+                    "checkout.",
+                    w->cwd, w->common_dir, w->root, w->common_dir, w->root, w->root, w->root);
         return 0;
 }
 

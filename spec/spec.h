@@ -209,9 +209,11 @@ int spec_add_file(struct sandbox_spec *s, const char *dest, const char *origin, 
                   size_t len, unsigned flags, struct cs_error *err);
 /* What every sandbox gets: proc at /proc, the minimal /dev, a tmpfs /tmp. */
 int spec_add_base_mounts(struct sandbox_spec *s, struct cs_error *err);
-/* The embedded default's hiding: /home, /root, /tmp, /var/tmp, /run and home become empty
- * tmpfs dirs (home may be NULL). */
-int spec_add_host_hides(struct sandbox_spec *s, const char *home, struct cs_error *err);
+/* The embedded default's view of the host's root: its system (/usr, /etc, /opt, the program
+ * dirs, the parts of /var programs read) and not its data: every other top-level directory
+ * (/srv, /mnt, /media, /boot...) and the rest of /var become empty tmpfs dirs, a top-level
+ * file an empty one; /home, /root, /var/tmp, /run and home (may be NULL) are empty too. */
+int spec_add_host_view(struct sandbox_spec *s, const char *home, struct cs_error *err);
 
 /* /etc/hostname, /etc/hosts and /etc/resolv.conf generated for the sandbox's own network
  * (none for --net host, which shares the host's). Call once net and hostname are final. */

@@ -5,6 +5,7 @@ for writing). Each test is a behaviour of the reference's checklist or an attack
 an earlier sandboxed session."""
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -838,6 +839,75 @@ def test_linked_worktree_common_dir_is_mounted(profiles, repo):
     plan = profiles.plan(cwd=linked)
     assert (str(repo / ".git"), str(repo / ".git"), False) in binds(plan)
     assert (str(repo / ".git" / "config"), str(repo / ".git" / "config"), True) in binds(plan)
+
+
+# --- the embedded default shows the host's system, not its data --------------------------
+
+HOST_DATA = ["/srv", "/mnt", "/media", "/var/log", "/var/backups"]
+
+LIST_VIEW = """
+import json, os
+def ls(p):
+    try:
+        return sorted(os.listdir(p))
+    except OSError as e:
+        return e.strerror
+out = {p: ls(p) for p in %r}
+out["var"] = ls("/var")
+out["var/lib"] = ls("/var/lib")
+out["dpkg"] = os.path.isfile("/var/lib/dpkg/status")
+out["var/run"] = os.path.realpath("/var/run")
+out["usr/bin/git"] = os.access("/usr/bin/git", os.X_OK)
+print(json.dumps(out))
+"""
+
+
+def test_the_embedded_default_hides_the_hosts_data_and_shows_its_system(profiles):
+    for d in HOST_DATA:
+        assert os.path.isfile(f"{d}/csandbox-test-data/secret"), "run the suite via tests/run"
+    profiles.add()
+    shell_claude(profiles, "exec /usr/bin/python3 -c " + shlex.quote(LIST_VIEW % (HOST_DATA,)) + "\n")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    view = json.loads(r.stdout)
+    for d in ["/srv", "/mnt", "/media"]:
+        assert view[d] == [], (d, view[d])
+    for d in ["/var/log", "/var/backups"]:
+        assert view[d] == "No such file or directory", (d, view[d])
+    # /var holds what programs read, no service's data.
+    assert set(view["var"]) <= {"cache", "lib", "lock", "run", "tmp", "mail", "spool", "opt",
+                                "local"}, view["var"]
+    assert "dpkg" in view["var/lib"] and view["dpkg"], view
+    hidden = sorted(set(os.listdir("/var/lib")) - set(view["var/lib"]))
+    assert hidden, "the test host has /var/lib entries programs do not need (systemd, misc...)"
+    assert view["var/run"] == "/run"
+    assert view["usr/bin/git"]
+
+
+def test_host_paths_setting_shows_a_host_dir_read_only(profiles):
+    profiles.add()
+    data = "/srv/csandbox-test-data"
+    assert os.path.isfile(f"{data}/secret"), "run the suite via tests/run"
+    shell_claude(profiles, f"cat {data}/secret; echo x > {data}/new; echo write=$?\n")
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX_HOST_PATHS=f" {data} , "))
+    assert r.returncode == 0, r.stderr
+    assert "host data in /srv" in r.stdout and "write=0" not in r.stdout, r.stdout
+    assert not os.path.exists(f"{data}/new")
+
+
+@pytest.mark.parametrize("value,why", [
+    ("relative/path", "not an absolute path"),
+    ("/nonexistent-csandbox-path", "cannot be shown"),
+    ("HOME", "your whole home directory"),
+    ("/", "your whole home directory"),
+    ("BASE/work", "the profiles dir"),
+])
+def test_host_paths_setting_refuses_what_it_must_not_show(profiles, value, why):
+    profiles.add()
+    value = value.replace("HOME", str(profiles.home)).replace("BASE", str(profiles.base))
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX_HOST_PATHS=value))
+    assert r.returncode == 125, r.stdout
+    assert "CLAUDE_PROFILE_SANDBOX_HOST_PATHS" in r.stderr and why in r.stderr, r.stderr
 
 
 def make_submodule(profiles, repo):

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "check.h"
 
@@ -217,18 +218,48 @@ static void test_plan_json_redacts_secrets(void)
         PASS();
 }
 
-static void test_host_hides_cover_homes_and_runtime_dirs(void)
+static const struct spec_mount *find_dest(const struct sandbox_spec *s, const char *dest)
+{
+        for (size_t i = 0; i < s->n_mounts; i++)
+                if (strcmp(s->mounts[i].dest, dest) == 0)
+                        return &s->mounts[i];
+        return NULL;
+}
+
+/* The host view hides homes, runtime dirs and the host's data (every top-level directory
+ * that is not a program dir, /var but for what programs read), and leaves the system. */
+static void test_host_view_hides_homes_and_data_and_keeps_the_system(void)
 {
         struct sandbox_spec s;
         struct cs_error err;
-        const char *want[] = {"/home", "/root", "/var/tmp", "/run", "/srv/me"};
+        const char *hidden[] = {"/home", "/root", "/var/tmp", "/run", "/srv/me", "/var"};
+        const struct spec_mount *m;
+        struct stat st;
 
         spec_init(&s);
-        CHECK(spec_add_host_hides(&s, "/srv//me/", &err) == 0);
-        CHECK(s.n_mounts == 5);
-        for (size_t i = 0; i < 5; i++) {
-                CHECK(s.mounts[i].kind == SPEC_MOUNT_TMPFS);
-                CHECK(strcmp(s.mounts[i].dest, want[i]) == 0);
+        CHECK(spec_add_host_view(&s, "/srv//me/", &err) == 0);
+        for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+                m = find_dest(&s, hidden[i]);
+                CHECKF(m && m->kind == SPEC_MOUNT_TMPFS, "%s", hidden[i]);
+        }
+        /* Debian's own data dirs, present on every Debian machine. */
+        for (size_t i = 0; i < 3; i++) {
+                const char *d = (const char *[]){"/srv", "/mnt", "/media"}[i];
+
+                if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode)) {
+                        m = find_dest(&s, d);
+                        CHECKF(m && m->kind == SPEC_MOUNT_TMPFS, "%s", d);
+                }
+        }
+        for (size_t i = 0; i < 4; i++)
+                CHECK(!find_dest(&s, (const char *[]){"/usr", "/etc", "/opt", "/var/log"}[i]));
+        if (lstat("/var/lib/dpkg", &st) == 0) {
+                m = find_dest(&s, "/var/lib/dpkg");
+                CHECK(m && m->kind == SPEC_MOUNT_BIND && (m->flags & SPEC_MOUNT_RO));
+        }
+        if (lstat("/var/run", &st) == 0 && S_ISLNK(st.st_mode)) {
+                m = find_dest(&s, "/var/run");
+                CHECK(m && m->kind == SPEC_MOUNT_SYMLINK);
         }
         spec_free(&s);
         PASS();
@@ -287,6 +318,6 @@ int main(void)
         test_env_file_bad_line_names_origin_and_line();
         test_env_file_blank_last_line_read_within_bounds();
         test_plan_json_redacts_secrets();
-        test_host_hides_cover_homes_and_runtime_dirs();
+        test_host_view_hides_homes_and_data_and_keeps_the_system();
         return failures ? 1 : 0;
 }
