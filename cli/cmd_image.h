@@ -8,6 +8,8 @@ int cmd_image(int argc, char **argv);
 
 /* `image pull`, in the csandbox-import helper (runner/pull_main.c). */
 int cmd_image_pull(int argc, char **argv);
+/* csandbox-import --vault-ca HOST:PORT: the Agent Vault proxy's CA answer (vault_ca_main.c). */
+int cmd_vault_ca(int argc, char **argv);
 /* pull's progress display (cli/pull_main.c) on po and io, for `image pull` and the pulls of
  * `image build`; pull_display_end after the pull (NULL: nothing shown). */
 struct pull_options;

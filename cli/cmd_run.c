@@ -234,6 +234,69 @@ static int host_launch(struct plan *p, const char *name, bool plan_only,
         return errno == ENOENT ? 127 : 126;
 }
 
+/* Agent Vault's pre-flight passed (reference §8.9): this launch starts again as the child of
+ * `infisical agent-vault run`, which mints the session, keeps it while claude runs and
+ * revokes it at the end; plan prints that command instead. */
+static int vault_exec(struct plan *p, const char *name, bool plan_only, const struct rlimit *nofile)
+{
+        if (plan_only) {
+                char *json = vault_exec_json(&p->vault, name);
+
+                if (!json)
+                        return CS_EXIT_SETUP;
+                printf("%s\n", json);
+                free(json);
+                return 0;
+        }
+        if (setenv(VAULT_RUN_ENV, name, 1) < 0) {
+                fprintf(stderr, "csandbox: run %s: %s\n", name, strerror(errno));
+                return CS_EXIT_SETUP;
+        }
+        if (nofile)
+                setrlimit(RLIMIT_NOFILE, nofile);
+        fflush(NULL);
+        execv(p->vault.exec_path, p->vault.exec_argv);
+        fprintf(stderr, "csandbox: run %s: cannot execute %s for Agent Vault: %s\n", name,
+                p->vault.exec_path, strerror(errno));
+        return CS_EXIT_SETUP;
+}
+
+/* The pre-flight failed: the launch goes on without the vault, and says so where it cannot be
+ * missed, before claude's screen takes the terminal. */
+static void vault_note(const struct plan *p, const char *name)
+{
+        bool tty = isatty(STDERR_FILENO);
+
+        if (p->vault.state != VAULT_UNAVAILABLE)
+                return;
+        fprintf(stderr,
+                "%scsandbox: Agent Vault is unavailable: %s. Profile %s launches without it, so "
+                "the services it brokers will not authenticate in this session.%s\n",
+                tty ? "\033[1;31m" : "", p->vault.why, name, tty ? "\033[0m" : "");
+}
+
+/* csandbox's own argv for `run`: what infisical starts again. */
+static char **self_argv(int argc, char **argv)
+{
+        char **v = calloc((size_t)argc + 3, sizeof(*v));
+        ssize_t n;
+
+        if (!v || !(v[0] = calloc(1, PATH_MAX)))
+                goto fail;
+        n = readlink("/proc/self/exe", v[0], PATH_MAX - 1);
+        if (n <= 0)
+                goto fail;
+        v[1] = "run";
+        for (int i = 0; i < argc; i++)
+                v[i + 2] = argv[i];
+        return v;
+fail:
+        if (v)
+                free(v[0]);
+        free(v);
+        return NULL;
+}
+
 /* The report, then one key: y accepts what was shown and launches, anything else refuses. */
 static bool confirm_report(const char *text, void *ctx)
 {
@@ -273,6 +336,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
         struct run_opts o;
         struct rlimit nofile;
         struct net_early early;
+        char **self = NULL;
         bool raised;
         int first = 0, status = CS_EXIT_SETUP, r;
 
@@ -295,6 +359,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
         if (r < 0)
                 return cli_fail(&err);
         req.config = &config;
+        req.self_argv = self = self_argv(argc, argv);
         req.name = name;
         req.cwd = cwd;
         req.args = argv + first;
@@ -317,6 +382,13 @@ int cmd_run(int argc, char **argv, bool plan_only)
         if (!plan_only && !o.host && !plan_info_only(&req))
                 net_early_start(false, &early);
         r = plan_build(&req, &plan, &err);
+        if (r >= 0 && plan.vault.state == VAULT_EXEC) {
+                net_early_stop(&early);
+                status = vault_exec(&plan, name, plan_only, raised ? &nofile : NULL);
+                goto done;
+        }
+        if (r >= 0)
+                vault_note(&plan, name);
         if (r >= 0 && plan.host && o.image)
                 r = cs_error_setx(&err, EINVAL,
                                   "--image is for a sandboxed launch, and profile %s launches on "
@@ -325,9 +397,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
         if (r >= 0 && plan.host) {
                 net_early_stop(&early);
                 status = host_launch(&plan, name, plan_only, raised ? &nofile : NULL);
-                plan_free(&plan);
-                profile_config_free(&config);
-                return status;
+                goto done;
         }
         if (r >= 0 && raised)
                 r = spec_add_rlimit(&plan.spec, RLIMIT_NOFILE, &nofile, &err);
@@ -356,7 +426,11 @@ int cmd_run(int argc, char **argv, bool plan_only)
                 run_trust_free(&trust);
         }
         net_early_stop(&early);
+done:
         plan_free(&plan);
         profile_config_free(&config);
+        if (self)
+                free(self[0]);
+        free(self);
         return status;
 }

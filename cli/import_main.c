@@ -221,6 +221,8 @@ int main(int argc, char **argv)
 {
         if (argc > 1 && strcmp(argv[1], "--pull") == 0)
                 return cmd_image_pull(argc - 2, argv + 2);
+        if (argc > 1 && strcmp(argv[1], "--vault-ca") == 0)
+                return cmd_vault_ca(argc - 2, argv + 2);
         if (argc > 1 && strcmp(argv[1], "--build") == 0)
                 return cmd_image_build(argc - 2, argv + 2);
         return cmd_image_import(argc - 1, argv + 1);

@@ -500,6 +500,15 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         r = profile_open(c, req->name, &p->profile, err);
         if (r < 0)
                 return r;
+        /* §1.5's order: the .env, then its Agent Vault keys out (and maybe the re-launch
+         * through the vault's CLI), then sandbox or host. */
+        r = profile_env_load(&p->profile, &p->dotenv, err);
+        if (r >= 0)
+                r = vault_split(&p->profile, &p->dotenv, &p->vault, err);
+        if (r >= 0)
+                r = vault_route(&p->vault, c, req->name, req->self_argv, err);
+        if (r < 0 || p->vault.state == VAULT_EXEC)
+                return r;
         /* §1.5: the override, else the marker; --sandbox or --host for this launch. */
         p->host = req->where == PLAN_WHERE_HOST ||
                   (req->where == PLAN_WHERE_DECIDE && !profile_sandboxed(c, &p->profile));
@@ -668,6 +677,9 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                                                  "tls-ca-bundle.pem",
                                                  false, err);
         }
+        /* §8.9 Agent Vault's share, over the CA variables above and the trust store. */
+        if (r >= 0)
+                r = vault_sandbox(&p->vault, s, s->root == SPEC_ROOT_HOST ? NULL : &p->image, err);
         /* §3.2 shared settings, §2.11 argv; a re-pointed loopback hook needs the mapping. */
         if (r >= 0)
                 r = plan_shared_settings(p, req, true, &shared, &loopback, err);
@@ -690,6 +702,8 @@ out:
 void plan_free(struct plan *p)
 {
         plan_host_free(p);
+        profile_env_free(&p->dotenv);
+        vault_free(&p->vault);
         bridges_close(&p->bridges);
         spec_free(&p->spec);
         image_ref_free(&p->image);

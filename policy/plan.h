@@ -12,6 +12,7 @@
 #include "stage.h"
 #include "trust.h"
 #include "trust_rules.h"
+#include "vault.h"
 
 struct cs_error;
 
@@ -29,6 +30,9 @@ struct plan_request {
         char *const *args; /* claude's args, as given */
         size_t n_args;
         const char *image; /* --image; NULL: CLAUDE_PROFILE_SANDBOX_IMAGE or the default */
+        /* csandbox's own argv for `run` (NULL-terminated), which an Agent Vault launch has
+         * `infisical agent-vault run` start again. */
+        char *const *self_argv;
         /* An earlier session's unaccepted trust report: refuse (run), accept it
          * (run --accept-changes), or only show it (plan). */
         enum { PLAN_PENDING_REFUSE, PLAN_PENDING_ACCEPT, PLAN_PENDING_SHOW } pending;
@@ -52,6 +56,8 @@ struct plan {
         struct trust_watch watch; /* what the trust rules are made of (policy/trust.c) */
         struct image_ref image;   /* the image's lock is held until plan_free */
         struct plan_bridges bridges; /* the clipboard relay, started by bridges_start */
+        struct profile_env dotenv;   /* the profile's .env, the Agent Vault keys taken out */
+        struct plan_vault vault;     /* VAULT_EXEC: no spec, run execs vault.exec_argv */
 
         /* A host launch (§1.5): no spec; claude is exec'd with these (plan_host.c). */
         bool host;
@@ -59,7 +65,6 @@ struct plan {
         char **host_argv;     /* [claude_bin, shared --settings, the user's args] */
         char **host_env;      /* the caller's environment, CLAUDE_CONFIG_DIR, the .env */
         size_t n_host_env;
-        struct profile_env host_dotenv; /* what of it came from .env (plan shows names) */
 };
 
 /* Build the spec. This stages the per-profile copies exactly as a launch does (the state

@@ -86,7 +86,7 @@ static int env_set(struct plan *p, const char *name, const char *value)
 int plan_host(struct plan *p, const struct plan_request *req, struct cs_error *err)
 {
         const struct profile_config *c = req->config;
-        struct profile_env *dotenv = &p->host_dotenv;
+        struct profile_env *dotenv = &p->dotenv;
         _cleanup_free_ char *shared = NULL;
         bool loopback;
         size_t n = 0;
@@ -104,13 +104,14 @@ int plan_host(struct plan *p, const struct plan_request *req, struct cs_error *e
                 return r;
         r = statusline_check(p, c, err);
         if (r >= 0)
-                r = profile_env_load(&p->profile, dotenv, err);
-        if (r >= 0)
                 r = plan_shared_settings(p, req, false, &shared, &loopback, err);
         if (r < 0)
                 goto out;
+        /* The caller's environment, without a CLAUDE_PROFILE_AGENT_VAULT_* of its own: those
+         * are the launcher's, never claude's. */
         for (char **e = environ; *e; e++)
-                if (strv_push_dup(&p->host_env, &p->n_host_env, *e) < 0)
+                if (strncmp(*e, VAULT_PREFIX, strlen(VAULT_PREFIX)) != 0 &&
+                    strv_push_dup(&p->host_env, &p->n_host_env, *e) < 0)
                         goto oom;
         if (env_set(p, "CLAUDE_CONFIG_DIR", p->profile.dir) < 0)
                 goto oom;
@@ -118,6 +119,9 @@ int plan_host(struct plan *p, const struct plan_request *req, struct cs_error *e
                 if (plan_dotenv_name_ok(p, dotenv->names[i], err) &&
                     env_set(p, dotenv->names[i], dotenv->values[i]) < 0)
                         goto oom;
+        /* Agent Vault's variables, the CA ones naming the combined bundle. */
+        if (vault_host_env(&p->vault, &p->host_env, &p->n_host_env) < 0)
+                goto oom;
         p->host_argv = calloc(req->n_args + 4, sizeof(char *));
         if (!p->host_argv || !(p->host_argv[n++] = strdup(c->claude_bin)))
                 goto oom;
@@ -144,7 +148,6 @@ void plan_host_free(struct plan *p)
                 free(p->host_env[i]);
         }
         free(p->host_env);
-        profile_env_free(&p->host_dotenv);
         p->host_argv = p->host_env = NULL;
         p->n_host_env = 0;
 }
@@ -162,12 +165,29 @@ char *plan_host_json(const struct plan *p)
         /* What the launch adds to the caller's environment; the .env's values are secrets. */
         env = cJSON_AddObjectToObject(o, "env_added");
         cJSON_AddStringToObject(env, "CLAUDE_CONFIG_DIR", p->profile.dir);
-        for (size_t i = 0; i < p->host_dotenv.n; i++)
-                cJSON_DeleteItemFromObjectCaseSensitive(env, p->host_dotenv.names[i]);
-        for (size_t i = 0; i < p->host_dotenv.n; i++)
-                if (spec_env_name_valid(p->host_dotenv.names[i]) &&
-                    !cJSON_GetObjectItemCaseSensitive(env, p->host_dotenv.names[i]))
-                        cJSON_AddStringToObject(env, p->host_dotenv.names[i], "<redacted>");
+        for (size_t i = 0; i < p->dotenv.n; i++)
+                cJSON_DeleteItemFromObjectCaseSensitive(env, p->dotenv.names[i]);
+        for (size_t i = 0; i < p->dotenv.n; i++)
+                if (spec_env_name_valid(p->dotenv.names[i]) &&
+                    !cJSON_GetObjectItemCaseSensitive(env, p->dotenv.names[i]))
+                        cJSON_AddStringToObject(env, p->dotenv.names[i], "<redacted>");
+        /* Agent Vault's, as the launch sets them: the proxy URLs hold the session's token. */
+        for (size_t i = 0; p->vault.state == VAULT_ACTIVE && i < p->vault.n_session; i++) {
+                size_t len = strcspn(p->vault.session[i], "=");
+
+                for (size_t j = 0; j < p->n_host_env; j++) {
+                        char *name;
+
+                        if (strncmp(p->host_env[j], p->vault.session[i], len + 1) != 0 ||
+                            !(name = strndup(p->host_env[j], len)))
+                                continue;
+                        cJSON_DeleteItemFromObjectCaseSensitive(env, name);
+                        cJSON_AddStringToObject(env, name,
+                                                vault_secret_var(name) ? "<redacted>"
+                                                                       : p->host_env[j] + len + 1);
+                        free(name);
+                }
+        }
         out = cJSON_Print(o);
         cJSON_Delete(o);
         return out;

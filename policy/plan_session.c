@@ -8,6 +8,8 @@
 
 #include "briefing.h"
 #include "identity.h"
+#include "logins.h"
+#include "vault.h"
 
 #include "settings.h"
 #include "trust.h"
@@ -80,6 +82,20 @@ static char *briefing_with_bridges(const struct sandbox_spec *s, const struct pr
                             "nothing else, and says why when csandbox could not start it.");
         if (spec_env_get(s, "GH_TOKEN"))
                 sb_puts(&b, " GH_TOKEN is set, so gh can use GitHub.");
+        if (spec_env_get(s, "PULUMI_ACCESS_TOKEN"))
+                sb_puts(&b, " PULUMI_ACCESS_TOKEN is set, so pulumi is logged in to Pulumi "
+                            "Cloud.");
+        /* The reference's two notes, in its order: Infisical's, then Agent Vault's. */
+        if (spec_env_get(s, "CLAUDE_SANDBOX_INFISICAL")) {
+                char *note = logins_briefing(s);
+
+                if (!note)
+                        b.oom = true;
+                else
+                        sb_puts(&b, note);
+                free(note);
+        }
+        sb_puts(&b, vault_briefing(s));
         if (b.oom) {
                 free(b.s);
                 return NULL;
@@ -179,24 +195,25 @@ bool plan_env_forwarded(const struct profile_config *c, const char *name)
 
 int plan_add_env(struct plan *p, const struct plan_request *req, struct cs_error *err)
 {
-        struct profile_env dotenv = {0};
-        int r;
+        const struct profile_env *dotenv = &p->dotenv; /* its Agent Vault keys taken out */
+        int r = 0;
 
-        r = profile_env_load(&p->profile, &dotenv, err);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < dotenv.n && r >= 0; i++)
-                if (env_launcher_owned(dotenv.names[i]))
+        for (size_t i = 0; i < dotenv->n && r >= 0; i++)
+                if (env_launcher_owned(dotenv->names[i]))
                         stage_warn(&p->warnings, err,
                                    "Warning: %s/.env sets %s, which csandbox sets itself in the "
                                    "sandbox; the .env value is not used.",
-                                   p->profile.dir, dotenv.names[i]);
-                else if (plan_dotenv_name_ok(p, dotenv.names[i], err))
-                        r = spec_env_set(&p->spec, dotenv.names[i], dotenv.values[i], true, err);
-        profile_env_free(&dotenv);
-        /* Then GH_TOKEN, as the reference orders them (a forwarded GH_TOKEN wins). */
+                                   p->profile.dir, dotenv->names[i]);
+                else if (plan_dotenv_name_ok(p, dotenv->names[i], err))
+                        r = spec_env_set(&p->spec, dotenv->names[i], dotenv->values[i], true, err);
+        /* Then GH_TOKEN, the Infisical logins and PULUMI_ACCESS_TOKEN, as the reference
+         * orders them (a forwarded name wins over them all). */
         if (r >= 0)
                 r = plan_add_gh_token(&p->spec, req->config, &p->warnings, err);
+        if (r >= 0)
+                r = plan_add_infisical(&p->spec, req->config, &p->warnings, err);
+        if (r >= 0)
+                r = plan_add_pulumi(&p->spec, req->config, &p->warnings, err);
         if (r < 0)
                 return r;
         /* The host's value of a forwarded name wins over the .env's. */
@@ -208,6 +225,12 @@ int plan_add_env(struct plan *p, const struct plan_request *req, struct cs_error
                         stage_warn(&p->warnings, err,
                                    "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names %s, which "
                                    "csandbox sets itself in the sandbox; it is not forwarded.",
+                                   name);
+                else if (strncmp(name, VAULT_PREFIX, strlen(VAULT_PREFIX)) == 0)
+                        stage_warn(&p->warnings, err,
+                                   "Warning: CLAUDE_PROFILE_SANDBOX_FORWARD_ENV names %s, an "
+                                   "Agent Vault setting, which is for csandbox and never reaches "
+                                   "the session; it is not forwarded.",
                                    name);
                 else if (!spec_env_name_valid(name))
                         stage_warn(&p->warnings, err,

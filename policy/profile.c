@@ -131,6 +131,8 @@ void profile_config_free(struct profile_config *c)
         free(c->data_home);
         free(c->claude_bin);
         free(c->sandbox_image);
+        free(c->infisical);
+        free(c->infisical_bin);
         for (size_t i = 0; i < c->n_forward_env; i++)
                 free(c->forward_env[i]);
         free(c->forward_env);
@@ -186,6 +188,12 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
         v = setting_get("CLAUDE_PROFILE_SANDBOX_IMAGE");
         if (v && !(c.sandbox_image = strdup(v)))
                 goto oom;
+        v = setting_get("CLAUDE_PROFILE_SANDBOX_INFISICAL");
+        if (v && !(c.infisical = strdup(v)))
+                goto oom;
+        v = setting_get("CLAUDE_PROFILE_INFISICAL_BIN");
+        if (!(c.infisical_bin = strdup(v ? v : "infisical")))
+                goto oom;
 
         v = setting_get("CLAUDE_PROFILE_SANDBOX");
         if (v) {
@@ -209,6 +217,7 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
             {"CLAUDE_PROFILE_SANDBOX_GPG", &c.gpg},
             {"CLAUDE_PROFILE_SANDBOX_CLIPBOARD", &c.clipboard},
             {"CLAUDE_PROFILE_SANDBOX_CHROME", &c.chrome},
+            {"CLAUDE_PROFILE_SANDBOX_PULUMI", &c.pulumi},
         };
         for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
                 v = setting_get(flags[i].name);

@@ -23,6 +23,9 @@ struct profile_config {
         bool gpg;              /* CLAUDE_PROFILE_SANDBOX_GPG: the gpg-agent's restricted socket */
         bool clipboard;        /* CLAUDE_PROFILE_SANDBOX_CLIPBOARD: wl-paste through a relay */
         bool chrome;           /* CLAUDE_PROFILE_SANDBOX_CHROME: claude's --chrome */
+        bool pulumi;           /* CLAUDE_PROFILE_SANDBOX_PULUMI: PULUMI_ACCESS_TOKEN */
+        char *infisical;       /* CLAUDE_PROFILE_SANDBOX_INFISICAL: logins (emails, domains) */
+        char *infisical_bin;   /* CLAUDE_PROFILE_INFISICAL_BIN or "infisical" (Agent Vault) */
         unsigned long ram_mib; /* CLAUDE_PROFILE_SANDBOX_RAM_MIB; 0: no memory limit */
         unsigned cpus_milli;   /* CLAUDE_PROFILE_SANDBOX_CPUS in thousandths; 0: no CPU limit */
         char **forward_env;    /* CLAUDE_PROFILE_SANDBOX_FORWARD_ENV, split at ',' */
