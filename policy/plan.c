@@ -502,7 +502,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 return r;
         /* §1.5's order: the .env, then its Agent Vault keys out (and maybe the re-launch
          * through the vault's CLI), then sandbox or host. */
-        r = profile_env_load(&p->profile, &p->dotenv, err);
+        r = profile_env_read(&p->profile, &p->dotenv, err);
         if (r >= 0)
                 r = vault_split(&p->profile, &p->dotenv, &p->vault, err);
         if (r >= 0)

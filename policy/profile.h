@@ -66,6 +66,11 @@ struct profile_env {
  * symlinked .env ("Refusing to use <path>: it is a symlink (to <target>), ..."); read it
  * bounded through the profile dir fd with O_NOFOLLOW; parse. */
 int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs_error *err);
+/* The same, without creating it: a missing .env reads as empty. */
+int profile_env_read(const struct profile *p, struct profile_env *ret, struct cs_error *err);
+/* Create <profile>/.env empty (O_CREAT|O_EXCL, 0600) when nothing is there (a link there is
+ * left as it is: the load refused it already). */
+int profile_env_create(const struct profile *p, struct cs_error *err);
 void profile_env_free(struct profile_env *e);
 /* The parser profile_env_load uses, over len bytes of buf, which hold no NUL byte (the
  * loader refuses a .env with one). */

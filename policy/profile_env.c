@@ -204,7 +204,8 @@ out:
         return r;
 }
 
-int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs_error *err)
+static int env_load(const struct profile *p, bool create, struct profile_env *ret,
+                    struct cs_error *err)
 {
         _cleanup_free_ char *path = NULL, *buf = NULL;
         _cleanup_close_ int fd = -1;
@@ -223,6 +224,10 @@ int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs
                             O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
                 if (fd >= 0 || errno != ENOENT)
                         break;
+                if (!create) {
+                        *ret = (struct profile_env){0};
+                        return 0;
+                }
                 /* §2.4 #17: created empty so the read-only pin has a file to mount. */
                 fd = openat(p->dir_fd, ".env",
                             O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
@@ -262,4 +267,28 @@ int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs
         if (r < 0)
                 return cs_error_set(err, -r, "parse %s", path);
         return 0;
+}
+
+int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs_error *err)
+{
+        return env_load(p, true, ret, err);
+}
+
+int profile_env_read(const struct profile *p, struct profile_env *ret, struct cs_error *err)
+{
+        return env_load(p, false, ret, err);
+}
+
+int profile_env_create(const struct profile *p, struct cs_error *err)
+{
+        int fd = openat(p->dir_fd, ".env",
+                        O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+
+        if (fd >= 0) {
+                close(fd);
+                return 0;
+        }
+        if (errno == EEXIST)
+                return 0;
+        return cs_error_set(err, errno, "create %s/.env", p->dir);
 }
