@@ -7,6 +7,7 @@
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../common/path.h"
+#include "../common/pyjson.h"
 #include "../common/spawn.h"
 #include "../common/strbuf.h"
 #include "../common/strv.h"
@@ -236,9 +237,15 @@ int plan_add_infisical(struct sandbox_spec *s, const struct profile_config *c,
                         if (logins[i].active && !logins[primary].active)
                                 primary = i;
                 }
-                json = cJSON_PrintUnformatted(list);
-                if (!json)
+                /* As json.dumps writes it, which is what the reference passes. */
+                struct strbuf b = {0};
+
+                if (pyjson_print(&b, list, 0, 0) < 0 || b.oom) {
+                        free(b.s);
                         r = cs_error_set(err, ENOMEM, "Infisical logins");
+                } else {
+                        json = b.s;
+                }
                 if (r >= 0)
                         r = spec_env_set(s, "INFISICAL_TOKEN", logins[primary].token, true, err);
                 if (r >= 0)

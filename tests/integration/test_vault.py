@@ -444,8 +444,8 @@ esac
     assert inside["INFISICAL_TOKEN"] == live
     assert inside["INFISICAL_API_URL"] == inside["INFISICAL_DOMAIN"] == \
         "https://app.infisical.example"
-    assert json.loads(inside["CLAUDE_SANDBOX_INFISICAL"]) == [
-        {"email": "a@corp.example", "domain": "https://app.infisical.example", "token": live}]
+    assert inside["CLAUDE_SANDBOX_INFISICAL"] == json.dumps([
+        {"email": "a@corp.example", "domain": "https://app.infisical.example", "token": live}])
     assert "b@corp.example has no valid token" in r.stderr
     assert "matches `nobody@none.example`" in r.stderr
     assert "jimcorp" not in inside["CLAUDE_SANDBOX_INFISICAL"]
