@@ -1,10 +1,12 @@
 /* Profiles and work trees: claude-profile's layout, the .env rules, the marker and override,
  * the state dir, the work-root refusals and the git dirs a launch protects. Git repos are
  * real ones, made with git under a temporary HOME. */
+#include "common/base64.h"
 #include "common/error.h"
 #include "policy/profile.h"
 #include "policy/worktree.h"
 #include "policy/stage.h"
+#include "policy/vault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -327,6 +329,94 @@ static bool test_env_file_parsing_strips_quotes_and_comments(void)
         profile_env_free(&e);
         profile_close(&p);
         profile_config_free(&c);
+        return ok;
+}
+
+/* Agent Vault's keys: out of the list whatever else is wrong, an unknown key named with the
+ * file, BUNDLE needing PROXY and CA_FINGERPRINT, the fingerprint's form. */
+static bool vault_case(const char *dotenv, const char *want_err, const char *want_left)
+{
+        struct profile_config c = {0};
+        struct profile p;
+        struct profile_env e = {0};
+        struct plan_vault v;
+        struct cs_error err = {0};
+        char left[256] = "";
+        bool ok = true;
+        int r;
+
+        if (!open_profile("work", true, &c, &p))
+                return false;
+        write_file(tpath("home/.claude-profiles/work/.env"), dotenv);
+        if (profile_env_read(&p, &e, &err) < 0) {
+                ok = fail("%s", err.msg);
+                goto out;
+        }
+        r = vault_split(&p, &e, &v, &err);
+        for (size_t i = 0; i < e.n; i++) {
+                strncat(left, e.names[i], sizeof(left) - strlen(left) - 2);
+                strcat(left, " ");
+        }
+        if (strcmp(left, want_left) != 0)
+                ok = fail("left [%s], want [%s]", left, want_left);
+        else if (want_err && (r >= 0 || !strstr(err.msg, want_err) ||
+                              !strstr(err.msg, tpath("home/.claude-profiles/work/.env"))))
+                ok = fail("want an error with [%s] naming the file, got %d [%s]", want_err, r,
+                          r < 0 ? err.msg : "");
+        else if (!want_err && r < 0)
+                ok = fail("%s", err.msg);
+        if (r >= 0)
+                vault_free(&v);
+out:
+        profile_env_free(&e);
+        profile_close(&p);
+        profile_config_free(&c);
+        return ok;
+}
+
+#define FP                                                                                         \
+        "sha256:9f:2c:00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff:00:11:22:33:44:55:66:77:88:" \
+        "99:aa:bb:cc:dd"
+
+static bool test_vault_keys_split_and_checked(void)
+{
+        return vault_case("A=1\nCLAUDE_PROFILE_AGENT_VAULT_PROXY=p:1\nB=2\n", NULL, "A B ") &&
+               vault_case("CLAUDE_PROFILE_AGENT_VAULT_BUNDEL=x\nA=1\n",
+                          "CLAUDE_PROFILE_AGENT_VAULT_BUNDEL is not one of its settings", "A ") &&
+               vault_case("CLAUDE_PROFILE_AGENT_VAULT_BUNDLE=b\nCLAUDE_PROFILE_AGENT_VAULT_CA_"
+                          "FINGERPRINT=" FP "\n",
+                          "CLAUDE_PROFILE_AGENT_VAULT_PROXY is not set", "") &&
+               vault_case("CLAUDE_PROFILE_AGENT_VAULT_BUNDLE=b\nCLAUDE_PROFILE_AGENT_VAULT_PROXY="
+                          "p:1\nCLAUDE_PROFILE_AGENT_VAULT_CA_FINGERPRINT=sha256:9f\n",
+                          "SHA256:9F:2C", "") &&
+               vault_case("CLAUDE_PROFILE_AGENT_VAULT_BUNDLE=b\nCLAUDE_PROFILE_AGENT_VAULT_PROXY="
+                          "p:1\nX=y\nCLAUDE_PROFILE_AGENT_VAULT_CA_FINGERPRINT=" FP "\n",
+                          NULL, "X ");
+}
+
+static bool test_base64_decode_both_alphabets(void)
+{
+        unsigned char *out = NULL;
+        size_t n;
+        bool ok = true;
+
+        if (cs_base64_decode("aGk/Pz4+\n", 9, false, &out, &n) < 0 || n != 6 ||
+            memcmp(out, "hi?" "?>>", 6) != 0)
+                ok = fail("standard alphabet");
+        free(out);
+        out = NULL;
+        if (ok && (cs_base64_decode("aGk_Pz4-", 8, true, &out, &n) < 0 || n != 6 ||
+                   memcmp(out, "hi?" "?>>", 6) != 0))
+                ok = fail("url alphabet");
+        free(out);
+        out = NULL;
+        if (ok && (cs_base64_decode("aGk", 3, true, &out, &n) < 0 || n != 2))
+                ok = fail("unpadded");
+        free(out);
+        if (ok && (cs_base64_decode("a", 1, false, &out, &n) != -EINVAL ||
+                   cs_base64_decode("a*bc", 4, false, &out, &n) != -EINVAL ||
+                   cs_base64_decode("aG==k", 5, false, &out, &n) != -EINVAL))
+                ok = fail("invalid input accepted");
         return ok;
 }
 
@@ -721,6 +811,8 @@ int main(void)
         RUN(test_profile_open_refuses_bad_and_missing_names);
         RUN(test_env_file_parsing_strips_quotes_and_comments);
         RUN(test_env_created_empty_0600_when_missing);
+        RUN(test_vault_keys_split_and_checked);
+        RUN(test_base64_decode_both_alphabets);
         RUN(test_symlinked_env_is_refused_and_target_untouched);
         RUN(test_env_that_is_not_a_file_is_refused);
         RUN(test_marker_dangling_link_counts);
