@@ -30,7 +30,7 @@ SYSTEM_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt",
 
 # claude as a shell script: what it was given, and the CA bundle its SSL_CERT_FILE names.
 CLAUDE = """#!/bin/sh
-env -0 > "$PWD/claude-env"
+env > "$PWD/claude-env"
 printf '%s\\n' "$@" > "$PWD/claude-argv"
 cat "$SSL_CERT_FILE" > "$PWD/claude-bundle" 2>/dev/null
 exit 0
@@ -163,8 +163,8 @@ class Vault:
                               stdin=subprocess.DEVNULL)
 
     def claude_env(self):
-        raw = (self.project / "claude-env").read_bytes().split(b"\0")
-        return dict(x.decode().split("=", 1) for x in raw if x)
+        lines = (self.project / "claude-env").read_text().splitlines()
+        return dict(x.split("=", 1) for x in lines if "=" in x)
 
     def claude_argv(self):
         return (self.project / "claude-argv").read_text()
@@ -309,6 +309,31 @@ def test_the_vault_flow_in_a_sandbox(vault):
     assert "Credentials are brokered by Infisical Agent Vault" in vault.claude_argv()
 
 
+def test_the_vault_flow_on_an_image_without_a_ca_bundle(vault):
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
+    import oci
+    from conftest import PROBE
+    layout = str(vault.tmp / "layout")
+    oci.write_layout(layout, oci.busybox_layers(str(vault.tmp), PROBE), ref="latest")
+    r = subprocess.run([CSANDBOX, "image", "import", layout, "--name", "vault-img"],
+                       env=vault.env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    vault.opt_in()
+    r = vault.run(flags=("--image", "vault-img"))
+    assert r.returncode == 0, r.stderr
+    argv = vault.infisical()["argv"]
+    assert argv[argv.index("--") + 1:] == [os.path.realpath(CSANDBOX), "run", "--image",
+                                            "vault-img", "work", "--", "-p", "hi"]
+    inside = vault.claude_env()
+    # The image has no system bundle: the combined one is made at the first usual path.
+    for k in CA_VARS:
+        assert inside[k] == "/etc/ssl/certs/ca-certificates.crt", k
+    seen = (vault.project / "claude-bundle").read_text()
+    assert vault.pem.strip() in seen
+    assert inside["CLAUDE_SANDBOX_AGENT_VAULT"] == "active"
+
+
 def test_plan_shows_the_vault_command_and_the_session_with_secrets_redacted(vault):
     vault.opt_in()
     plan = json.loads(vault.run(cmd="plan").stdout)
@@ -359,6 +384,17 @@ def test_the_vault_flow_on_the_host(host_vault):
     assert "CLAUDE_SANDBOX_AGENT_VAULT" not in seen
     text = (v.project / "claude-bundle").read_text()
     assert v.pem.strip() in text and text.startswith(open(host_system_bundle()).read().strip())
+    # Planned, as infisical starts it: the token redacted.
+    r = subprocess.run([str(v.bin / "infisical"), "agent-vault", "run", "--proxy", v.proxy.addr,
+                        "--no-proxy", "x.example", "--", CSANDBOX, "plan", "work"],
+                       cwd=str(v.project), env=v.env(**{PREFIX + "RUN": "work"}),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    added = json.loads(r.stdout)["env_added"]
+    for k in (*PROXY_VARS, "OPENCLAW_PROXY_URL"):
+        assert added[k] == "<redacted>", k
+    assert added["SSL_CERT_FILE"] == str(bundle) and added["NO_PROXY"] == "x.example"
+    assert SESSION_TOKEN not in r.stdout
 
 
 # --- the vault fails: the session runs without it ------------------------------------------
