@@ -401,12 +401,18 @@ static bool test_base64_decode_both_alphabets(void)
         bool ok = true;
 
         if (cs_base64_decode("aGk/Pz4+\n", 9, false, &out, &n) < 0 || n != 6 ||
-            memcmp(out, "hi?" "?>>", 6) != 0)
+            memcmp(out,
+                   "hi?"
+                   "?>>",
+                   6) != 0)
                 ok = fail("standard alphabet");
         free(out);
         out = NULL;
         if (ok && (cs_base64_decode("aGk_Pz4-", 8, true, &out, &n) < 0 || n != 6 ||
-                   memcmp(out, "hi?" "?>>", 6) != 0))
+                   memcmp(out,
+                          "hi?"
+                          "?>>",
+                          6) != 0))
                 ok = fail("url alphabet");
         free(out);
         out = NULL;
