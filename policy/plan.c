@@ -343,6 +343,29 @@ static int add_local_settings(struct plan *p, const struct worktree *w, int work
         return 0;
 }
 
+/* The .env as the session sees it when it had Agent Vault keys: its other variables. */
+static int dotenv_without_vault(struct plan *p, struct cs_error *err)
+{
+        struct strbuf b = {0};
+        int r;
+
+        for (size_t i = 0; i < p->dotenv.n; i++) {
+                sb_puts(&b, p->dotenv.names[i]);
+                sb_putc(&b, '=');
+                sb_puts(&b, p->dotenv.values[i]);
+                sb_putc(&b, '\n');
+        }
+        sb_puts(&b, "");
+        r = b.oom ? cs_error_set(err, ENOMEM, "the .env")
+                  : spec_add_file(&p->spec, PLAN_CONFIG "/.env",
+                                  "the profile's .env without its Agent Vault keys", b.s, b.len,
+                                  SPEC_MOUNT_SECRET, err);
+        if (b.s)
+                explicit_bzero(b.s, b.len);
+        free(b.s);
+        return r;
+}
+
 /* Pins of §2.4 #16/#17: the marker and .env, read-only, when they are regular files. */
 static int add_profile_pins(struct plan *p, struct cs_error *err)
 {
@@ -356,6 +379,14 @@ static int add_profile_pins(struct plan *p, struct cs_error *err)
                 if (fstatat(p->profile.dir_fd, pins[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                     !S_ISREG(st.st_mode))
                         continue;
+                /* A .env with Agent Vault keys: the session sees it without them (read-only
+                 * as the pin, and as unchangeable), so the access bundle stays out of reach. */
+                if (i == 1 && p->vault.had_keys) {
+                        r = dotenv_without_vault(p, err);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (!(src = cs_path_join(p->profile.dir, pins[i])) ||
                     !(dst = cs_path_join(PLAN_CONFIG, pins[i])))
                         return cs_error_set(err, ENOMEM, "pins");

@@ -149,6 +149,7 @@ int vault_split(const struct profile *p, struct profile_env *env, struct plan_va
                         env->values[o++] = env->values[i];
                         continue;
                 }
+                v->had_keys = true;
                 for (k = 0; k < N(vault_keys); k++)
                         if (strcmp(key, vault_keys[k]) == 0)
                                 break;

@@ -26,6 +26,7 @@ enum vault_state {
 
 struct plan_vault {
         enum vault_state state;
+        bool had_keys; /* the .env had CLAUDE_PROFILE_AGENT_VAULT_* lines (taken out) */
         /* The .env keys, without the prefix. */
         char *bundle, *proxy, *fingerprint, *infisical_profile, *no_proxy;
         char *why;       /* VAULT_UNAVAILABLE: the reason, for the note run prints */

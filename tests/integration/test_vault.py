@@ -33,6 +33,8 @@ CLAUDE = """#!/bin/sh
 env > "$PWD/claude-env"
 printf '%s\\n' "$@" > "$PWD/claude-argv"
 cat "$SSL_CERT_FILE" > "$PWD/claude-bundle" 2>/dev/null
+cat "$CLAUDE_CONFIG_DIR/.env" > "$PWD/claude-dotenv" 2>/dev/null
+{ echo X=1 >> "$CLAUDE_CONFIG_DIR/.env"; } 2>/dev/null && echo yes > "$PWD/claude-dotenv-writable"
 exit 0
 """
 
@@ -219,6 +221,10 @@ def test_vault_keys_never_reach_the_session(tmp_path, sandboxed):
         assert "CLAUDE_SANDBOX_AGENT_VAULT" not in inside, "no vault, no note"
         assert v.proxy.hits == 0 and not v.log.exists()
         if sandboxed:
+            # Not through the profile's .env either: the session's copy has the rest.
+            assert (v.project / "claude-dotenv").read_text() == "OTHER=kept\n"
+            assert not (v.project / "claude-dotenv-writable").exists()
+            assert PREFIX in (v.profile / ".env").read_text(), "the host's file is untouched"
             assert f"names {PREFIX}PROXY, an Agent Vault setting" in r.stderr
             plan = json.loads(v.run(cmd="plan", env=env).stdout)
             assert not [e for e in plan["env"] if e["name"].startswith(PREFIX)]
@@ -307,6 +313,7 @@ def test_the_vault_flow_in_a_sandbox(vault):
     [bundle] = vault.bundles()
     assert bundle.read_text() == seen
     assert "Credentials are brokered by Infisical Agent Vault" in vault.claude_argv()
+    assert "coding" not in (vault.project / "claude-dotenv").read_text()
 
 
 def test_the_vault_flow_on_an_image_without_a_ca_bundle(vault):
