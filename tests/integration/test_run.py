@@ -678,6 +678,30 @@ def test_noexec_data_home_changes_nothing_for_claude(profiles, tmp_path, runtime
     assert "ro" in m[-1]["opts"], m
 
 
+NOEXEC_CLAUDE = ('mount -n -t tmpfs -o noexec none "$1" && cp "$2" "$1/claude" && shift 2 && '
+                 'exec "$@"')
+
+
+@pytest.mark.parametrize("where", ["--sandbox", "--host"])
+def test_claude_on_a_noexec_mount_is_named_with_the_mount_and_the_fix(profiles, tmp_path,
+                                                                       where):
+    """Not "not installed": the file is there, on a mount where nothing may run."""
+    profiles.add()
+    nx = tmp_path / "nx"
+    nx.mkdir()
+    wrap = ["unshare", "-Um", f"--map-user={os.getuid()}", f"--map-group={os.getgid()}",
+            "--keep-caps", "sh", "-c", NOEXEC_CLAUDE, "sh", str(nx), str(profiles.claude)]
+    p = subprocess.run([*wrap, CSANDBOX, "run", where, "work"], cwd=str(profiles.project),
+                       env=profiles.env(CLAUDE_PROFILE_CLAUDE_BIN=str(nx / "claude")),
+                       capture_output=True, text=True, timeout=TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 125, p.stderr
+    assert f"claude is installed at {nx}/claude (CLAUDE_PROFILE_CLAUDE_BIN), but it cannot " \
+        f"run: it lies on {nx}, which is mounted noexec" in p.stderr, p.stderr
+    assert f"sudo mount -o remount,exec {nx}" in p.stderr, p.stderr
+    assert "not installed" not in p.stderr
+
+
 def test_known_hosts_on_an_image_without_etc_ssh(profiles, tmp_path):
     profiles.add()
     import_busybox_image(profiles, tmp_path)
