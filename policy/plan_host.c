@@ -104,7 +104,7 @@ int plan_host(struct plan *p, const struct plan_request *req, struct cs_error *e
                 return r;
         r = statusline_check(p, c, err);
         if (r >= 0)
-                r = profile_env_load(&p->profile, dotenv, err);
+                r = profile_env_load(&p->profile, false, dotenv, err);
         if (r >= 0)
                 r = plan_shared_settings(p, req, false, &shared, &loopback, err);
         if (r < 0)

@@ -179,14 +179,17 @@ bool plan_env_forwarded(const struct profile_config *c, const char *name)
 
 int plan_add_env(struct plan *p, const struct plan_request *req, struct cs_error *err)
 {
+        const char *colorterm = getenv("COLORTERM");
         struct profile_env dotenv = {0};
         int r;
 
-        r = profile_env_load(&p->profile, &dotenv, err);
+        r = profile_env_load(&p->profile, true, &dotenv, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < dotenv.n && r >= 0; i++)
-                if (env_launcher_owned(dotenv.names[i]))
+                if (strcmp(dotenv.names[i], "COLORTERM") == 0 && colorterm && *colorterm)
+                        continue; /* the host's, as the reference's `-e COLORTERM` wins */
+                else if (env_launcher_owned(dotenv.names[i]))
                         stage_warn(&p->warnings, err,
                                    "Warning: %s/.env sets %s, which csandbox sets itself in the "
                                    "sandbox; the .env value is not used.",

@@ -57,10 +57,12 @@ struct profile_env {
         char **values;
         size_t n;
 };
-/* Create <profile>/.env empty (O_CREAT|O_EXCL, 0600) when it does not lexist; refuse a
- * symlinked .env ("Refusing to use <path>: it is a symlink (to <target>), ..."); read it
- * bounded through the profile dir fd with O_NOFOLLOW; parse. */
-int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs_error *err);
+/* With create (a sandbox launch, which pins it), make <profile>/.env empty (O_CREAT|O_EXCL,
+ * 0600) when it does not lexist; without (a host launch), a missing .env is an empty one.
+ * Refuse a symlinked .env ("Refusing to use <path>: it is a symlink (to <target>), ...");
+ * read it bounded through the profile dir fd with O_NOFOLLOW; parse. */
+int profile_env_load(const struct profile *p, bool create, struct profile_env *ret,
+                     struct cs_error *err);
 void profile_env_free(struct profile_env *e);
 /* The parser profile_env_load uses, over len bytes of buf, which hold no NUL byte (the
  * loader refuses a .env with one). */

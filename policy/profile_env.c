@@ -204,7 +204,8 @@ out:
         return r;
 }
 
-int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs_error *err)
+int profile_env_load(const struct profile *p, bool create, struct profile_env *ret,
+                     struct cs_error *err)
 {
         _cleanup_free_ char *path = NULL, *buf = NULL;
         _cleanup_close_ int fd = -1;
@@ -223,6 +224,11 @@ int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs
                             O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
                 if (fd >= 0 || errno != ENOENT)
                         break;
+                if (!create) {
+                        /* §1.5: a host launch reads .env when there is one, creates none. */
+                        memset(ret, 0, sizeof(*ret));
+                        return 0;
+                }
                 /* §2.4 #17: created empty so the read-only pin has a file to mount. */
                 fd = openat(p->dir_fd, ".env",
                             O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);

@@ -1108,6 +1108,16 @@ def test_a_profile_without_its_marker_launches_claude_on_the_host_and_says_so(pr
     assert not profiles.state().exists(), "a host launch stages nothing"
 
 
+def test_host_launch_reads_a_dotenv_and_creates_none(profiles):
+    """The reference creates .env only for the sandbox's read-only pin."""
+    d = profiles.add(sandbox=False)
+    shell_claude(profiles, HOST_PROBE_SCRIPT)
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert not os.path.lexists(d / ".env")
+    assert (profiles.project / "host-env").read_text().split()[1] == "unset"
+
+
 def test_override_and_flags_decide_where_it_launches(profiles):
     _host_setup(profiles, sandbox=True)
     plan = profiles.plan(env=profiles.env(CLAUDE_PROFILE_SANDBOX="0"))
@@ -1363,3 +1373,20 @@ def test_run_starts_the_network_before_the_plan_and_the_payload_connects_at_once
         r = profiles.run()
         assert r.returncode == 0 and r.stdout == "connected\n", (i, r.stderr)
     assert wait_until(lambda: not ours(), 10), f"outlived their launch: {ours()}"
+
+
+def test_diff_colorterm_of_the_host_wins_over_dotenv_and_term_is_the_launchers(profiles):
+    """COLORTERM as the reference's `-e COLORTERM` over its env file: the host's when set,
+    else the .env's. TERM is csandbox's own: the host's, or `dumb` when it has none."""
+    d = profiles.add()
+    (d / ".env").write_text("COLORTERM=from-dotenv\nTERM=from-dotenv\n")
+    env, err = _env_inside(profiles, profiles.env(COLORTERM="truecolor", TERM="xterm-kitty"))
+    assert (env[b"COLORTERM"], env[b"TERM"]) == (b"truecolor", b"xterm-kitty")
+    assert ".env sets TERM, which csandbox sets itself" in err
+    env, _ = _env_inside(profiles, profiles.env(COLORTERM=None, TERM=None))
+    assert (env[b"COLORTERM"], env[b"TERM"]) == (b"from-dotenv", b"dumb")
+
+
+def test_diff_the_launchers_own_errors_exit_125(profiles):
+    r = profiles.run("nosuchprofile")
+    assert r.returncode == 125 and "does not exist" in r.stderr, r.stderr
