@@ -571,12 +571,13 @@ def test_loopback_http_hook_in_shared_settings_reaches_the_host(profiles):
 
 # --- an imported image as the root -----------------------------------------------------
 
-def import_busybox_image(profiles, tmp_path, name="sandbox-img"):
+def import_busybox_image(profiles, tmp_path, name="sandbox-img", config=None):
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
     import oci
     layout = str(tmp_path / "layout")
-    oci.write_layout(layout, oci.busybox_layers(str(tmp_path), PROBE), ref="latest")
+    oci.write_layout(layout, oci.busybox_layers(str(tmp_path), PROBE), ref="latest",
+                     config=config)
     r = subprocess.run([CSANDBOX, "image", "import", layout, "--name", name],
                        env=profiles.env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -1390,3 +1391,54 @@ def test_diff_colorterm_of_the_host_wins_over_dotenv_and_term_is_the_launchers(p
 def test_diff_the_launchers_own_errors_exit_125(profiles):
     r = profiles.run("nosuchprofile")
     assert r.returncode == 125 and "does not exist" in r.stderr, r.stderr
+
+
+def test_diff_an_images_user_and_entrypoint_are_not_used_and_not_warned_about(profiles,
+                                                                               tmp_path):
+    profiles.add()
+    import_busybox_image(profiles, tmp_path, config={"User": "nobody",
+                                                     "Entrypoint": ["/bin/false"]})
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX_IMAGE="sandbox-img"))
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert (rep["uid"], rep["gid"]) == (1000, 1000) and rep["argv"][0] == CLAUDE_IN
+    assert r.stderr == "", r.stderr
+
+
+def test_diff_no_host_ids_or_bridge_variables_and_no_loopback_for_a_bridge(profiles, agent):
+    """The reference passes HOST_UID/HOST_GID for its entrypoint and its TCP bridge's port,
+    token and forwards, and maps the host's loopback for a bridge; csandbox binds sockets."""
+    profiles.add()
+    env = _agent_env(profiles, agent)
+    plan = profiles.plan(env=env)
+    assert plan["map_host_loopback"] is False
+    inside = profiles.report(env=env)["env"]
+    for name in ("HOST_UID", "HOST_GID", "CLAUDE_SANDBOX_FORWARDS", "CLAUDE_SANDBOX_BRIDGE_PORT",
+                 "CLAUDE_SANDBOX_BRIDGE_TOKEN"):
+        assert name not in inside, name
+    assert inside["SSH_AUTH_SOCK"] == AGENT_IN
+
+
+def test_diff_no_shared_image_store_is_mounted(profiles):
+    """claude-profile's sandbox-cache store: csandbox has no podman inside to use it."""
+    profiles.add()
+    (profiles.data / "claude-profile" / "image-store" / "overlay-images").mkdir(parents=True)
+    dests = [m["dest"] for m in profiles.plan()["mounts"]]
+    assert "/var/lib/shared-mcp-store" not in dests
+    assert "/etc/containers/storage.conf" not in dests
+
+
+def test_diff_a_profile_dir_that_is_not_yours_is_refused(profiles):
+    r = profiles.run("lib", env=profiles.env(CLAUDE_PROFILE_PROFILES_BASE="/usr"), cmd="plan")
+    assert r.returncode == 125, r.stderr
+    assert "profile 'lib': /usr/lib is not yours" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("command", ["remove", "links", "env", "build", "sandbox-skill",
+                                     "sandbox-cache"])
+def test_diff_claude_profiles_other_commands_are_not_csandboxs(profiles, command):
+    profiles.add()
+    r = subprocess.run([CSANDBOX, command, "work"], env=profiles.env(), capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 125 and f"unknown command `{command}`" in r.stderr, r.stderr
+    assert (profiles.base / "work").is_dir()
