@@ -1391,6 +1391,9 @@ def test_diff_colorterm_of_the_host_wins_over_dotenv_and_term_is_the_launchers(p
 def test_diff_the_launchers_own_errors_exit_125(profiles):
     r = profiles.run("nosuchprofile")
     assert r.returncode == 125 and "does not exist" in r.stderr, r.stderr
+    profiles.add(sandbox=False)
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_CLAUDE_BIN="no-such-claude"))
+    assert r.returncode == 127 and "claude is not installed" in r.stderr, r.stderr
 
 
 def test_diff_an_images_user_and_entrypoint_are_not_used_and_not_warned_about(profiles,
@@ -1442,3 +1445,17 @@ def test_diff_claude_profiles_other_commands_are_not_csandboxs(profiles, command
                        text=True, timeout=TIMEOUT)
     assert r.returncode == 125 and f"unknown command `{command}`" in r.stderr, r.stderr
     assert (profiles.base / "work").is_dir()
+
+
+def test_diff_every_test_the_readme_table_names_exists():
+    """Each row of the README's differences table names its test or is a test_diff_* here."""
+    import glob
+    import re
+    here = os.path.dirname(os.path.abspath(__file__))
+    readme = open(os.path.join(here, "..", "..", "README.md")).read()
+    table = readme[readme.index("### Differences from claude-profile"):
+                   readme.index("### `csandbox exec`")]
+    named = set(re.findall(r"`(test_[a-z0-9_]+)`", table))
+    source = "".join(open(f).read() for f in glob.glob(os.path.join(here, "*.py")))
+    assert len(named) > 20
+    assert [n for n in sorted(named) if f"def {n}(" not in source] == []
