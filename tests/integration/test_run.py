@@ -1447,6 +1447,11 @@ def test_diff_claude_profiles_other_commands_are_not_csandboxs(profiles, command
     assert (profiles.base / "work").is_dir()
 
 
+def test_diff_the_hostname_inside_is_csandbox(profiles):
+    profiles.add()
+    assert profiles.report()["hostname"] == "csandbox"
+
+
 def test_diff_every_test_the_readme_table_names_exists():
     """Each row of the README's differences table names its test or is a test_diff_* here."""
     import glob
