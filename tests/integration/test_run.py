@@ -1464,3 +1464,19 @@ def test_diff_every_test_the_readme_table_names_exists():
     source = "".join(open(f).read() for f in glob.glob(os.path.join(here, "*.py")))
     assert len(named) > 20
     assert [n for n in sorted(named) if f"def {n}(" not in source] == []
+
+
+def test_csandbox_inside_a_run_session_without_tun_says_run_cannot_be_given_it(profiles):
+    """A session's claude that starts csandbox with pasta is told the session cannot get the
+    device (run takes no --dev-bind), and what can."""
+    profiles.add()
+    inner = profiles.project / "csandbox"
+    shutil.copy(CSANDBOX, inner)
+    shell_claude(profiles, f'cd "$PWD"; {inner} exec --net pasta -- true 2> err; echo $? > rc\n')
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    err = (profiles.project / "err").read_text()
+    assert (profiles.project / "rc").read_text() == "125\n", err
+    assert "This runs inside csandbox (a `csandbox run` session)" in err, err
+    assert "`run` cannot be given the device" in err, err
+    assert "csandbox exec --dev-bind /dev/net/tun /dev/net/tun" in err, err
