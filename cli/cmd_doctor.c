@@ -13,6 +13,7 @@
 #include "../image/store.h"
 #include "../policy/profile.h"
 #include "../policy/seccomp.h"
+#include "../policy/stage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -183,6 +184,8 @@ static void check_claude(void)
 
                 snprintf(detail, sizeof(detail), "%s; profiles in %s", line, c.profiles_base);
                 report(true, "claude", detail);
+        } else if (claude_blocked(c.claude_bin, &err) < 0) {
+                report(false, "claude", err.msg);
         } else {
                 report(false, "claude",
                        "not installed (no `claude` on PATH): install it with `npm install -g "

@@ -403,7 +403,8 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                                 return cs_error_wrap(err, "--rootfs");
                 } else if (strcmp(a, "--writable") == 0) {
                         s->writable = true;
-                } else if (strstr(a, "bind")) {
+                } else if (strstr(a, "bind") && strncmp(a, "--proc", 6) != 0) {
+                        /* (--proc=bind is a --proc value) */
                         r = add_bind(s, a, v1, v2, err);
                 } else if (strcmp(a, "--tmpfs") == 0) {
                         r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, v1, err);

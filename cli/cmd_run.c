@@ -10,6 +10,7 @@
 #include "../policy/plan.h"
 #include "../policy/profile.h"
 #include "../policy/seccomp.h"
+#include "../policy/stage.h"
 #include "../policy/trust.h"
 #include "run_trust.h"
 
@@ -198,6 +199,7 @@ static int parse(int argc, char **argv, struct run_opts *o, const char **ret_nam
 static int host_launch(struct plan *p, const char *name, bool plan_only,
                        const struct rlimit *nofile)
 {
+        struct cs_error err = {0};
         char *found;
 
         for (size_t i = 0; i < p->warnings.n; i++)
@@ -230,6 +232,10 @@ static int host_launch(struct plan *p, const char *name, bool plan_only,
                         "--on` every launch\n",
                         name, p->host_why, name, name);
         found = cs_find_program(p->host_argv[0]);
+        if (!found && claude_blocked(p->host_argv[0], &err) < 0) {
+                fprintf(stderr, "csandbox: run %s: %s\n", name, err.msg);
+                return CS_EXIT_SETUP;
+        }
         if (!found) {
                 fprintf(stderr,
                         "csandbox: run %s: claude is not installed on this machine (no `%s` on "

@@ -18,6 +18,7 @@ int cs_error_set(struct cs_error *e, int errnum, const char *fmt, ...)
                 snprintf(e->msg + n, sizeof(e->msg) - n, ": %s", strerror(errnum));
         e->err = errnum;
         e->status = CS_EXIT_SETUP;
+        e->cause_named = false;
         return errnum > 0 ? -errnum : -EINVAL;
 }
 
@@ -30,6 +31,7 @@ int cs_error_setx(struct cs_error *e, int errnum, const char *fmt, ...)
         va_end(ap);
         e->err = errnum;
         e->status = CS_EXIT_SETUP;
+        e->cause_named = false;
         return errnum > 0 ? -errnum : -EINVAL;
 }
 

@@ -1,6 +1,7 @@
 /* The error object: fallible functions return a negative errno-style value and fill this.
  * Library code (policy/, image/, common/) never prints or exits; runner/main.c decides. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 
 #define CS_ERROR_MAX 2048
@@ -16,6 +17,7 @@ struct cs_error {
         int err;    /* errno of the root cause, 0 when there is none */
         int status; /* exit status this error maps to (CS_EXIT_SETUP unless set) */
         char msg[CS_ERROR_MAX];
+        bool cause_named; /* the message names its cause: no guessed diagnosis is added */
 };
 
 /* Set the message (printf-style); errnum != 0 appends ": strerror(errnum)". Returns -errnum

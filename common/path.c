@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 char *cs_path_join(const char *a, const char *b)
@@ -42,6 +44,76 @@ char *cs_find_program(const char *name)
         }
         free(copy);
         return found;
+}
+
+/* The mount a path lies on: the nearest directory, from path up, that is a mount's root. */
+static char *mount_of(const char *path)
+{
+        char *dir = strdup(path);
+
+        while (dir) {
+                struct statx sx;
+                char *slash = strrchr(dir, '/');
+
+                if (slash == dir) {
+                        dir[1] = '\0';
+                        return dir;
+                }
+                if (!slash) {
+                        free(dir);
+                        return NULL;
+                }
+                *slash = '\0';
+                if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, 0, &sx) == 0 &&
+                    sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT &&
+                    sx.stx_attributes & STATX_ATTR_MOUNT_ROOT)
+                        return dir;
+        }
+        return NULL;
+}
+
+bool cs_program_blocked(const char *name, char **ret_path, char **ret_mount)
+{
+        const char *path = getenv("PATH");
+        char *copy, *save = NULL, *found = NULL;
+
+        *ret_path = *ret_mount = NULL;
+        if (strchr(name, '/')) {
+                found = strdup(name);
+        } else {
+                copy = strdup(path && *path ? path : CS_DEFAULT_PATH);
+                for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && !found;
+                     d = strtok_r(NULL, ":", &save)) {
+                        struct stat st;
+
+                        if (d[0] != '/' || !(found = cs_path_join(d, name)))
+                                continue;
+                        if (stat(found, &st) != 0 || !S_ISREG(st.st_mode)) {
+                                free(found);
+                                found = NULL;
+                        }
+                }
+                free(copy);
+        }
+        if (found) {
+                char *real = realpath(found, NULL);
+                struct statvfs vfs;
+                struct stat st;
+
+                if (real && stat(real, &st) == 0 && S_ISREG(st.st_mode)) {
+                        *ret_path = real;
+                        if (statvfs(real, &vfs) == 0 && vfs.f_flag & ST_NOEXEC)
+                                *ret_mount = mount_of(real);
+                        if (*ret_mount || access(real, X_OK) != 0) {
+                                free(found);
+                                return true;
+                        }
+                }
+                free(real);
+                *ret_path = NULL;
+        }
+        free(found);
+        return false;
 }
 
 char *cs_self_sibling(const char *name)

@@ -14,6 +14,13 @@ char *cs_path_join(const char *a, const char *b);
  * when there is none (or on ENOMEM); free() the result. */
 char *cs_find_program(const char *name);
 
+/* Why cs_find_program finds no `name` although a regular file of that name stands where it
+ * looks (name itself, or the first such file on PATH): *ret_path is that file (links
+ * resolved) and *ret_mount the mount it lies on when that mount is noexec, else NULL (the
+ * file has no execute permission for us). false, and both NULL, when there is no such file
+ * or it runs. free() both. */
+bool cs_program_blocked(const char *name, char **ret_path, char **ret_mount);
+
 /* name in the directory csandbox's own binary is in (where its helpers are built and
  * installed), as /proc/self/exe names it; NULL when that cannot be read. free() it. */
 char *cs_self_sibling(const char *name);

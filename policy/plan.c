@@ -567,6 +567,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 goto out;
 
         s->net = SPEC_NET_PASTA;
+        s->net_fixed = true;
         s->seccomp = SPEC_SECCOMP_DEFAULT;
         s->cwd = strdup(w.cwd);
 

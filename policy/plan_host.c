@@ -103,8 +103,7 @@ int plan_host(struct plan *p, const struct plan_request *req, struct cs_error *e
         if (r < 0)
                 return r;
         r = statusline_check(p, c, err);
-        if (r >= 0)
-                r = profile_env_create(&p->profile, err);
+        /* §1.5: a host launch reads .env when there is one (p->dotenv) and creates none. */
         if (r >= 0)
                 r = plan_shared_settings(p, req, false, &shared, &loopback, err);
         if (r < 0)

@@ -196,11 +196,14 @@ bool plan_env_forwarded(const struct profile_config *c, const char *name)
 int plan_add_env(struct plan *p, const struct plan_request *req, struct cs_error *err)
 {
         const struct profile_env *dotenv = &p->dotenv; /* its Agent Vault keys taken out */
+        const char *colorterm = getenv("COLORTERM");
         /* §2.4 #17: created empty when missing, so that the read-only pin has a file. */
         int r = profile_env_create(&p->profile, err);
 
         for (size_t i = 0; i < dotenv->n && r >= 0; i++)
-                if (env_launcher_owned(dotenv->names[i]))
+                if (strcmp(dotenv->names[i], "COLORTERM") == 0 && colorterm && *colorterm)
+                        continue; /* the host's, as the reference's `-e COLORTERM` wins */
+                else if (env_launcher_owned(dotenv->names[i]))
                         stage_warn(&p->warnings, err,
                                    "Warning: %s/.env sets %s, which csandbox sets itself in the "
                                    "sandbox; the .env value is not used.",

@@ -62,11 +62,13 @@ struct profile_env {
         char **values;
         size_t n;
 };
-/* Create <profile>/.env empty (O_CREAT|O_EXCL, 0600) when it does not lexist; refuse a
- * symlinked .env ("Refusing to use <path>: it is a symlink (to <target>), ..."); read it
- * bounded through the profile dir fd with O_NOFOLLOW; parse. */
-int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs_error *err);
-/* The same, without creating it: a missing .env reads as empty. */
+/* With create (a sandbox launch, which pins it), make <profile>/.env empty (O_CREAT|O_EXCL,
+ * 0600) when it does not lexist; without (a host launch), a missing .env is an empty one.
+ * Refuse a symlinked .env ("Refusing to use <path>: it is a symlink (to <target>), ...");
+ * read it bounded through the profile dir fd with O_NOFOLLOW; parse. */
+int profile_env_load(const struct profile *p, bool create, struct profile_env *ret,
+                     struct cs_error *err);
+/* profile_env_load without creating it: a missing .env reads as empty. */
 int profile_env_read(const struct profile *p, struct profile_env *ret, struct cs_error *err);
 /* Create <profile>/.env empty (O_CREAT|O_EXCL, 0600) when nothing is there (a link there is
  * left as it is: the load refused it already). */

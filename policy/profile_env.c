@@ -204,8 +204,8 @@ out:
         return r;
 }
 
-static int env_load(const struct profile *p, bool create, struct profile_env *ret,
-                    struct cs_error *err)
+int profile_env_load(const struct profile *p, bool create, struct profile_env *ret,
+                     struct cs_error *err)
 {
         _cleanup_free_ char *path = NULL, *buf = NULL;
         _cleanup_close_ int fd = -1;
@@ -225,6 +225,7 @@ static int env_load(const struct profile *p, bool create, struct profile_env *re
                 if (fd >= 0 || errno != ENOENT)
                         break;
                 if (!create) {
+                        /* §1.5: a host launch reads .env when there is one, creates none. */
                         *ret = (struct profile_env){0};
                         return 0;
                 }
@@ -269,14 +270,9 @@ static int env_load(const struct profile *p, bool create, struct profile_env *re
         return 0;
 }
 
-int profile_env_load(const struct profile *p, struct profile_env *ret, struct cs_error *err)
-{
-        return env_load(p, true, ret, err);
-}
-
 int profile_env_read(const struct profile *p, struct profile_env *ret, struct cs_error *err)
 {
-        return env_load(p, false, ret, err);
+        return profile_env_load(p, false, ret, err);
 }
 
 int profile_env_create(const struct profile *p, struct cs_error *err)

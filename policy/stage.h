@@ -50,6 +50,9 @@ int stage_git_dir(int git_fd, const char *git_dir, char **ret_config, int *ret_h
  * opened and checked (-1: there is none); local_path names the file in messages and keys. */
 int stage_local_settings(const struct profile *p, int dir_fd, const char *local_path,
                          char **ret_copy, struct stage_warnings *warn, struct cs_error *err);
+/* When the claude `bin` names (a path, or a name looked up on PATH) is there but cannot run
+ * (a noexec mount, no execute permission): an error saying which and how to fix it; else 0. */
+int claude_blocked(const char *bin, struct cs_error *err);
 /* The host claude binary: c->claude_bin found on PATH as shutil.which does, resolved and
  * opened once (O_PATH) into *ret_fd, its path in *ret_path; refused when it is not a regular
  * file or every user can write it. *ret_missing (and *ret_fd -1) when no claude is

@@ -37,6 +37,31 @@ static void claude_cache_remove(const struct profile_config *c)
         }
 }
 
+int claude_blocked(const char *bin, struct cs_error *err)
+{
+        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *mount = NULL;
+        const char *from =
+            strcmp(bin, "claude") == 0 ? "the first claude on PATH" : "CLAUDE_PROFILE_CLAUDE_BIN";
+
+        if (!cs_program_blocked(bin, &path, &mount))
+                return 0;
+        if (mount)
+                return cs_error_setx(
+                    err, EACCES,
+                    "claude is installed at %s (%s), but it cannot run: it lies on %s, which is "
+                    "mounted noexec. Install claude where programs may run (Anthropic's native "
+                    "installer puts it in ~/.local), remount that filesystem with exec (sudo "
+                    "mount -o remount,exec %s), or point CLAUDE_PROFILE_CLAUDE_BIN at a claude "
+                    "on another mount",
+                    path, from, mount, mount);
+        return cs_error_setx(err, EACCES,
+                             "claude is installed at %s (%s), but it cannot run: you have no "
+                             "permission to execute it. Fix it with `chmod +x %s`, or point "
+                             "CLAUDE_PROFILE_CLAUDE_BIN at another claude",
+                             path, from, path);
+}
+
 int stage_claude(const struct profile_config *c, int *ret_fd, char **ret_path, bool *ret_missing,
                  struct cs_error *err)
 {
@@ -50,6 +75,8 @@ int stage_claude(const struct profile_config *c, int *ret_fd, char **ret_path, b
         found = cs_find_program(c->claude_bin ? c->claude_bin : "claude");
         if (found)
                 resolved = realpath(found, NULL);
+        if (!found && claude_blocked(c->claude_bin ? c->claude_bin : "claude", err) < 0)
+                return -err->err;
         if (!found || !resolved) {
                 *ret_missing = true;
                 return 0;

@@ -77,6 +77,60 @@ static enum where running_where(void)
         return WHERE_HOST;
 }
 
+/* Which command the outer csandbox runs: its pid 1 is a fork of it and keeps its argv.
+ * Only `exec` takes --dev-bind; a `run` session cannot be given the device. */
+static enum outer { OUTER_UNKNOWN, OUTER_EXEC, OUTER_RUN } outer_command(void)
+{
+        char buf[256];
+        ssize_t n;
+        int fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC);
+        const char *arg1;
+
+        if (fd < 0)
+                return OUTER_UNKNOWN;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return OUTER_UNKNOWN;
+        buf[n] = '\0';
+        arg1 = buf + strlen(buf) + 1;
+        if (arg1 >= buf + n)
+                return OUTER_UNKNOWN;
+        return strcmp(arg1, "exec") == 0  ? OUTER_EXEC
+               : strcmp(arg1, "run") == 0 ? OUTER_RUN
+                                          : OUTER_UNKNOWN;
+}
+
+static void hint_inside_csandbox(struct cs_error *err, bool nodev)
+{
+        const char *why =
+            nodev ? "whose binds are nodev" : "which has no /dev/net/tun unless given";
+
+        switch (outer_command()) {
+        case OUTER_RUN:
+                cs_error_hint(err,
+                              "This runs inside csandbox (a `csandbox run` session), %s, and "
+                              "`run` cannot be given the device: run this outside the session, "
+                              "or in a sandbox started with `csandbox exec --dev-bind "
+                              "/dev/net/tun /dev/net/tun`",
+                              why);
+                break;
+        case OUTER_EXEC:
+                cs_error_hint(err,
+                              "This runs inside csandbox (an outer `csandbox exec`), %s: start "
+                              "that outer `csandbox exec` with --dev-bind /dev/net/tun "
+                              "/dev/net/tun%s",
+                              why, nodev ? " in place of its bind of the device" : "");
+                break;
+        default:
+                cs_error_hint(err,
+                              "This runs inside csandbox, %s: start the outer sandbox with "
+                              "`csandbox exec --dev-bind /dev/net/tun /dev/net/tun` (`run` "
+                              "cannot be given the device)",
+                              why);
+        }
+}
+
 void diagnose_tun(struct cs_error *err, int e)
 {
         enum where where = running_where();
@@ -93,9 +147,7 @@ void diagnose_tun(struct cs_error *err, int e)
                                       "udev rule KERNEL==\"tun\", MODE=\"0666\" to keep it)",
                                       (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
                 else if (where == WHERE_CSANDBOX)
-                        cs_error_hint(err, "This runs inside csandbox, whose binds are nodev: give "
-                                           "the outer sandbox the device with --dev-bind "
-                                           "/dev/net/tun /dev/net/tun");
+                        hint_inside_csandbox(err, true);
                 else if (where == WHERE_CONTAINER)
                         cs_error_hint(err, "This runs in a container, which may use the device "
                                            "only when it is passed in: start it with --device "
@@ -106,9 +158,7 @@ void diagnose_tun(struct cs_error *err, int e)
                 return;
         }
         if (where == WHERE_CSANDBOX)
-                cs_error_hint(err, "This runs inside csandbox, which has no /dev/net/tun unless "
-                                   "given: start the outer sandbox with --dev-bind /dev/net/tun "
-                                   "/dev/net/tun");
+                hint_inside_csandbox(err, false);
         else if (where == WHERE_CONTAINER)
                 cs_error_hint(err, "This runs in a container without the device: start it with "
                                    "--device /dev/net/tun (docker, podman)");
@@ -156,6 +206,8 @@ void diagnose_userns(struct cs_error *err)
 
 void diagnose_setup(struct cs_error *err)
 {
+        if (err->cause_named)
+                return;
         if (apparmor_restricts())
                 cs_error_hint(err, "%s", apparmor_hint);
         else if (seccomp_filtered())

@@ -94,10 +94,21 @@ int mnt_fail(struct cs_error *err, enum mnt_result result, int errnum, const cha
                 break;
         case MNT_TARGET_NOT_DIR:
                 MNT_TEXT(ENOTDIR, "%s is not a directory inside the sandbox, but %s is", dest, src);
+                cs_error_hint(err,
+                              "The root the sandbox runs on (the image or the --rootfs tree), or "
+                              "a bind above it, has a file or a link to one at %s: make it a "
+                              "directory there (in an image's Containerfile: RUN rm -f %s && "
+                              "mkdir -p%s %s, then build and import it again)",
+                              dest, dest, strcmp(dest, "/tmp") == 0 ? " -m 1777" : "", dest);
                 break;
         case MNT_TARGET_IS_DIR:
                 MNT_TEXT(EISDIR, "%s is a directory inside the sandbox, but %s is a file", dest,
                          src);
+                cs_error_hint(err,
+                              "The root the sandbox runs on (the image or the --rootfs tree), or "
+                              "a bind above it, has a directory at %s: remove it there, or bind "
+                              "the file elsewhere",
+                              dest);
                 break;
         case MNT_TARGET_STAT:
                 MNT_TEXT(EIO, "stat %s", dest);
@@ -224,8 +235,9 @@ int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error 
                 return mnt_attach(m, dst, "proc", dest, err);
         }
         r = mnt_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &m);
-        if (r == -EPERM && mode == SPEC_PROC_FRESH)
-                return cs_error_setx(
+        if (r == -EPERM && mode == SPEC_PROC_FRESH) {
+                /* The kernel's own rule (mount_too_revealing), not a seccomp filter. */
+                cs_error_setx(
                     err, EPERM,
                     "the kernel refused a fresh proc for %s (--proc=fresh): the visible /proc "
                     "has overmounts, as container engines mask /proc (podman: --security-opt "
@@ -233,6 +245,9 @@ int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error 
                     "nested sandbox whose /proc is itself a bind; --proc=bind (the outer "
                     "/proc, read-only) or --proc=none (an empty one) launch without it",
                     dest);
+                err->cause_named = true;
+                return -EPERM;
+        }
         if (r == -EPERM) {
                 /* The kernel refuses a fresh proc when the visible one has locked
                  * overmounts (container engines mask /proc this way). */

@@ -179,6 +179,12 @@ static const char net_alternatives[] =
     "network and with it every service on the host's 127.0.0.1 and every abstract unix "
     "socket (X11, D-Bus)";
 
+/* `run` always makes its network: no flag of its to name, and no other network to offer. */
+static const char *net_what(const struct sandbox_spec *s)
+{
+        return s->net_fixed ? "the session's network (pasta)" : "--net pasta";
+}
+
 static void helper_init(struct net_helper *h)
 {
         memset(h, 0, sizeof(*h));
@@ -218,9 +224,10 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
                                              SPEC_NET_HOST_LOOPBACK);
         } else {
                 cs_error_setx(err, ENOENT,
-                              "--net pasta: neither pasta nor slirp4netns is installed (looked "
-                              "in PATH); install pasta with: sudo apt-get install passt");
-                return cs_error_hint(err, "%s", net_alternatives);
+                              "%s: neither pasta nor slirp4netns is installed (looked in PATH); "
+                              "install pasta with: sudo apt-get install passt",
+                              net_what(s));
+                return s->net_fixed ? -ENOENT : cs_error_hint(err, "%s", net_alternatives);
         }
         /* Both helpers open /dev/net/tun as us; find out now rather than after set-up. */
         tun = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
@@ -228,13 +235,14 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
                 int e = errno;
 
                 cs_error_setx(err, e,
-                              "--net pasta: /dev/net/tun %s (%s), so %s cannot give the "
-                              "sandbox a network",
+                              "%s: /dev/net/tun %s (%s), so %s cannot give the sandbox a "
+                              "network",
+                              net_what(s),
                               e == EACCES || e == EPERM ? "is not usable by your user"
                                                         : "cannot be opened",
                               strerror(e), ret->path);
                 diagnose_tun(err, e);
-                return cs_error_hint(err, "%s", net_alternatives);
+                return s->net_fixed ? -e : cs_error_hint(err, "%s", net_alternatives);
         }
         if (ret->kind == NET_HELPER_PASTA)
                 netconf_host_pick(s, &ret->tap);

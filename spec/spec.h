@@ -139,6 +139,7 @@ struct sandbox_spec {
 
         char *hostname; /* NULL: keep "csandbox" */
         enum spec_net net;
+        bool net_fixed;         /* the producer offers no --net choice (run): messages name none */
         bool map_host_loopback; /* pasta: 169.254.1.2 reaches the host's 127.0.0.1 */
 
         struct spec_env_var *env; /* built from scratch, in order */

@@ -149,3 +149,34 @@ def test_dev_bind_gives_a_nested_csandbox_its_pasta_network(csb):
     r = csb.run(["--dev-bind", "/dev/null", "/run/null", "--", "/bin/sh", "-c",
                  "echo x > /run/null"])
     assert r.returncode == 0, r.stderr
+
+
+def test_run_inside_csandbox_exec_without_tun_names_the_outer_exec_flag(csb, tmp_path):
+    """`run` takes no --dev-bind and no --net: the message names the flag of the outer
+    `csandbox exec`, and offers no network choice `run` does not have."""
+    home = tmp_path / "home"
+    (home / ".claude-profiles" / "work").mkdir(parents=True)
+    (home / ".claude-profiles" / "work" / ".sandbox").touch()
+    (tmp_path / "proj").mkdir()
+    r = csb.run(["--net", "host", "--bind", str(tmp_path), str(tmp_path),
+                 "--ro-bind", csb.binary, "/run/csandbox", "--setenv", "HOME", str(home),
+                 "--setenv", "CLAUDE_PROFILE_CLAUDE_BIN", "/bin/true",
+                 "--chdir", str(tmp_path / "proj"), "--",
+                 "/run/csandbox", "run", "work"])
+    assert r.returncode == 125, r.stderr
+    assert "This runs inside csandbox (an outer `csandbox exec`)" in r.stderr, r.stderr
+    assert "start that outer `csandbox exec` with --dev-bind /dev/net/tun /dev/net/tun" \
+        in r.stderr, r.stderr
+    assert "--net none" not in r.stderr and "--net pasta" not in r.stderr, r.stderr
+
+
+def test_proc_fresh_refused_under_a_seccomp_filter_blames_no_filter(csb):
+    """The kernel refuses a fresh proc beside /proc overmounts whatever the filter: under
+    one (here csandbox's own) the message names the overmounts and no seccomp profile."""
+    mask = ("for f in /proc/kcore /proc/timer_list /proc/keys /proc/sched_debug; do "
+            "[ -e $f ] && mount --bind /dev/null $f && break; done; exec \"$@\"")
+    r = csb.run(["--ro-bind", csb.binary, "/run/csandbox", "--", "unshare", "-Urm", "sh", "-c",
+                 mask, "sh", "/run/csandbox", "exec", "--proc=fresh", "--", "true"])
+    assert r.returncode == 125, r.stderr
+    assert "the kernel refused a fresh proc" in r.stderr and "overmounts" in r.stderr, r.stderr
+    assert "seccomp" not in r.stderr, r.stderr

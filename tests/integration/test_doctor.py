@@ -44,6 +44,17 @@ def test_doctor_reports_missing_pasta_and_claude_with_their_fixes(tmp_path):
     assert got["claude"].startswith("FAIL") and "npm install -g" in got["claude"]
 
 
+def test_doctor_names_a_claude_that_is_there_but_cannot_run(tmp_path):
+    claude = tmp_path / "claude"
+    claude.write_text("#!/bin/sh\n")
+    claude.chmod(0o644)
+    r = doctor(env=base_env(CLAUDE_PROFILE_CLAUDE_BIN=str(claude)))
+    assert r.returncode == 1
+    line = lines(r)["claude"]
+    assert line.startswith("FAIL") and f"claude is installed at {claude}" in line, line
+    assert f"chmod +x {claude}" in line and "not installed" not in line, line
+
+
 def test_doctor_sees_openat2_refused_under_an_old_container_profile(csb):
     outer = [CSANDBOX, "exec", "--seccomp", csb.no_openat2_profile(),
              "--ro-bind", CSANDBOX, CSANDBOX, "--ro-bind", PROBE, PROBE, "--"]

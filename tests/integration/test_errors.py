@@ -138,3 +138,18 @@ def test_map_range_inside_a_sandbox_names_no_new_privs(csb):
     assert r.returncode == 125, r.stderr
     assert "no_new_privs" in r.stderr and "drop it" in r.stderr, r.stderr
     assert "/etc/subuid" not in r.stderr and "seccomp filter" not in r.stderr, r.stderr
+
+
+def test_a_root_with_a_file_at_tmp_names_it_and_the_fix(csb, make_rootfs):
+    root = make_rootfs()
+    os.rmdir(os.path.join(root, "tmp"))
+    with open(os.path.join(root, "tmp"), "w") as f:
+        f.write("not a dir\n")
+    p = csb.run(["--rootfs", root, "--", "/bin/true"])
+    _assert_error(p, "/tmp is not a directory inside the sandbox",
+                  "RUN rm -f /tmp && mkdir -p -m 1777 /tmp")
+
+
+def test_proc_bind_given_inline_is_the_proc_mode_not_a_bind(csb):
+    p = csb.run(["--proc=bind", "--", "/bin/true"])
+    assert p.returncode == 0, p.stderr

@@ -572,12 +572,13 @@ def test_loopback_http_hook_in_shared_settings_reaches_the_host(profiles):
 
 # --- an imported image as the root -----------------------------------------------------
 
-def import_busybox_image(profiles, tmp_path, name="sandbox-img"):
+def import_busybox_image(profiles, tmp_path, name="sandbox-img", config=None):
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
     import oci
     layout = str(tmp_path / "layout")
-    oci.write_layout(layout, oci.busybox_layers(str(tmp_path), PROBE), ref="latest")
+    oci.write_layout(layout, oci.busybox_layers(str(tmp_path), PROBE), ref="latest",
+                     config=config)
     r = subprocess.run([CSANDBOX, "image", "import", layout, "--name", name],
                        env=profiles.env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -677,6 +678,30 @@ def test_noexec_data_home_changes_nothing_for_claude(profiles, tmp_path, runtime
     m = [e for e in mountinfo_entries(r["mountinfo"]) if e["mountpoint"] == CLAUDE_IN]
     assert m and m[-1]["root"].endswith(str(profiles.claude)), m
     assert "ro" in m[-1]["opts"], m
+
+
+NOEXEC_CLAUDE = ('mount -n -t tmpfs -o noexec none "$1" && cp "$2" "$1/claude" && shift 2 && '
+                 'exec "$@"')
+
+
+@pytest.mark.parametrize("where", ["--sandbox", "--host"])
+def test_claude_on_a_noexec_mount_is_named_with_the_mount_and_the_fix(profiles, tmp_path,
+                                                                       where):
+    """Not "not installed": the file is there, on a mount where nothing may run."""
+    profiles.add()
+    nx = tmp_path / "nx"
+    nx.mkdir()
+    wrap = ["unshare", "-Um", f"--map-user={os.getuid()}", f"--map-group={os.getgid()}",
+            "--keep-caps", "sh", "-c", NOEXEC_CLAUDE, "sh", str(nx), str(profiles.claude)]
+    p = subprocess.run([*wrap, CSANDBOX, "run", where, "work"], cwd=str(profiles.project),
+                       env=profiles.env(CLAUDE_PROFILE_CLAUDE_BIN=str(nx / "claude")),
+                       capture_output=True, text=True, timeout=TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 125, p.stderr
+    assert f"claude is installed at {nx}/claude (CLAUDE_PROFILE_CLAUDE_BIN), but it cannot " \
+        f"run: it lies on {nx}, which is mounted noexec" in p.stderr, p.stderr
+    assert f"sudo mount -o remount,exec {nx}" in p.stderr, p.stderr
+    assert "not installed" not in p.stderr
 
 
 def test_known_hosts_on_an_image_without_etc_ssh(profiles, tmp_path):
@@ -1206,6 +1231,16 @@ def test_a_profile_without_its_marker_launches_claude_on_the_host_and_says_so(pr
     assert not profiles.state().exists(), "a host launch stages nothing"
 
 
+def test_host_launch_reads_a_dotenv_and_creates_none(profiles):
+    """The reference creates .env only for the sandbox's read-only pin."""
+    d = profiles.add(sandbox=False)
+    shell_claude(profiles, HOST_PROBE_SCRIPT)
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert not os.path.lexists(d / ".env")
+    assert (profiles.project / "host-env").read_text().split()[1] == "unset"
+
+
 def test_override_and_flags_decide_where_it_launches(profiles):
     _host_setup(profiles, sandbox=True)
     plan = profiles.plan(env=profiles.env(CLAUDE_PROFILE_SANDBOX="0"))
@@ -1461,3 +1496,109 @@ def test_run_starts_the_network_before_the_plan_and_the_payload_connects_at_once
         r = profiles.run()
         assert r.returncode == 0 and r.stdout == "connected\n", (i, r.stderr)
     assert wait_until(lambda: not ours(), 10), f"outlived their launch: {ours()}"
+
+
+def test_diff_colorterm_of_the_host_wins_over_dotenv_and_term_is_the_launchers(profiles):
+    """COLORTERM as the reference's `-e COLORTERM` over its env file: the host's when set,
+    else the .env's. TERM is csandbox's own: the host's, or `dumb` when it has none."""
+    d = profiles.add()
+    (d / ".env").write_text("COLORTERM=from-dotenv\nTERM=from-dotenv\n")
+    env, err = _env_inside(profiles, profiles.env(COLORTERM="truecolor", TERM="xterm-kitty"))
+    assert (env[b"COLORTERM"], env[b"TERM"]) == (b"truecolor", b"xterm-kitty")
+    assert ".env sets TERM, which csandbox sets itself" in err
+    env, _ = _env_inside(profiles, profiles.env(COLORTERM=None, TERM=None))
+    assert (env[b"COLORTERM"], env[b"TERM"]) == (b"from-dotenv", b"dumb")
+
+
+def test_diff_the_launchers_own_errors_exit_125(profiles):
+    r = profiles.run("nosuchprofile")
+    assert r.returncode == 125 and "does not exist" in r.stderr, r.stderr
+    profiles.add(sandbox=False)
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_CLAUDE_BIN="no-such-claude"))
+    assert r.returncode == 127 and "claude is not installed" in r.stderr, r.stderr
+
+
+def test_diff_an_images_user_and_entrypoint_are_not_used_and_not_warned_about(profiles,
+                                                                               tmp_path):
+    profiles.add()
+    import_busybox_image(profiles, tmp_path, config={"User": "nobody",
+                                                     "Entrypoint": ["/bin/false"]})
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX_IMAGE="sandbox-img"))
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert (rep["uid"], rep["gid"]) == (1000, 1000) and rep["argv"][0] == CLAUDE_IN
+    assert r.stderr == "", r.stderr
+
+
+def test_diff_no_host_ids_or_bridge_variables_and_no_loopback_for_a_bridge(profiles, agent):
+    """The reference passes HOST_UID/HOST_GID for its entrypoint and its TCP bridge's port,
+    token and forwards, and maps the host's loopback for a bridge; csandbox binds sockets."""
+    profiles.add()
+    env = _agent_env(profiles, agent)
+    plan = profiles.plan(env=env)
+    assert plan["map_host_loopback"] is False
+    inside = profiles.report(env=env)["env"]
+    for name in ("HOST_UID", "HOST_GID", "CLAUDE_SANDBOX_FORWARDS", "CLAUDE_SANDBOX_BRIDGE_PORT",
+                 "CLAUDE_SANDBOX_BRIDGE_TOKEN"):
+        assert name not in inside, name
+    assert inside["SSH_AUTH_SOCK"] == AGENT_IN
+
+
+def test_diff_no_shared_image_store_is_mounted(profiles):
+    """claude-profile's sandbox-cache store: csandbox has no podman inside to use it."""
+    profiles.add()
+    (profiles.data / "claude-profile" / "image-store" / "overlay-images").mkdir(parents=True)
+    dests = [m["dest"] for m in profiles.plan()["mounts"]]
+    assert "/var/lib/shared-mcp-store" not in dests
+    assert "/etc/containers/storage.conf" not in dests
+
+
+def test_diff_a_profile_dir_that_is_not_yours_is_refused(profiles):
+    r = profiles.run("lib", env=profiles.env(CLAUDE_PROFILE_PROFILES_BASE="/usr"), cmd="plan")
+    assert r.returncode == 125, r.stderr
+    assert "profile 'lib': /usr/lib is not yours" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("command", ["remove", "links", "env", "build", "sandbox-skill",
+                                     "sandbox-cache"])
+def test_diff_claude_profiles_other_commands_are_not_csandboxs(profiles, command):
+    profiles.add()
+    r = subprocess.run([CSANDBOX, command, "work"], env=profiles.env(), capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 125 and f"unknown command `{command}`" in r.stderr, r.stderr
+    assert (profiles.base / "work").is_dir()
+
+
+def test_diff_the_hostname_inside_is_csandbox(profiles):
+    profiles.add()
+    assert profiles.report()["hostname"] == "csandbox"
+
+
+def test_diff_every_test_the_readme_table_names_exists():
+    """Each row of the README's differences table names its test or is a test_diff_* here."""
+    import glob
+    import re
+    here = os.path.dirname(os.path.abspath(__file__))
+    readme = open(os.path.join(here, "..", "..", "README.md")).read()
+    table = readme[readme.index("### Differences from claude-profile"):
+                   readme.index("### `csandbox exec`")]
+    named = set(re.findall(r"`(test_[a-z0-9_]+)`", table))
+    source = "".join(open(f).read() for f in glob.glob(os.path.join(here, "*.py")))
+    assert len(named) > 20
+    assert [n for n in sorted(named) if f"def {n}(" not in source] == []
+
+
+def test_csandbox_inside_a_run_session_without_tun_says_run_cannot_be_given_it(profiles):
+    """A session's claude that starts csandbox with pasta is told the session cannot get the
+    device (run takes no --dev-bind), and what can."""
+    profiles.add()
+    inner = profiles.project / "csandbox"
+    shutil.copy(CSANDBOX, inner)
+    shell_claude(profiles, f'cd "$PWD"; {inner} exec --net pasta -- true 2> err; echo $? > rc\n')
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    err = (profiles.project / "err").read_text()
+    assert (profiles.project / "rc").read_text() == "125\n", err
+    assert "This runs inside csandbox (a `csandbox run` session)" in err, err
+    assert "`run` cannot be given the device" in err, err
+    assert "csandbox exec --dev-bind /dev/net/tun /dev/net/tun" in err, err

@@ -315,7 +315,7 @@ static bool test_env_file_parsing_strips_quotes_and_comments(void)
                                                              "U1=a\xe2\x80\xa8U2=b\xc2\x85U3=c\n"
                                                              "U4=\xe2\x80\xa7 kept\n"
                                                              "BIN=\xff\xfe");
-        if (profile_env_load(&p, &e, &err) < 0) {
+        if (profile_env_load(&p, true, &e, &err) < 0) {
                 ok = fail("%s", err.msg);
         } else if (e.n != sizeof(want) / sizeof(want[0])) {
                 ok = fail("%zu variables, want %zu", e.n, sizeof(want) / sizeof(want[0]));
@@ -438,7 +438,7 @@ static bool test_env_created_empty_0600_when_missing(void)
         if (!open_profile("work", true, &c, &p))
                 return false;
         umask(022);
-        if (profile_env_load(&p, &e, &err) < 0)
+        if (profile_env_load(&p, true, &e, &err) < 0)
                 ok = fail("%s", err.msg);
         else if (lstat(tpath("home/.claude-profiles/work/.env"), &st) < 0)
                 ok = fail(".env was not created");
@@ -466,7 +466,7 @@ static bool test_symlinked_env_is_refused_and_target_untouched(void)
                 return false;
         /* Dangling: the target must not be created. */
         symlink(target, tpath("home/.claude-profiles/work/.env"));
-        if (profile_env_load(&p, &e, &err) >= 0)
+        if (profile_env_load(&p, true, &e, &err) >= 0)
                 ok = fail("a dangling .env link was accepted");
         else if (!strstr(err.msg, "Refusing to use") || !strstr(err.msg, "symlink") ||
                  !strstr(err.msg, target))
@@ -477,7 +477,7 @@ static bool test_symlinked_env_is_refused_and_target_untouched(void)
         if (ok) {
                 write_file(target, "TOKEN=host-secret\n");
                 chmod(target, 0640);
-                if (profile_env_load(&p, &e, &err) >= 0)
+                if (profile_env_load(&p, true, &e, &err) >= 0)
                         ok = fail("a .env link to a file was accepted");
                 else if (stat(target, &st) < 0 || st.st_size != 18 || (st.st_mode & 07777) != 0640)
                         ok = fail("the target changed");
@@ -498,7 +498,7 @@ static bool test_env_that_is_not_a_file_is_refused(void)
         if (!open_profile("work", true, &c, &p))
                 return false;
         mkfifo(tpath("home/.claude-profiles/work/.env"), 0600);
-        if (profile_env_load(&p, &e, &err) >= 0)
+        if (profile_env_load(&p, true, &e, &err) >= 0)
                 ok = fail("a FIFO .env was accepted");
         else if (!strstr(err.msg, "not a regular file"))
                 ok = fail("message: %s", err.msg);
