@@ -11,7 +11,9 @@
 #include "../common/error.h"
 #include "../common/path.h"
 #include "../image/store.h"
+#include "../policy/bind.h"
 #include "../policy/profile.h"
+#include "../policy/worktree.h"
 #include "../policy/seccomp.h"
 
 #include <errno.h>
@@ -165,6 +167,39 @@ static void check_map_range(void)
         spec_free(&s);
 }
 
+/* `run`'s verdict on the current directory's owner: its git work tree (else itself) is the
+ * caller's or root's, or git's safe.directory lists it (plan_tree_owner_check). */
+static void check_work_tree(void)
+{
+        _cleanup_(worktree_free) struct worktree w = {0};
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        _cleanup_close_ int fd = -1;
+        struct plan_tree_owner owner;
+        struct cs_error err = {0};
+        char line[CS_ERROR_MAX + 64];
+
+        if (!cwd || worktree_detect(cwd, &w, &err) < 0) {
+                report(false, "work tree", cwd ? err.msg : "cannot read the current directory");
+                return;
+        }
+        fd = open(w.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                cs_error_set(&err, errno, "open the work tree %s", w.root);
+                report(false, "work tree", err.msg);
+        } else if (plan_tree_owner_check(fd, w.root, &owner, &err) < 0) {
+                report(false, "work tree", err.msg);
+        } else {
+                snprintf(line, sizeof(line), "%s: %s", w.root,
+                         owner.listed ? "another uid's, listed in git's safe.directory, as `run` "
+                                        "takes it"
+                         : owner.uid == getuid() ? "yours"
+                         : owner.uid == 0        ? "root's, as `run` takes it"
+                                                 : "an owner this user namespace does not map "
+                                                   "(the system's), as `run` takes it");
+                report(true, "work tree", line);
+        }
+}
+
 static void check_claude(void)
 {
         struct profile_config c = {0};
@@ -197,7 +232,10 @@ int cmd_doctor(int argc, char **argv)
                 puts("Usage: csandbox doctor\n\nChecks, by trying them, what csandbox needs on "
                      "this machine for this user: user namespaces, a throwaway sandbox through "
                      "the launch code `run` uses, openat2, pasta and /dev/net/tun (a sandbox "
-                     "with pasta), a subordinate id range (for --map-range only) and claude. "
+                     "with pasta), a subordinate id range (for --map-range only), whether `run` "
+                     "takes the current "
+                     "directory's work tree (another uid's only when git's safe.directory lists "
+                     "it) and claude. "
                      "Exit status 0 when `csandbox run` can work, 1 otherwise.");
                 return 0;
         }
@@ -208,6 +246,7 @@ int cmd_doctor(int argc, char **argv)
         check_openat2();
         check_network();
         check_map_range();
+        check_work_tree();
         check_claude();
         fflush(stdout);
         return problems ? 1 : 0;

@@ -49,8 +49,32 @@ static uid_t overflow_uid(void)
         return cached;
 }
 
+/* The work tree of another uid that git's safe.directory lists (tree_owner.c): its owner is
+ * accepted for what is bound from below it. One per process: a launch has one work tree. */
+static struct {
+        char *dir;
+        uid_t uid;
+} accepted;
+
+void plan_bind_accept_owner(const char *dir, uid_t uid)
+{
+        char *copy = strdup(dir);
+
+        if (!copy)
+                return; /* nothing accepted: the binds below it are refused, naming the owner */
+        free(accepted.dir);
+        accepted.dir = copy;
+        accepted.uid = uid;
+}
+
+bool plan_owner_is_trusted(uid_t uid)
+{
+        return uid == getuid() || uid == 0 || uid == overflow_uid();
+}
+
 /* The one way policy hands the runner a host object: an fd opened once, checked here (a
- * directory or a regular file, the caller's or root's), owned by the spec from then on. */
+ * directory or a regular file, the caller's or root's, or below an accepted work tree its
+ * owner's), owned by the spec from then on. */
 int plan_bind_fd(struct sandbox_spec *s, int *fd, const char *src, const char *dst, unsigned flags,
                  struct cs_error *err)
 {
@@ -64,7 +88,8 @@ int plan_bind_fd(struct sandbox_spec *s, int *fd, const char *src, const char *d
                                      "%s is neither a directory nor a regular file, so it is "
                                      "not mounted at %s",
                                      src, dst);
-        if (st.st_uid != getuid() && st.st_uid != 0 && st.st_uid != overflow_uid())
+        if (!plan_owner_is_trusted(st.st_uid) &&
+            !(accepted.dir && st.st_uid == accepted.uid && plan_path_below(accepted.dir, src)))
                 return cs_error_setx(err, EPERM,
                                      "%s belongs to uid %u, neither to you (uid %u) nor to root; "
                                      "csandbox does not mount it at %s. Check who made it",
