@@ -75,6 +75,12 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
 int launch_run_early(const struct sandbox_spec *s, const struct sock_fprog *filter,
                      struct net_early *early, int *ret_status, struct cs_error *err);
 
+/* Whether /proc is this process's pid namespace's (/proc/self is us). Under a bound /proc
+ * (csandbox's fallback where the kernel refuses a fresh one) it is an outer namespace's. */
+bool runner_proc_is_ours(void);
+/* pid (of our pid namespace) as /proc names it: the same, or under an outer namespace's
+ * /proc the pid it has there, which /proc/PID paths and the helpers given a pid need. */
+pid_t runner_pid_in_proc(pid_t pid);
 /* Parent side: write the child's uid/gid maps (one id, or ranges through newuidmap). */
 int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err);
 /* Parent side, before anything exists: the caller's subordinate range for --map-range. */
