@@ -91,10 +91,37 @@ static void check_sandbox(void)
 
         if (try_sandbox(args, sizeof(args) / sizeof(*args), &err) < 0)
                 report(false, "sandbox", err.msg);
+        else if (runner_notes_seen() & RUNNER_NOTE_HOSTNAME)
+                report(true, "sandbox",
+                       "a throwaway sandbox started: id maps, loopback, mounts, pivot_root, "
+                       "proc, capabilities, seccomp (not the hostname: see its note)");
         else
                 report(true, "sandbox",
                        "a throwaway sandbox started: id maps, hostname, loopback, mounts, "
                        "pivot_root, proc, capabilities, seccomp");
+}
+
+/* What the throwaway sandboxes adapted to, once each, where a launch says nothing of it (the
+ * hostname) or says it once on this machine (the /proc). */
+static void print_notes(void)
+{
+        unsigned seen = runner_notes_seen();
+
+        if (seen & RUNNER_NOTE_HOSTNAME)
+                printf("%-5s %-18s %s\n", "note", "hostname",
+                       "setting the sandbox's hostname was refused (a container engine's "
+                       "seccomp profile, as podman's default, allows sethostname only with "
+                       "CAP_SYS_ADMIN), so sessions keep the container's hostname; nothing "
+                       "else depends on it (podman: --cap-add SYS_ADMIN, or --security-opt "
+                       "seccomp=unconfined, lets it be set)");
+        if (seen & RUNNER_NOTE_PROC_BIND)
+                printf("%-5s %-18s %s\n", "note", "proc",
+                       "the kernel refused the sandbox a fresh /proc (the container masks parts "
+                       "of its /proc), so csandbox binds the container's /proc read-only and "
+                       "sessions see its processes, and a csandbox nested in a session cannot "
+                       "start; start the container with --security-opt unmask=ALL (podman) or "
+                       "--security-opt systempaths=unconfined (Docker) for a /proc of the "
+                       "sandbox's own");
 }
 
 static void check_openat2(void)
@@ -241,10 +268,12 @@ int cmd_doctor(int argc, char **argv)
         }
         if (argc > 0)
                 return cli_usage_error("doctor", "unexpected argument `%s`", argv[0]);
+        runner_notes_quiet();
         check_userns();
         check_sandbox();
         check_openat2();
         check_network();
+        print_notes();
         check_map_range();
         check_work_tree();
         check_claude();
