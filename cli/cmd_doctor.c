@@ -15,6 +15,7 @@
 #include "../policy/profile.h"
 #include "../policy/worktree.h"
 #include "../policy/seccomp.h"
+#include "../policy/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -227,6 +228,30 @@ static void check_work_tree(void)
         }
 }
 
+/* The record `run` keeps while a session runs, so that a killed csandbox leaves a report the
+ * next launch waits on: it names csandbox's process by what /proc says of it. */
+static void check_session_record(void)
+{
+        struct cs_error err = {0};
+        char boot[40], line[CS_ERROR_MAX + 300];
+        unsigned long long start;
+        pid_t pid;
+
+        if (trust_session_identity(&pid, boot, &start, &err) == 0) {
+                report(true, "session record",
+                       "/proc names this process (pid, start time, boot id): a csandbox killed "
+                       "during a session leaves a record the next launch waits on");
+                return;
+        }
+        snprintf(line, sizeof(line),
+                 "no running-session record can be kept: %s. A csandbox killed during a "
+                 "session then leaves nothing that makes the next launch wait until its "
+                 "changes are checked. Run csandbox where /proc is this container's own, with "
+                 "/proc/sys/kernel/random/boot_id readable",
+                 err.msg);
+        printf("%-5s %-18s %s\n", "note", "session record", line);
+}
+
 static void check_claude(void)
 {
         struct profile_config c = {0};
@@ -276,6 +301,7 @@ int cmd_doctor(int argc, char **argv)
         print_notes();
         check_map_range();
         check_work_tree();
+        check_session_record();
         check_claude();
         fflush(stdout);
         return problems ? 1 : 0;

@@ -101,6 +101,35 @@ static void notes_begin(void)
                 *notes.shared = 0;
 }
 
+/* The marker of a note shown, made below the user's state dir (never through a link). */
+static void note_mark(const char *name)
+{
+        /* Dropped: without the marker the note shows again next time. */
+        struct cs_error ignored;
+        _cleanup_free_ char *m = note_marker(name);
+        _cleanup_close_ int fd = -1;
+        char *slash;
+
+        if (!m)
+                return;
+        slash = strrchr(m, '/');
+        *slash = '\0';
+        if (cs_mkdir_parents(m, 0700, &ignored) < 0)
+                return;
+        *slash = '/';
+        fd = open(m, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+bool runner_note_first(const char *name)
+{
+        _cleanup_free_ char *m = note_marker(name);
+
+        if (m && access(m, F_OK) == 0)
+                return false;
+        note_mark(name);
+        return true;
+}
+
 /* After the launch: what it adapted to, and a marker for each note it printed. */
 static void notes_end(void)
 {
@@ -109,25 +138,10 @@ static void notes_end(void)
         notes.seen |= got;
         if (notes.all_quiet)
                 return;
-        for (size_t i = 0; i < sizeof(note_texts) / sizeof(note_texts[0]); i++) {
-                _cleanup_free_ char *m = NULL;
-
-                if (!(got & note_texts[i].bit) || (notes.quiet & note_texts[i].bit) ||
-                    !note_texts[i].marker || !(m = note_marker(note_texts[i].marker)))
-                        continue;
-                /* Dropped: without the marker the note shows again next time. */
-                struct cs_error ignored;
-                char *slash = strrchr(m, '/');
-
-                *slash = '\0';
-                if (cs_mkdir_parents(m, 0700, &ignored) < 0)
-                        continue;
-                *slash = '/';
-                int fd = open(m, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-                if (fd >= 0)
-                        close(fd);
-        }
+        for (size_t i = 0; i < sizeof(note_texts) / sizeof(note_texts[0]); i++)
+                if ((got & note_texts[i].bit) && !(notes.quiet & note_texts[i].bit) &&
+                    note_texts[i].marker)
+                        note_mark(note_texts[i].marker);
 }
 
 /* A child-side failure travels to the parent as one status byte and the message. */

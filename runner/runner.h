@@ -80,6 +80,10 @@ enum {
 void runner_notes_quiet(void);
 /* The adaptations of every launch so far, OR'ed. */
 unsigned runner_notes_seen(void);
+/* Whether the note called name is due: true the first time on this machine for this user
+ * (and from then on a marker in ${XDG_STATE_HOME:-~/.local/state}/csandbox/notes/ says it
+ * was shown), false after; true when no marker can be read or made. */
+bool runner_note_first(const char *name);
 /* pid 1's set-up: record an adaptation (printing its note when that is due). */
 void runner_note(unsigned bit);
 
