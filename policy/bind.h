@@ -42,6 +42,8 @@ struct plan_tree_owner {
  * safe.directory, read from the protected config only (system, global, command line; never
  * the repository's), lists root, and that owner is then accepted for the binds below root
  * (plan_bind_accept_owner); otherwise an EPERM error naming the owner, safe.directory and
- * the `git config --global --add safe.directory` that fixes it. */
-int plan_tree_owner_check(int root_fd, const char *root, struct plan_tree_owner *ret,
-                          struct cs_error *err);
+ * the `git config --global --add safe.directory` that fixes it. git_answered: git found a
+ * repository for it; a root with a .git that git gave no answer for is one git refused (a
+ * safe.directory form this git does not take), and is refused too. */
+int plan_tree_owner_check(int root_fd, const char *root, bool git_answered,
+                          struct plan_tree_owner *ret, struct cs_error *err);

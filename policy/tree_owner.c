@@ -13,6 +13,7 @@
 #include "../common/path.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,10 +113,11 @@ static int safe_directory_lists(const char *root, bool *ret_git, struct cs_error
         return listed ? 1 : 0;
 }
 
-int plan_tree_owner_check(int root_fd, const char *root, struct plan_tree_owner *ret,
-                          struct cs_error *err)
+int plan_tree_owner_check(int root_fd, const char *root, bool git_answered,
+                          struct plan_tree_owner *ret, struct cs_error *err)
 {
         struct stat st;
+        uid_t owner;
         bool git;
         int r;
 
@@ -123,14 +125,19 @@ int plan_tree_owner_check(int root_fd, const char *root, struct plan_tree_owner 
         if (fstat(root_fd, &st) < 0)
                 return cs_error_set(err, errno, "stat the work tree %s", root);
         ret->uid = st.st_uid;
+        owner = st.st_uid;
         if (plan_owner_is_trusted(st.st_uid))
                 return 0;
         r = safe_directory_lists(root, &git, err);
         if (r < 0)
                 return r;
+        /* A repository git gave no answer for: git refused it, whatever csandbox reads in
+         * safe.directory (a form this git does not take), and csandbox goes by git. */
+        if (r > 0 && !git_answered && fstatat(root_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0)
+                r = 0;
         if (r > 0) {
                 ret->listed = true;
-                plan_bind_accept_owner(root, st.st_uid);
+                plan_bind_accept_owner(root, owner);
                 return 0;
         }
         if (!git)
@@ -141,13 +148,13 @@ int plan_tree_owner_check(int root_fd, const char *root, struct plan_tree_owner 
                     "another user's tree only when git's safe.directory lists it. Install git, "
                     "then, if you trust this directory (a CI job's workspace), run: git config "
                     "--global --add safe.directory %s",
-                    root, (unsigned)st.st_uid, (unsigned)getuid(), root);
+                    root, (unsigned)owner, (unsigned)getuid(), root);
         return cs_error_setx(
             err, EPERM,
             "the work tree %s belongs to uid %u, neither to you (uid %u) nor to root, and git's "
-            "safe.directory (in the system or global git config) does not list it: git itself "
-            "refuses such a repository (\"dubious ownership\"), and csandbox launches there "
-            "only when git would. If you trust this directory (a CI job's workspace), run: git "
-            "config --global --add safe.directory %s",
-            root, (unsigned)st.st_uid, (unsigned)getuid(), root);
+            "safe.directory (in the system or global git config) does not list it in a form "
+            "this git takes: git itself refuses such a repository (\"dubious ownership\"), and "
+            "csandbox launches there only when git would. If you trust this directory (a CI "
+            "job's workspace), run: git config --global --add safe.directory %s",
+            root, (unsigned)owner, (unsigned)getuid(), root);
 }
