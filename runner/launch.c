@@ -40,7 +40,7 @@ static const struct {
      "/proc (the container masks parts of its /proc), so csandbox binds the container's /proc "
      "read-only and sessions see its processes; start the container with --security-opt "
      "unmask=ALL (podman) or --security-opt systempaths=unconfined (Docker) for a /proc of "
-     "the sandbox's own, or pass --proc=none to exec"},
+     "the sandbox's own (`exec --proc=none` gives an empty one instead)"},
 };
 
 void runner_notes_quiet(void)
@@ -101,7 +101,8 @@ static void notes_begin(void)
                 *notes.shared = 0;
 }
 
-/* The marker of a note shown, made below the user's state dir (never through a link). */
+/* The marker of a note shown, made in the user's own state dir (the marker itself never
+ * through a link). */
 static void note_mark(const char *name)
 {
         /* Dropped: without the marker the note shows again next time. */
