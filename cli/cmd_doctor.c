@@ -214,7 +214,9 @@ static void check_work_tree(void)
         if (fd < 0) {
                 cs_error_set(&err, errno, "open the work tree %s", w.root);
                 report(false, "work tree", err.msg);
-        } else if (plan_tree_owner_check(fd, w.root, w.common_dir != NULL, &owner, &err) < 0) {
+        } else if (plan_tree_owner_check(fd, w.root, w.common_dir != NULL,
+                                         w.common_outside ? w.common_dir : NULL, &owner,
+                                         &err) < 0) {
                 report(false, "work tree", err.msg);
         } else {
                 snprintf(line, sizeof(line), "%s: %s", w.root,

@@ -30,8 +30,9 @@ int plan_ensure_host_dir(int dirfd, const char *name);
  * namespace does not map: the system's files inside a container). */
 bool plan_owner_is_trusted(uid_t uid);
 /* Accept uid as the owner of what is bound from below dir (a work tree git's safe.directory
- * lists); replaces an earlier one. */
-void plan_bind_accept_owner(const char *dir, uid_t uid);
+ * lists) and below git_dir (NULL, or its git dir outside it: a linked worktree's common dir,
+ * a submodule's git dir); replaces an earlier one. */
+void plan_bind_accept_owner(const char *dir, const char *git_dir, uid_t uid);
 
 struct plan_tree_owner {
         uid_t uid;   /* the work tree's owner */
@@ -44,6 +45,10 @@ struct plan_tree_owner {
  * (plan_bind_accept_owner); otherwise an EPERM error naming the owner, safe.directory and
  * the `git config --global --add safe.directory` that fixes it. git_answered: git found a
  * repository for it; a root with a .git that git gave no answer for is one git refused (a
- * safe.directory form this git does not take), and is refused too. */
+ * safe.directory form this git does not take), and is refused too. outside_git_dir: the
+ * tree's git dir when git found it outside root (a linked worktree's common dir, a submodule's
+ * git dir, each verified to point back), whose owner git judges with the tree's: accepted
+ * with it. */
 int plan_tree_owner_check(int root_fd, const char *root, bool git_answered,
-                          struct plan_tree_owner *ret, struct cs_error *err);
+                          const char *outside_git_dir, struct plan_tree_owner *ret,
+                          struct cs_error *err);

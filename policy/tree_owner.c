@@ -114,7 +114,8 @@ static int safe_directory_lists(const char *root, bool *ret_git, struct cs_error
 }
 
 int plan_tree_owner_check(int root_fd, const char *root, bool git_answered,
-                          struct plan_tree_owner *ret, struct cs_error *err)
+                          const char *outside_git_dir, struct plan_tree_owner *ret,
+                          struct cs_error *err)
 {
         struct stat st;
         uid_t owner;
@@ -137,7 +138,7 @@ int plan_tree_owner_check(int root_fd, const char *root, bool git_answered,
                 r = 0;
         if (r > 0) {
                 ret->listed = true;
-                plan_bind_accept_owner(root, owner);
+                plan_bind_accept_owner(root, git_answered ? outside_git_dir : NULL, owner);
                 return 0;
         }
         if (!git)

@@ -99,3 +99,27 @@ def test_listed_tree_launches_and_other_foreign_objects_stay_refused(profiles, t
     assert r.returncode == 0, r.stderr
     # Only the tree's owner below the tree: the profile dir stays the caller's alone.
     assert "belongs to uid" not in r.stderr, r.stderr
+
+
+LINKED = "/var/cache/csandbox-test/foreign/linked"
+
+
+def test_a_listed_linked_worktree_gets_its_common_dir_of_the_same_owner(profiles):
+    # The common dir (FOREIGN/.git) is outside the linked tree: accepted with it, as git does.
+    listing(profiles, FOREIGN)
+    r = profiles.run(cmd="plan", cwd=LINKED)
+    assert r.returncode == 125 and f"git config --global --add safe.directory {LINKED}" in r.stderr
+    listing(profiles, LINKED)
+    assert git_takes_at(profiles, LINKED)
+    got = binds(profiles.plan(cwd=LINKED))
+    assert (LINKED, LINKED, False) in got, got
+    assert (FOREIGN + "/.git", FOREIGN + "/.git", False) in got, got
+    assert (FOREIGN + "/.git/config", FOREIGN + "/.git/config", True) in got, got
+    # The main tree is not mounted for it.
+    assert not [b for b in got if b[0] == FOREIGN], got
+
+
+def git_takes_at(profiles, path):
+    r = subprocess.run(["git", "-C", path, "rev-parse", "--git-dir"], env=profiles.env(),
+                       capture_output=True, text=True)
+    return r.returncode == 0
