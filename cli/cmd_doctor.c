@@ -11,9 +11,12 @@
 #include "../common/error.h"
 #include "../common/path.h"
 #include "../image/store.h"
+#include "../policy/bind.h"
 #include "../policy/profile.h"
+#include "../policy/worktree.h"
 #include "../policy/seccomp.h"
 #include "../policy/stage.h"
+#include "../policy/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,10 +93,37 @@ static void check_sandbox(void)
 
         if (try_sandbox(args, sizeof(args) / sizeof(*args), &err) < 0)
                 report(false, "sandbox", err.msg);
+        else if (runner_notes_seen() & RUNNER_NOTE_HOSTNAME)
+                report(true, "sandbox",
+                       "a throwaway sandbox started: id maps, loopback, mounts, pivot_root, "
+                       "proc, capabilities, seccomp (not the hostname: see its note)");
         else
                 report(true, "sandbox",
                        "a throwaway sandbox started: id maps, hostname, loopback, mounts, "
                        "pivot_root, proc, capabilities, seccomp");
+}
+
+/* What the throwaway sandboxes adapted to, once each, where a launch says nothing of it (the
+ * hostname) or says it once on this machine (the /proc). */
+static void print_notes(void)
+{
+        unsigned seen = runner_notes_seen();
+
+        if (seen & RUNNER_NOTE_HOSTNAME)
+                printf("%-5s %-18s %s\n", "note", "hostname",
+                       "setting the sandbox's hostname was refused (a container engine's "
+                       "seccomp profile, as podman's default, allows sethostname only with "
+                       "CAP_SYS_ADMIN), so sessions keep the container's hostname; nothing "
+                       "else depends on it (podman: --cap-add SYS_ADMIN, or --security-opt "
+                       "seccomp=unconfined, lets it be set)");
+        if (seen & RUNNER_NOTE_PROC_BIND)
+                printf("%-5s %-18s %s\n", "note", "proc",
+                       "the kernel refused the sandbox a fresh /proc (the container masks parts "
+                       "of its /proc), so csandbox binds the container's /proc read-only and "
+                       "sessions see its processes, and a csandbox nested in a session cannot "
+                       "start; start the container with --security-opt unmask=ALL (podman) or "
+                       "--security-opt systempaths=unconfined (Docker) for a /proc of the "
+                       "sandbox's own");
 }
 
 static void check_openat2(void)
@@ -166,6 +196,65 @@ static void check_map_range(void)
         spec_free(&s);
 }
 
+/* `run`'s verdict on the current directory's owner: its git work tree (else itself) is the
+ * caller's or root's, or git's safe.directory lists it (plan_tree_owner_check). */
+static void check_work_tree(void)
+{
+        _cleanup_(worktree_free) struct worktree w = {0};
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        _cleanup_close_ int fd = -1;
+        struct plan_tree_owner owner;
+        struct cs_error err = {0};
+        char line[CS_ERROR_MAX + 64];
+
+        if (!cwd || worktree_detect(cwd, &w, &err) < 0) {
+                report(false, "work tree", cwd ? err.msg : "cannot read the current directory");
+                return;
+        }
+        fd = open(w.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                cs_error_set(&err, errno, "open the work tree %s", w.root);
+                report(false, "work tree", err.msg);
+        } else if (plan_tree_owner_check(fd, w.root, w.common_dir != NULL,
+                                         w.common_outside ? w.common_dir : NULL, &owner,
+                                         &err) < 0) {
+                report(false, "work tree", err.msg);
+        } else {
+                snprintf(line, sizeof(line), "%s: %s", w.root,
+                         owner.listed ? "another uid's, listed in git's safe.directory, as `run` "
+                                        "takes it"
+                         : owner.uid == getuid() ? "yours"
+                         : owner.uid == 0        ? "root's, as `run` takes it"
+                                                 : "an owner this user namespace does not map "
+                                                   "(the system's), as `run` takes it");
+                report(true, "work tree", line);
+        }
+}
+
+/* The record `run` keeps while a session runs, so that a killed csandbox leaves a report the
+ * next launch waits on: it names csandbox's process by what /proc says of it. */
+static void check_session_record(void)
+{
+        struct cs_error err = {0};
+        char boot[40], line[CS_ERROR_MAX + 300];
+        unsigned long long start;
+        pid_t pid;
+
+        if (trust_session_identity(&pid, boot, &start, &err) == 0) {
+                report(true, "session record",
+                       "/proc names this process (pid, start time, boot id): a csandbox killed "
+                       "during a session leaves a record the next launch waits on");
+                return;
+        }
+        snprintf(line, sizeof(line),
+                 "no running-session record can be kept: %s. A csandbox killed during a "
+                 "session then leaves nothing that makes the next launch wait until its "
+                 "changes are checked. Run csandbox where /proc is this container's own, with "
+                 "/proc/sys/kernel/random/boot_id readable",
+                 err.msg);
+        printf("%-5s %-18s %s\n", "note", "session record", line);
+}
+
 static void check_claude(void)
 {
         struct profile_config c = {0};
@@ -200,17 +289,24 @@ int cmd_doctor(int argc, char **argv)
                 puts("Usage: csandbox doctor\n\nChecks, by trying them, what csandbox needs on "
                      "this machine for this user: user namespaces, a throwaway sandbox through "
                      "the launch code `run` uses, openat2, pasta and /dev/net/tun (a sandbox "
-                     "with pasta), a subordinate id range (for --map-range only) and claude. "
+                     "with pasta), a subordinate id range (for --map-range only), whether `run` "
+                     "takes the current "
+                     "directory's work tree (another uid's only when git's safe.directory lists "
+                     "it) and claude. "
                      "Exit status 0 when `csandbox run` can work, 1 otherwise.");
                 return 0;
         }
         if (argc > 0)
                 return cli_usage_error("doctor", "unexpected argument `%s`", argv[0]);
+        runner_notes_quiet();
         check_userns();
         check_sandbox();
         check_openat2();
         check_network();
+        print_notes();
         check_map_range();
+        check_work_tree();
+        check_session_record();
         check_claude();
         fflush(stdout);
         return problems ? 1 : 0;

@@ -6,6 +6,7 @@
 #include "run_trust.h"
 
 #include "../policy/plan_report.h"
+#include "../runner/runner.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -124,9 +125,24 @@ int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct p
         r = trust_place_profile(&plan->profile, true, &t->places[0], err);
         if (r >= 0)
                 r = trust_place_tree(c->data_home, work_root, true, &t->places[1], err);
-        for (unsigned i = 0; r >= 0 && i < 2; i++)
-                if (trust_session_begin(&t->places[i], work_root, &t->records[i], &serr) < 0)
-                        fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
+        if (r >= 0 && trust_session_identity(&(pid_t){0}, (char[40]){0}, &(unsigned long long){0},
+                                             &serr) < 0) {
+                if (runner_note_first("session-record"))
+                        fprintf(stderr,
+                                "csandbox: warning (shown once on this machine; `csandbox "
+                                "doctor` repeats it): no running-session record can be kept: "
+                                "%s. A csandbox killed during a session then leaves nothing "
+                                "that makes the next launch wait until its changes are "
+                                "checked. Run csandbox where /proc is this container's own, "
+                                "with /proc/sys/kernel/random/boot_id readable (no /proc of "
+                                "another pid namespace bound in, no mask on it)\n",
+                                serr.msg);
+        } else {
+                for (unsigned i = 0; r >= 0 && i < 2; i++)
+                        if (trust_session_begin(&t->places[i], work_root, &t->records[i], &serr) <
+                            0)
+                                fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
+        }
         if (r < 0)
                 return r;
         t->out = memfd_create("csandbox-trust", MFD_CLOEXEC);

@@ -49,8 +49,43 @@ static uid_t overflow_uid(void)
         return cached;
 }
 
+/* The work tree of another uid that git's safe.directory lists (tree_owner.c), and its git
+ * dir when that is outside it: their owner is accepted for what is bound from below them.
+ * One work tree per process: a launch has one. */
+static struct {
+        char *dirs[2];
+        uid_t uid;
+} accepted;
+
+void plan_bind_accept_owner(const char *dir, const char *git_dir, uid_t uid)
+{
+        for (size_t i = 0; i < 2; i++) {
+                free(accepted.dirs[i]);
+                accepted.dirs[i] = NULL;
+        }
+        /* On ENOMEM nothing is accepted: the binds below are refused, naming the owner. */
+        accepted.dirs[0] = strdup(dir);
+        accepted.dirs[1] = git_dir ? strdup(git_dir) : NULL;
+        accepted.uid = uid;
+}
+
+static bool owner_accepted(uid_t uid, const char *src)
+{
+        for (size_t i = 0; i < 2; i++)
+                if (accepted.dirs[i] && uid == accepted.uid &&
+                    plan_path_below(accepted.dirs[i], src))
+                        return true;
+        return false;
+}
+
+bool plan_owner_is_trusted(uid_t uid)
+{
+        return uid == getuid() || uid == 0 || uid == overflow_uid();
+}
+
 /* The one way policy hands the runner a host object: an fd opened once, checked here (a
- * directory or a regular file, the caller's or root's), owned by the spec from then on. */
+ * directory or a regular file, the caller's or root's, or below an accepted work tree its
+ * owner's), owned by the spec from then on. */
 int plan_bind_fd(struct sandbox_spec *s, int *fd, const char *src, const char *dst, unsigned flags,
                  struct cs_error *err)
 {
@@ -64,7 +99,7 @@ int plan_bind_fd(struct sandbox_spec *s, int *fd, const char *src, const char *d
                                      "%s is neither a directory nor a regular file, so it is "
                                      "not mounted at %s",
                                      src, dst);
-        if (st.st_uid != getuid() && st.st_uid != 0 && st.st_uid != overflow_uid())
+        if (!plan_owner_is_trusted(st.st_uid) && !owner_accepted(st.st_uid, src))
                 return cs_error_setx(err, EPERM,
                                      "%s belongs to uid %u, neither to you (uid %u) nor to root; "
                                      "csandbox does not mount it at %s. Check who made it",

@@ -597,6 +597,11 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         work_fd = root_fd < 0 ? -1 : cs_open_beneath(root_fd, w.root + 1, O_PATH | O_DIRECTORY);
         if (work_fd < 0)
                 r = cs_error_set(err, errno, "open the work tree %s", w.root);
+        /* Another uid's tree (a CI workspace) only where git's safe.directory lists it. */
+        if (r >= 0)
+                r = plan_tree_owner_check(work_fd, w.root, w.common_dir != NULL,
+                                          w.common_outside ? w.common_dir : NULL,
+                                          &(struct plan_tree_owner){0}, err);
         if (r >= 0)
                 r = plan_bind_at(s, p->profile.dir_fd, p->profile.dir, p->profile.dir, PLAN_CONFIG,
                                  0, err);

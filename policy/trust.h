@@ -5,6 +5,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct cs_error;
 struct profile;
@@ -73,6 +74,11 @@ int trust_place_tree(const char *data_home, const char *tree, bool create, struc
 /* A report the next launch waits on: <place>/<time>-<pid>. */
 int trust_pending_add(const struct trust_place *pl, const char *work_root, const char *report,
                       struct cs_error *err);
+/* What a running-session record names this process by, read as trust_session_begin does:
+ * its pid as /proc names it, this boot's id and its start time; an error naming what of
+ * /proc could not be read. */
+int trust_session_identity(pid_t *ret_pid, char boot[40], unsigned long long *ret_start,
+                           struct cs_error *err);
 /* While a session runs, a record that stands for its report: found by a later launch after
  * this process is gone without trust_session_end (killed, the machine stopped), it refuses
  * like a report. *ret_name is the record's name. trust_session_note appends what the

@@ -128,27 +128,72 @@ int trust_pending_add(const struct trust_place *pl, const char *work_root, const
 }
 
 /* This boot's id and a process's start time (field 22 of /proc/PID/stat): together with the
- * pid they name one process, whatever reuses the pid later. */
-static bool process_identity(pid_t pid, char boot[40], unsigned long long *ret_start)
+ * pid they name one process, whatever reuses the pid later. why (may be NULL) gets the cause
+ * when they cannot be read. */
+static bool process_identity(pid_t pid, char boot[40], unsigned long long *ret_start,
+                             struct cs_error *why)
 {
         _cleanup_free_ char *b = NULL, *stat = NULL;
-        /* Dropped: unreadable: the process is taken as gone, and its record as stale. */
         struct cs_error ignored;
         char path[64];
         const char *f;
         size_t len;
 
+        if (!why)
+                why = &ignored; /* Dropped: the process is taken as gone, its record stale. */
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        if (cs_read_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, true, &b, &len,
-                            &ignored) < 0 ||
-            len < 36 || cs_read_file_at(AT_FDCWD, path, 4096, true, &stat, NULL, &ignored) < 0)
+        if (cs_read_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, true, &b, &len, why) <
+            0) {
+                cs_error_wrap(why, "/proc/sys/kernel/random/boot_id, this boot's id, cannot be "
+                                   "read (the container's runtime masks it)");
+                return false;
+        }
+        if (len < 36) {
+                cs_error_setx(why, EINVAL,
+                              "/proc/sys/kernel/random/boot_id, this boot's id, is empty (the "
+                              "container's runtime masks it)");
+                return false;
+        }
+        if (cs_read_file_at(AT_FDCWD, path, 4096, true, &stat, NULL, why) < 0)
                 return false;
         memcpy(boot, b, 36);
         boot[36] = '\0';
         f = strrchr(stat, ')');
         for (int field = 2; f && field < 22; field++)
                 f = strchr(f + 1, ' ');
-        return f && sscanf(f, " %llu", ret_start) == 1;
+        if (f && sscanf(f, " %llu", ret_start) == 1)
+                return true;
+        cs_error_setx(why, EINVAL, "%s has no start time field", path);
+        return false;
+}
+
+/* This process's pid as /proc names it (where /proc is an outer pid namespace's, not
+ * getpid()), or 0 when /proc does not show this process at all. */
+static pid_t self_in_proc(void)
+{
+        char self[32];
+        ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+
+        if (n <= 0)
+                return 0;
+        self[n] = '\0';
+        return (pid_t)strtol(self, NULL, 10);
+}
+
+int trust_session_identity(pid_t *ret_pid, char boot[40], unsigned long long *ret_start,
+                           struct cs_error *err)
+{
+        pid_t pid = self_in_proc();
+
+        if (pid <= 0)
+                return cs_error_setx(err, ENOENT,
+                                     "/proc does not show this process (/proc/self leads "
+                                     "nowhere: it is another pid namespace's /proc, bound in "
+                                     "from outside this container or sandbox)");
+        if (!process_identity(pid, boot, ret_start, err))
+                return -1;
+        *ret_pid = pid;
+        return 0;
 }
 
 int trust_session_begin(const struct trust_place *pl, const char *work_root, char **ret_name,
@@ -159,11 +204,13 @@ int trust_session_begin(const struct trust_place *pl, const char *work_root, cha
         struct timespec now;
         char boot[40], when[32];
 
+        pid_t pid;
+
         *ret_name = NULL;
-        if (!process_identity(getpid(), boot, &start))
-                return cs_error_setx(err, ENOENT, "cannot read this process's start time");
+        if (trust_session_identity(&pid, boot, &start, err) < 0)
+                return -1;
         now_text(when, &now);
-        if (asprintf(ret_name, "running-%d-%llu-%s", (int)getpid(), start, boot) < 0 ||
+        if (asprintf(ret_name, "running-%d-%llu-%s", (int)pid, start, boot) < 0 ||
             asprintf(&text,
                      "A session in %s that started %s ended before csandbox could check what "
                      "it left (csandbox was killed, or the machine stopped). Check yourself, "
@@ -206,7 +253,7 @@ static bool session_alive(const char *name)
 
         if (sscanf(name, "running-%d-%llu-%39s", &pid, &start, boot) != 3)
                 return false;
-        return process_identity(pid, now_boot, &now_start) && start == now_start &&
+        return process_identity(pid, now_boot, &now_start, NULL) && start == now_start &&
                strcmp(boot, now_boot) == 0;
 }
 

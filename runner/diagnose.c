@@ -6,6 +6,7 @@
 #include "../common/fileio.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,15 +62,47 @@ static bool file_contains(const char *path, const char *const words[])
 
 enum where { WHERE_HOST, WHERE_CONTAINER, WHERE_CSANDBOX };
 
+/* Whether an ancestor of ours is named csandbox (a sandbox's pid 1 keeps the name), walked
+ * up through the PPid of each /proc/PID/status: under a /proc csandbox bound from outside
+ * (an outer pid namespace's), /proc/1 is the container's init, not the sandbox's. */
+static bool csandbox_ancestor(void)
+{
+        static const char *const csandbox[] = {"csandbox\n", NULL};
+        char path[64];
+        long pid;
+
+        if (getpid() != 1 && file_contains("/proc/1/comm", csandbox))
+                return true;
+        snprintf(path, sizeof(path), "/proc/self/status");
+        for (int depth = 0; depth < 64; depth++) {
+                /* Dropped: a diagnosis: an unreadable ancestor ends the walk. */
+                struct cs_error ignored;
+                char *buf = NULL;
+                const char *p;
+
+                if (cs_read_file_at(AT_FDCWD, path, 1 << 16, false, &buf, NULL, &ignored) < 0)
+                        return false;
+                p = strstr(buf, "\nPPid:");
+                pid = p ? strtol(p + 6, NULL, 10) : 0;
+                free(buf);
+                if (pid <= 0)
+                        return false;
+                snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+                if (file_contains(path, csandbox))
+                        return true;
+                snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+        }
+        return false;
+}
+
 /* csandbox's pid 1 keeps its name (and is not us); container engines leave a file or a
  * cgroup name behind, and install a seccomp filter a desktop session does not have. */
 static enum where running_where(void)
 {
-        static const char *const csandbox[] = {"csandbox\n", NULL};
         static const char *const engines[] = {"docker", "libpod", "containerd", "kubepods",
                                               "lxc",    "podman", NULL};
 
-        if (getpid() != 1 && file_contains("/proc/1/comm", csandbox))
+        if (csandbox_ancestor())
                 return WHERE_CSANDBOX;
         if (access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0 ||
             file_contains("/proc/1/cgroup", engines) || seccomp_filtered())

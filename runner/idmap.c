@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -248,7 +249,7 @@ static pid_t map_helper_start(const char *name, pid_t child, const unsigned long
         if (!path)
                 return cs_error_setx(err, ENOENT, "%s is not installed: install uidmap", name);
         argv[0] = (char *)name;
-        snprintf(args[0], sizeof(args[0]), "%d", (int)child);
+        snprintf(args[0], sizeof(args[0]), "%d", (int)runner_pid_in_proc(child));
         argv[1] = args[0];
         for (int i = 0; i < n; i++) {
                 snprintf(args[i + 1], sizeof(args[i + 1]), "%lu", v[i]);
@@ -287,13 +288,58 @@ static int map_helper_wait(const char *name, pid_t pid, struct cs_error *err)
         return 0;
 }
 
+bool runner_proc_is_ours(void)
+{
+        char self[32];
+        ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+
+        if (n <= 0)
+                return false;
+        self[n] = '\0';
+        return strtol(self, NULL, 10) == (long)getpid();
+}
+
+pid_t runner_pid_in_proc(pid_t pid)
+{
+        /* Dropped: untranslated, the caller's open fails and says why. */
+        struct cs_error ignored;
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        char path[64];
+        const char *p;
+        long v;
+
+        if (runner_proc_is_ours())
+                return pid;
+        /* A pidfd's fdinfo gives its pid as the pid namespace of the /proc read sees it. */
+        fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0)
+                return pid;
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+        if (cs_read_file_at(AT_FDCWD, path, 4096, false, &buf, NULL, &ignored) < 0)
+                return pid;
+        p = strstr(buf, "\nPid:");
+        v = p ? strtol(p + 5, NULL, 10) : -1;
+        return v > 0 ? (pid_t)v : pid;
+}
+
 static int write_proc_file(pid_t child, const char *name, const char *text, struct cs_error *err)
 {
         char path[64];
         _cleanup_close_ int fd = -1;
 
-        snprintf(path, sizeof(path), "/proc/%d/%s", (int)child, name);
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)runner_pid_in_proc(child), name);
         fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 && (errno == EROFS || errno == ENOENT) && !runner_proc_is_ours())
+                return cs_error_setx(
+                    err, errno,
+                    "open %s: %s. This /proc is an outer pid namespace's, bound read-only by the "
+                    "sandbox this runs in (csandbox does so where the kernel refuses it a fresh "
+                    "/proc: the container it runs in masks /proc), so a nested sandbox's id maps "
+                    "cannot be written. Start the container with --security-opt unmask=ALL "
+                    "(podman) or --security-opt systempaths=unconfined (Docker): the outer "
+                    "sandbox then gets a /proc of its own, and csandbox works inside it",
+                    path, strerror(errno));
         if (fd < 0)
                 return cs_error_set(err, errno, "open %s", path);
         if (cs_write_all(fd, text, strlen(text)) < 0)

@@ -254,11 +254,7 @@ int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error 
                 r = proc_bind(&m);
                 if (r < 0)
                         return cs_error_set(err, -r, "bind the existing /proc on %s", dest);
-                fprintf(stderr, "csandbox: the kernel refused a fresh /proc (the outer /proc has "
-                                "overmounts, as container engines make); binding the existing "
-                                "/proc read-only instead, so it shows the outer pid namespace "
-                                "(--proc=fresh refuses to launch instead, --proc=none gives an "
-                                "empty /proc)\n");
+                runner_note(RUNNER_NOTE_PROC_BIND);
         } else if (r < 0) {
                 return cs_error_set(err, -r, "mount proc on %s", dest);
         }

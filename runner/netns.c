@@ -295,7 +295,7 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_hel
                 close(readyp[0]), close(readyp[1]);
                 return cs_error_set(err, errno, "pipe");
         }
-        snprintf(pidstr, sizeof(pidstr), "%d", (int)child);
+        snprintf(pidstr, sizeof(pidstr), "%d", (int)runner_pid_in_proc(child));
         argv[n++] = h->path;
         if (h->kind == NET_HELPER_PASTA) {
                 /* Addresses and routes copied from the host; no port forwarding either way

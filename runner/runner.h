@@ -65,6 +65,28 @@ int tty_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int *re
  * why, and the launch goes on. */
 void cgroup_apply_limits(const struct sandbox_spec *s);
 
+/* Where the machine made a launch adapt (bits): the sandbox keeps the outer hostname
+ * (sethostname refused, as podman's default seccomp profile does without CAP_SYS_ADMIN), or
+ * its /proc is the outer one bound read-only (the kernel refused a fresh one). */
+enum {
+        RUNNER_NOTE_HOSTNAME = 1u << 0,
+        RUNNER_NOTE_PROC_BIND = 1u << 1,
+};
+/* The sandbox's set-up says nothing of these adaptations; the caller reads them from
+ * runner_notes_seen() after the launch (doctor, which prints each once). Without it, the
+ * /proc note prints on the first launch of this machine and user only (a marker in
+ * ${XDG_STATE_HOME:-~/.local/state}/csandbox/notes/), before the payload starts; the
+ * hostname is never worth a line on a session's terminal. */
+void runner_notes_quiet(void);
+/* The adaptations of every launch so far, OR'ed. */
+unsigned runner_notes_seen(void);
+/* Whether the note called name is due: true the first time on this machine for this user
+ * (and from then on a marker in ${XDG_STATE_HOME:-~/.local/state}/csandbox/notes/ says it
+ * was shown), false after; true when no marker can be read or made. */
+bool runner_note_first(const char *name);
+/* pid 1's set-up: record an adaptation (printing its note when that is due). */
+void runner_note(unsigned bit);
+
 /* Validate, clone into the namespaces, supervise; *ret_status is the exit status csandbox
  * should return (the payload's, 128+N, or 125/126/127). */
 int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int *ret_status,
@@ -75,6 +97,12 @@ int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, in
 int launch_run_early(const struct sandbox_spec *s, const struct sock_fprog *filter,
                      struct net_early *early, int *ret_status, struct cs_error *err);
 
+/* Whether /proc is this process's pid namespace's (/proc/self is us). Under a bound /proc
+ * (csandbox's fallback where the kernel refuses a fresh one) it is an outer namespace's. */
+bool runner_proc_is_ours(void);
+/* pid (of our pid namespace) as /proc names it: the same, or under an outer namespace's
+ * /proc the pid it has there, which /proc/PID paths and the helpers given a pid need. */
+pid_t runner_pid_in_proc(pid_t pid);
 /* Parent side: write the child's uid/gid maps (one id, or ranges through newuidmap). */
 int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err);
 /* Parent side, before anything exists: the caller's subordinate range for --map-range. */

@@ -6,7 +6,7 @@ import os
 import pytest
 
 import rootfs as rootfs_builder
-from conftest import ZERO_CAPS, parse_json
+from conftest import ZERO_CAPS, base_env, parse_json
 
 
 def _probe(csb, tier, opts=(), probe_args=("report",), rootfs=None, share=()):
@@ -29,13 +29,28 @@ def test_nested_payload_is_confined(csb, rootfs, tier, mode):
 
 
 @pytest.mark.parametrize("mode", ["host", "rootfs"])
-def test_masked_proc_falls_back_to_read_only_bind_and_says_so_once(csb, rootfs, mode):
-    p, r = _probe(csb, "userns", rootfs=rootfs if mode == "rootfs" else None)
+def test_masked_proc_falls_back_to_read_only_bind_and_says_so_once_per_machine(csb, rootfs, mode,
+                                                                               tmp_path):
+    state = tmp_path / "state"
+    env = base_env(XDG_STATE_HOME=str(state))
+    argv = csb.probe_argv((), ("report",), rootfs if mode == "rootfs" else None)
+    p = csb.run(argv, tier="userns", env=env)
+    r = parse_json(p)
     proc_lines = [l for l in p.stderr.splitlines() if "/proc" in l]
     assert len(proc_lines) == 1, p.stderr
+    # The cause and the fix, and that it will not be repeated.
+    assert "masks" in proc_lines[0] and "unmask=ALL" in proc_lines[0], p.stderr
+    assert "shown once on this machine" in proc_lines[0], p.stderr
     proc = [l for l in r["mountinfo"] if l.split()[4] == "/proc"]
     assert proc, r["mountinfo"]
     assert "ro" in proc[-1].split()[5].split(","), proc
+    assert os.listdir(state / "csandbox" / "notes") == ["proc-bind"]
+    # The next launch on this machine says nothing, and still binds the outer /proc.
+    p = csb.run(argv, tier="userns", env=env)
+    r = parse_json(p)
+    assert "/proc" not in p.stderr and "note" not in p.stderr, p.stderr
+    proc = [l for l in r["mountinfo"] if l.split()[4] == "/proc"]
+    assert proc and "ro" in proc[-1].split()[5].split(","), proc
 
 
 def test_csandbox_inside_csandbox_gets_fresh_proc_and_namespaces(csb):
