@@ -129,12 +129,12 @@ static void test_claude_json_read_one_way_or_refused(void)
 static void test_git_config_inert_or_not(void)
 {
         static const char *const inert[] = {
-            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
-            "\tlogallrefupdates = true\n[remote \"origin\"]\n\turl = https://x/y\n"
-            "\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n"
-            "\tremote = origin\n\tmerge = refs/heads/main\n",
-            "# comment\n; other\n[core]\nworktree = ../../lib\n[submodule \"a\"]\n"
-            "\turl = ./a\n\tactive = true\n",
+            ("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+             "\tlogallrefupdates = true\n[remote \"origin\"]\n\turl = https://x/y\n"
+             "\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n"
+             "\tremote = origin\n\tmerge = refs/heads/main\n"),
+            ("# comment\n; other\n[core]\nworktree = ../../lib\n[submodule \"a\"]\n"
+             "\turl = ./a\n\tactive = true\n"),
             "",
         };
         static const char *const armed[][2] = {
