@@ -24,12 +24,18 @@ import os
 import pwd
 import select
 import shlex
+import signal
 import subprocess
 import sys
 import time
 import uuid
 
 import pytest
+
+# The suite checks what csandbox gives its payload, so it starts csandbox with the signal
+# dispositions a login shell has: a suite started under nohup (SIGHUP ignored) would
+# otherwise hand that on, and the payload would rightly inherit it.
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import rootfs as rootfs_builder  # noqa: E402
