@@ -57,7 +57,8 @@ void spec_egress_free(struct sandbox_spec *s)
         s->egress_log = NULL;
 }
 
-/* Labels of letters, digits, '-' and '_', 1 to 63 bytes each, 253 in all. */
+/* Labels of letters, digits, '-' and '_', 1 to 63 bytes each, neither starting nor ending
+ * with '-', 253 in all. */
 static bool name_valid(const char *n, size_t len)
 {
         size_t label = 0;
@@ -66,7 +67,7 @@ static bool name_valid(const char *n, size_t len)
                 return false;
         for (size_t i = 0; i <= len; i++) {
                 if (i == len || n[i] == '.') {
-                        if (label == 0 || label > 63)
+                        if (label == 0 || label > 63 || n[i - 1] == '-' || n[i - label] == '-')
                                 return false;
                         label = 0;
                 } else if (isalnum((unsigned char)n[i]) || n[i] == '-' || n[i] == '_') {
