@@ -18,7 +18,8 @@ static void put16(uint8_t *p, unsigned v)
         p[1] = (uint8_t)v;
 }
 
-/* A host name into name: lower case, no trailing dot, a safe alphabet. */
+/* A host name into name: lower case, a safe alphabet, no empty label; one trailing dot
+ * (the root) is dropped. */
 static bool name_take(const uint8_t *p, size_t len, char *name)
 {
         if (len && p[len - 1] == '.')
@@ -29,6 +30,9 @@ static bool name_take(const uint8_t *p, size_t len, char *name)
                 int c = tolower(p[i]);
 
                 if (!(isalnum(c) || c == '-' || c == '_' || c == '.') || (c & 0x80))
+                        return false;
+                /* no empty label: nothing starts with, doubles or (now) ends with a dot */
+                if (c == '.' && (i == 0 || i == len - 1 || p[i - 1] == '.'))
                         return false;
                 name[i] = (char)c;
         }

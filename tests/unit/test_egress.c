@@ -98,6 +98,16 @@ static void test_http_host(void)
         CHECK(egress_first_name((const uint8_t *)req, strlen(req), name) == EGRESS_FIRST_UNKNOWN);
         req = "GET / HTTP/1.1\r\nX: y\r\n\r\n";
         CHECK(egress_first_name((const uint8_t *)req, strlen(req), name) == EGRESS_FIRST_UNKNOWN);
+        /* found by fuzz_egress_first (corpus/egress_first/crash-trailing-dots) */
+        req = "GET a/xs/\r\nHost\nHost: -Hb.............\r\n\r\n";
+        CHECK(egress_first_name((const uint8_t *)req, strlen(req), name) == EGRESS_FIRST_UNKNOWN);
+        req = "GET / HTTP/1.1\r\nHost: a..b\r\n\r\n";
+        CHECK(egress_first_name((const uint8_t *)req, strlen(req), name) == EGRESS_FIRST_UNKNOWN);
+        req = "GET / HTTP/1.1\r\nHost: .a.b\r\n\r\n";
+        CHECK(egress_first_name((const uint8_t *)req, strlen(req), name) == EGRESS_FIRST_UNKNOWN);
+        req = "GET / HTTP/1.1\r\nHost: a.b.\r\n\r\n";
+        CHECK(egress_first_name((const uint8_t *)req, strlen(req), name) == EGRESS_FIRST_HTTP &&
+              strcmp(name, "a.b") == 0);
         req = "\x05\x01\x00";
         CHECK(egress_first_name((const uint8_t *)req, 3, name) == EGRESS_FIRST_UNKNOWN);
         PASS();
