@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -325,10 +326,46 @@ static bool seen_has(const char *name, int family, const unsigned char *addr)
         return found;
 }
 
-/* Never the host itself: loopback, unspecified, link-local, multicast. */
+/* The host's own addresses (every interface), read when the proxy starts. */
+static struct net_host_addr *host_addrs;
+static size_t n_host_addrs;
+
+static void host_addrs_read(void)
+{
+        struct ifaddrs *list = NULL;
+        size_t n = 0;
+
+        if (getifaddrs(&list) < 0)
+                return;
+        for (struct ifaddrs *i = list; i; i = i->ifa_next)
+                n++;
+        host_addrs = calloc(n ? n : 1, sizeof(*host_addrs));
+        for (struct ifaddrs *i = list; i && host_addrs; i = i->ifa_next) {
+                struct net_host_addr *h = &host_addrs[n_host_addrs];
+
+                if (!i->ifa_addr ||
+                    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                        continue;
+                h->family = i->ifa_addr->sa_family;
+                if (h->family == AF_INET)
+                        memcpy(h->bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+                else
+                        memcpy(h->bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+                n_host_addrs++;
+        }
+        freeifaddrs(list);
+}
+
+/* Never the host itself: loopback, unspecified, link-local, multicast, and every address
+ * of the host's. */
 static bool addr_forbidden(int family, const unsigned char *a)
 {
         static const unsigned char zero[16], loop6[16] = {[15] = 1};
+
+        for (size_t i = 0; i < n_host_addrs; i++)
+                if (host_addrs[i].family == family &&
+                    memcmp(host_addrs[i].bytes, a, family == AF_INET ? 4 : 16) == 0)
+                        return true;
 
         if (family == AF_INET)
                 return a[0] == 127 || a[0] == 0 || (a[0] == 169 && a[1] == 254) || a[0] >= 224;
@@ -455,7 +492,8 @@ static void *conn_main(void *arg)
                 kind = egress_first_name(buf, have, name);
         }
         if (addr_forbidden(family, addr)) {
-                refuse("tcp", name, family, addr, port, "a loopback or link-local address");
+                refuse("tcp", name, family, addr, port,
+                       "the host's own, a loopback or a link-local address");
                 goto out;
         }
         if (!spec_egress_addr_allowed(pol, family, addr, (uint16_t)port)) {
@@ -579,6 +617,7 @@ static __attribute__((noreturn)) void proxy_main(const int fds[4])
         seen = calloc(EGRESS_SEEN_MAX, sizeof(*seen));
         if (!seen)
                 _exit(1);
+        host_addrs_read();
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, EGRESS_STACK);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

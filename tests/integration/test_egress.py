@@ -237,3 +237,15 @@ def test_run_settings_bad_values_exit_125_naming_the_setting(csb, tmp_path):
                            env=base_env(HOME=str(home), **extra), cwd=str(tmp_path), timeout=30)
         assert r.returncode == 125, (extra, r.stderr)
         assert word in r.stderr, r.stderr
+
+
+def test_the_hosts_own_addresses_stay_unreachable_even_in_an_allowed_range(csb, tmp_path):
+    """The proxy connects from the host's network: the host's own addresses (tests/testnet
+    gives it 198.51.100.2 and .3) are refused whatever the list says."""
+    prefix = TEST_HOST.rsplit(".", 1)[0]
+    r, log = allowlist(csb, tmp_path, [f"{prefix}.0/24"],
+                       ["sh", "-c", f"curl -sS -m 10 --noproxy '*' http://{prefix}.3:8080/; "
+                        f"echo rc=$?; curl -sS -m 10 --noproxy '*' http://{TEST_HOST}:8080/"])
+    assert r.stdout.endswith(BODY), (r.stdout, r.stderr)
+    assert "rc=0" not in r.stdout
+    assert any(f"addr={prefix}.3 port=8080 refused: the host's own" in line for line in log), log
