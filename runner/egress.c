@@ -153,8 +153,23 @@ static int nft_load(struct cs_error *err)
         __typeof__(nft_ctx_free) *ctx_free;
         void *lib = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
         struct nft_ctx *ctx;
-        int r;
+        int r, probe;
 
+        /* libnftables exits the process when it cannot open its netlink socket: find out
+         * first, and say why. */
+        probe = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        if (probe < 0) {
+                int e = errno;
+
+                return cs_error_setx(err, e,
+                                     "egress allowlist: nftables cannot be used in the "
+                                     "session's network namespace (a netfilter netlink "
+                                     "socket: %s), so csandbox cannot keep the session to "
+                                     "its allowed hosts and does not start it; without an "
+                                     "allowlist, choose egress open or none",
+                                     strerror(e));
+        }
+        close(probe);
         if (!lib)
                 return cs_error_setx(err, ENOENT,
                                      "egress allowlist: libnftables is not installed (%s); "

@@ -4,6 +4,7 @@ Host, the address from csandbox's own resolver, and the two must agree); DNS ans
 allowed names; other UDP goes nowhere. The suite runs in tests/testnet's network, whose test
 host (CSANDBOX_TEST_HOST) serves HTTP on 8080 and resolves NAME.csandbox.test to itself
 (NAME.v6.csandbox.test to its IPv6 address too)."""
+import json
 import os
 import re
 import ssl
@@ -249,3 +250,23 @@ def test_the_hosts_own_addresses_stay_unreachable_even_in_an_allowed_range(csb, 
     assert r.stdout.endswith(BODY), (r.stdout, r.stderr)
     assert "rc=0" not in r.stdout
     assert any(f"addr={prefix}.3 port=8080 refused: the host's own" in line for line in log), log
+
+
+def test_where_nftables_is_refused_the_launch_is_refused_saying_why(csb, tmp_path):
+    """An outer sandbox whose filter refuses netfilter's netlink socket (as a container
+    engine's may): the inner allowlist session does not start, and says why."""
+    prof = tmp_path / "no-nftables.json"
+    prof.write_text(json.dumps({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+        {"names": ["socket"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1, "args": [
+            {"index": 0, "value": 16, "op": "SCMP_CMP_EQ"},      # AF_NETLINK
+            {"index": 2, "value": 12, "op": "SCMP_CMP_EQ"}]}]}))  # NETLINK_NETFILTER
+    inner = "/opt/csandbox-inner"
+    r = csb.run(["--seccomp", str(prof), "--ro-bind", csb.binary, inner, "--", inner, "exec",
+                 "--egress", "allowlist", "--", "echo", "started"])
+    assert r.returncode == 125, (r.stdout, r.stderr)
+    assert "started" not in r.stdout
+    assert "nftables cannot be used" in r.stderr and "does not start it" in r.stderr, r.stderr
+    # the same outer sandbox runs an open session
+    r = csb.run(["--seccomp", str(prof), "--ro-bind", csb.binary, inner, "--", inner, "exec",
+                 "--", "echo", "started"])
+    assert r.returncode == 0 and r.stdout == "started\n", r.stderr
