@@ -270,3 +270,29 @@ def test_where_nftables_is_refused_the_launch_is_refused_saying_why(csb, tmp_pat
     r = csb.run(["--seccomp", str(prof), "--ro-bind", csb.binary, inner, "--", inner, "exec",
                  "--", "echo", "started"])
     assert r.returncode == 0 and r.stdout == "started\n", r.stderr
+
+
+def test_run_takes_the_policy_from_the_profile_settings(tmp_path):
+    from test_run import Profiles
+
+    profiles = Profiles(tmp_path)
+    profiles.add()
+    env = profiles.env(CLAUDE_PROFILE_SANDBOX_EGRESS="allowlist",
+                       CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS="ok.csandbox.test, *.svc.test:8443")
+    plan = profiles.plan(env=env)
+    sandbox = plan.get("sandbox", plan)
+    assert sandbox["egress"]["mode"] == "allowlist"
+    hosts = [h["host"] for h in sandbox["egress"]["allow"]]
+    assert hosts[:2] == ["ok.csandbox.test", "*.svc.test:8443"] and "claude.ai:443" in hosts
+    assert sandbox["egress"]["log"].startswith(str(profiles.state()) + "/egress-")
+    r = profiles.run(env=env)
+    assert r.returncode == 0, r.stderr
+    argv = json.loads(r.stdout)["argv"]
+    brief = argv[argv.index("--append-system-prompt") + 1]
+    assert "reaches only these hosts" in brief and "ok.csandbox.test, *.svc.test:8443" in brief
+    m = re.search(r"csandbox: egress: 0 connection\(s\) or queries refused; each is in (\S+)",
+                  r.stderr)
+    assert m and m.group(1).startswith(str(profiles.state()) + "/egress-"), r.stderr
+    # without a setting, nothing changes: no egress line, an open network
+    r = profiles.run()
+    assert r.returncode == 0 and "egress" not in r.stderr, r.stderr
