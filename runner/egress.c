@@ -54,6 +54,8 @@
 #define EGRESS_ADDR6      "fd00:c5b::1"
 #define EGRESS_PORT       15001
 #define EGRESS_DNS_PORT   15353
+#define EGRESS_STR_(x)    #x
+#define EGRESS_STR(x)     EGRESS_STR_(x)
 #define EGRESS_MAX_CONNS  256   /* at once; more are refused */
 #define EGRESS_FIRST_WAIT 10    /* seconds for a connection's first bytes */
 #define EGRESS_SEEN_MAX   1024  /* name-address pairs the resolver remembers */
@@ -63,21 +65,24 @@
 
 /* ---- in the session's namespace ---------------------------------------------------- */
 
-static const char egress_rules[] = "table inet csandbox_egress {\n"
-                                   " chain nat_out {\n"
-                                   "  type nat hook output priority -100; policy accept;\n"
-                                   "  ip daddr 127.0.0.0/8 return\n"
-                                   "  ip6 daddr ::1 return\n"
-                                   "  meta l4proto tcp redirect to :15001\n"
-                                   "  udp dport 53 redirect to :15353\n"
-                                   " }\n"
-                                   " chain filter_out {\n"
-                                   "  type filter hook output priority 0; policy drop;\n"
-                                   "  ct state established,related accept\n"
-                                   "  ip daddr { 127.0.0.0/8, " EGRESS_ADDR4 " } accept\n"
-                                   "  ip6 daddr { ::1, " EGRESS_ADDR6 " } accept\n"
-                                   " }\n"
-                                   "}\n";
+/* clang-format off */
+static const char egress_rules[] =
+    "table inet csandbox_egress {\n"
+    " chain nat_out {\n"
+    "  type nat hook output priority -100; policy accept;\n"
+    "  ip daddr 127.0.0.0/8 return\n"
+    "  ip6 daddr ::1 return\n"
+    "  meta l4proto tcp redirect to :" EGRESS_STR(EGRESS_PORT) "\n"
+    "  udp dport 53 redirect to :" EGRESS_STR(EGRESS_DNS_PORT) "\n"
+    " }\n"
+    " chain filter_out {\n"
+    "  type filter hook output priority 0; policy drop;\n"
+    "  ct state established,related accept\n"
+    "  ip daddr { 127.0.0.0/8, " EGRESS_ADDR4 " } accept\n"
+    "  ip6 daddr { ::1, " EGRESS_ADDR6 " } accept\n"
+    " }\n"
+    "}\n";
+/* clang-format on */
 
 struct nl_req {
         union {
