@@ -61,6 +61,14 @@ static const char usage_exec[] =
     "                          when pasta is missing), host loopback unreachable; or\n"
     "                          the host's network (every loopback service reachable)\n"
     "  --map-host-loopback     with --net pasta: 169.254.1.2 reaches the host's 127.0.0.1\n"
+    "  --egress open|allowlist|none\n"
+    "                          where the sandbox may connect: as --net says (default),\n"
+    "                          only the --allow-host hosts and what claude needs (its own\n"
+    "                          network, every program's TCP through csandbox's proxy, DNS\n"
+    "                          through its resolver, nothing else), or nowhere\n"
+    "  --allow-host PATTERN    with --egress allowlist: example.com, *.example.com, either\n"
+    "                          with :PORT, or an address range (192.0.2.0/24); repeatable\n"
+    "  --egress-log FILE       with --egress allowlist: each refusal one line in FILE\n"
     "Process:\n"
     "  --chdir DIR             working directory inside (default: the current one if it\n"
     "                          exists inside, else /)\n"
@@ -110,7 +118,8 @@ static const struct exec_flag exec_flags[] = {
     {"--image", 1},     {"--plan", 0},
     {"--help", 0},      {"--tty", 1},
     {"--proc", 1},      {"--memory", 1},
-    {"--cpus", 1},
+    {"--cpus", 1},      {"--egress", 1},
+    {"--allow-host", 1}, {"--egress-log", 1},
 };
 /* clang-format on */
 
@@ -442,6 +451,17 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                                     err, EINVAL, "--net `%s`: expected none, pasta or host", v1);
                 } else if (strcmp(a, "--map-host-loopback") == 0) {
                         s->map_host_loopback = true;
+                } else if (strcmp(a, "--egress") == 0) {
+                        if (!spec_egress_parse(v1, &s->egress))
+                                return cs_error_setx(
+                                    err, EINVAL, "--egress `%s`: expected open, allowlist or none",
+                                    v1);
+                } else if (strcmp(a, "--allow-host") == 0) {
+                        r = spec_egress_add(s, v1, false, "--allow-host", err);
+                } else if (strcmp(a, "--egress-log") == 0) {
+                        free(s->egress_log);
+                        s->egress_log = NULL;
+                        r = host_path(a, v1, &s->egress_log, err);
                 } else if (strcmp(a, "--chdir") == 0) {
                         free(s->cwd);
                         s->cwd = NULL;
@@ -518,6 +538,12 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                 if (r < 0)
                         return r;
         }
+        if (s->egress != SPEC_EGRESS_ALLOWLIST && (s->n_egress_hosts || s->egress_log))
+                return cs_error_setx(err, EINVAL,
+                                     "--allow-host and --egress-log go with --egress allowlist");
+        r = spec_egress_finish(s, "--egress", err);
+        if (r < 0)
+                return r;
         r = spec_add_net_files(s, err);
         if (r < 0)
                 return r;

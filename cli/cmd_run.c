@@ -396,8 +396,8 @@ int cmd_run(int argc, char **argv, bool plan_only)
         raised = raise_nofile_limit(&nofile);
         /* A session's network, started now: pasta's start-up runs while the plan is made.
          * The plan may still decide otherwise (the host, no network, the host's loopback
-         * mapped); launch_run_early then stops it. */
-        if (!plan_only && !o.host && !plan_info_only(&req))
+         * mapped); launch_run_early then stops it. An egress policy needs no pasta. */
+        if (!plan_only && !o.host && !plan_info_only(&req) && !config.egress)
                 net_early_start(false, &early);
         r = plan_build(&req, &plan, &err);
         if (r >= 0 && plan.vault.state == VAULT_EXEC) {

@@ -568,6 +568,9 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
 
         s->net = SPEC_NET_PASTA;
         s->net_fixed = true;
+        r = plan_egress(p, req->config, err);
+        if (r < 0)
+                goto out;
         s->seccomp = SPEC_SECCOMP_DEFAULT;
         s->cwd = strdup(w.cwd);
 
@@ -723,6 +726,8 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         if (r >= 0)
                 r = plan_build_argv(p, req, shared, err);
         s->map_host_loopback = loopback;
+        if (r >= 0)
+                r = spec_egress_finish(s, "CLAUDE_PROFILE_SANDBOX_EGRESS=", err);
         if (r >= 0)
                 r = spec_add_net_files(s, err);
         if (r < 0)

@@ -85,6 +85,11 @@ int plan_shared_settings(struct plan *p, const struct plan_request *req, bool sa
  * forwarded from the host. */
 bool plan_info_only(const struct plan_request *req);
 bool plan_bypass(const struct plan_request *req);
+/* policy/plan_egress.c: the egress mode and allowed hosts from the profile's settings. */
+int plan_egress(struct plan *p, const struct profile_config *c, struct cs_error *err);
+struct strbuf;
+/* What the briefing says of the session's network (nothing when it is open). */
+void egress_briefing(const struct sandbox_spec *s, struct strbuf *b);
 int plan_build_argv(struct plan *p, const struct plan_request *req, const char *shared,
                     struct cs_error *err);
 int plan_add_env(struct plan *p, const struct plan_request *req, struct cs_error *err);

@@ -96,6 +96,7 @@ static char *briefing_with_bridges(const struct sandbox_spec *s, const struct pr
                 free(note);
         }
         sb_puts(&b, vault_briefing(s));
+        egress_briefing(s, &b);
         if (b.oom) {
                 free(b.s);
                 return NULL;
@@ -123,6 +124,7 @@ int plan_build_argv(struct plan *p, const struct plan_request *req, const char *
         if (plan_info_only(req)) {
                 v[n++] = req->args[0];
                 p->spec.net = SPEC_NET_NONE;
+                p->spec.egress = SPEC_EGRESS_OPEN;
                 return spec_set_argv(&p->spec, (int)n, v, err);
         }
         if (req->config->skip_permissions &&

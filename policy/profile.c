@@ -139,6 +139,8 @@ void profile_config_free(struct profile_config *c)
         for (size_t i = 0; i < c->n_host_paths; i++)
                 free(c->host_paths[i]);
         free(c->host_paths);
+        free(c->egress);
+        free(c->allow_hosts);
         memset(c, 0, sizeof(*c));
 }
 
@@ -238,6 +240,17 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
         v = setting_get("CLAUDE_PROFILE_SANDBOX_HOST_PATHS");
         if (v && profile_forward_env_split(v, &c.host_paths, &c.n_host_paths) < 0)
                 goto oom;
+        v = setting_get("CLAUDE_PROFILE_SANDBOX_EGRESS");
+        if (v && !(c.egress = strdup(v)))
+                goto oom;
+        v = setting_get("CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS");
+        if (v && !(c.allow_hosts = strdup(v)))
+                goto oom;
+        r = plan_egress_check(&c, err);
+        if (r < 0) {
+                profile_config_free(&c);
+                return r;
+        }
 
         *ret = c;
         return 0;

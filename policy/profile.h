@@ -32,11 +32,15 @@ struct profile_config {
         size_t n_forward_env;
         char **host_paths; /* CLAUDE_PROFILE_SANDBOX_HOST_PATHS: shown read-only, split at ',' */
         size_t n_host_paths;
+        char *egress;      /* CLAUDE_PROFILE_SANDBOX_EGRESS: open, allowlist or none */
+        char *allow_hosts; /* CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS: a comma list */
 };
 
 /* From the environment. Errors name the variable and say what it accepts. */
 int profile_config_load(struct profile_config *ret, struct cs_error *err);
 void profile_config_free(struct profile_config *c);
+/* policy/plan_egress.c: the egress settings are well-formed (every launch checks them). */
+int plan_egress_check(const struct profile_config *c, struct cs_error *err);
 
 struct profile {
         char *name;

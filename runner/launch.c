@@ -4,6 +4,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "egress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -159,6 +161,10 @@ void runner_child_fail(int errfd, const struct cs_error *err)
         _exit(status);
 }
 
+/* SPEC_EGRESS_ALLOWLIST: pid 1's end of the socket that hands csandbox the proxy's
+ * sockets (runner/egress.c); -1 otherwise. */
+static int egress_child_fd = -1;
+
 static void child_main(const struct sandbox_spec *s, const struct net_helper *net,
                        const struct sock_fprog *filter, const struct tty_link *tty, int syncfd,
                        int errfd)
@@ -166,7 +172,8 @@ static void child_main(const struct sandbox_spec *s, const struct net_helper *ne
         struct cs_error err = {0};
         /* The helper configures the network and says so (netready), or pid 1 configures
          * pasta's tap itself as soon as it appears (tap_watch). */
-        bool netready = s->net == SPEC_NET_PASTA && !net->tap.early;
+        bool netready =
+            s->net == SPEC_NET_PASTA && s->egress != SPEC_EGRESS_ALLOWLIST && !net->tap.early;
         int tap_watch = -1;
         char go;
 
@@ -185,6 +192,8 @@ static void child_main(const struct sandbox_spec *s, const struct net_helper *ne
         }
 
         if (s->net != SPEC_NET_HOST && netns_setup(s, net, &err) < 0)
+                runner_child_fail(errfd, &err);
+        if (egress_child_fd >= 0 && egress_ns_setup(egress_child_fd, &err) < 0)
                 runner_child_fail(errfd, &err);
         if (s->net == SPEC_NET_PASTA && net->tap.early) {
                 tap_watch = netconf_tap_watch(&err);
@@ -335,6 +344,9 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         struct sandbox_spec ranged;
         int syncp[2] = {-1, -1}, errp[2] = {-1, -1};
         _cleanup_close_ int sfd = -1;
+        __attribute__((cleanup(egress_proxy_stop))) struct egress_proxy proxy = {.pid = -1};
+        bool egress = s->egress == SPEC_EGRESS_ALLOWLIST;
+        int egp[2] = {-1, -1};
         sigset_t mask, oldmask;
         unsigned long flags;
         int wstatus = 0, r;
@@ -363,7 +375,7 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         }
         if (!early)
                 early = &none_early;
-        use_early = early->started && s->net == SPEC_NET_PASTA &&
+        use_early = early->started && s->net == SPEC_NET_PASTA && !egress &&
                     s->map_host_loopback == early->map_host_loopback;
         if (!use_early)
                 net_early_stop(early);
@@ -371,7 +383,7 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 /* pasta is ours now; the holder stays early's until the end */
                 net = early->net;
                 early->started = false;
-        } else if (s->net == SPEC_NET_PASTA) {
+        } else if (s->net == SPEC_NET_PASTA && !egress) {
                 r = netns_helper_find(s, &net, err);
                 if (r < 0)
                         return r;
@@ -408,6 +420,9 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 return cs_error_set(err, errno, "signalfd");
         if (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
                 return cs_error_set(err, errno, "pipe");
+        if (egress && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, egp) < 0)
+                return cs_error_set(err, errno, "egress allowlist: socketpair");
+        egress_child_fd = egp[1];
         /* Read once the sandbox is gone; never wait on a writer that leaked the pipe. */
         fcntl(errp[0], F_SETFL, O_NONBLOCK);
 
@@ -446,11 +461,16 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 close(syncp[1]);
                 close(errp[0]);
                 close(tty.ctl[0]);
+                if (egp[0] >= 0)
+                        close(egp[0]);
                 child_main(s, &net, filter, &tty, syncp[0], errp[1]);
                 _exit(CS_EXIT_SETUP);
         }
         close(syncp[0]);
         close(errp[1]);
+        if (egp[1] >= 0)
+                close(egp[1]);
+        egress_child_fd = -1;
         close(tty.ctl[1]);
         tty.ctl[1] = -1;
 
@@ -458,7 +478,7 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
          * (newuidmap and newgidmap take milliseconds); it needs none, as it enters the
          * namespaces as their owner. slirp4netns after them, as it always started. */
         r = 0;
-        if (s->net == SPEC_NET_PASTA && net.kind == NET_HELPER_PASTA && !use_early)
+        if (s->net == SPEC_NET_PASTA && !egress && net.kind == NET_HELPER_PASTA && !use_early)
                 r = netns_helper_start(s, pid, &net, err);
         /* the maps belong to the user namespace, the holder's when pid 1 joined it */
         if (r >= 0)
@@ -468,7 +488,13 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         /* Release the child: it assembles the root while the network helper starts. */
         if (r >= 0 && write(syncp[1], "g", 1) != 1)
                 r = cs_error_set(err, errno, "release the sandbox");
-        if (r >= 0 && s->net == SPEC_NET_PASTA && !net.tap.early) {
+        /* The child makes the proxy's sockets first thing; the proxy runs before the
+         * payload can connect anywhere. */
+        if (r >= 0 && egress)
+                r = egress_proxy_start(s, egp[0], &proxy, err);
+        if (egp[0] >= 0)
+                close(egp[0]);
+        if (r >= 0 && s->net == SPEC_NET_PASTA && !egress && !net.tap.early) {
                 r = netns_helper_wait_ready(&net, NET_HELPER_TIMEOUT_MS, err);
                 if (r >= 0 && write(syncp[1], "n", 1) != 1)
                         r = cs_error_set(err, errno, "release the sandbox");
@@ -506,6 +532,8 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 return r;
         }
         netns_helper_stop(&net);
+        proxy.report = true;
+        egress_proxy_stop(&proxy);
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
         if (child_message(errp[0], err)) {
                 close(errp[0]);

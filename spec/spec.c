@@ -78,6 +78,7 @@ void spec_free(struct sandbox_spec *s)
         free(s->cwd);
         free(s->seccomp_path);
         free(s->rlimits);
+        spec_egress_free(s);
         memset(s, 0, sizeof(*s));
 }
 
@@ -587,7 +588,12 @@ int spec_add_net_files(struct sandbox_spec *s, struct cs_error *err)
                      "\thost.containers.internal "
                      "host.csandbox.internal\n"
                                                                   : "");
-        if (s->net == SPEC_NET_PASTA)
+        if (s->net == SPEC_NET_PASTA && s->egress == SPEC_EGRESS_ALLOWLIST)
+                snprintf(resolv, sizeof(resolv),
+                         "# csandbox: answered by csandbox for the allowed hosts only\n"
+                         "nameserver %s\n",
+                         SPEC_NET_DNS);
+        else if (s->net == SPEC_NET_PASTA)
                 snprintf(resolv, sizeof(resolv),
                          "# csandbox: queries go through the sandbox's network to the host's "
                          "resolver\nnameserver %s\n",
@@ -759,6 +765,13 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
                                      "--map-host-loopback needs --net pasta (with --net host the "
                                      "host's loopback is reachable anyway; with --net none "
                                      "nothing is)");
+        if (s->egress == SPEC_EGRESS_ALLOWLIST &&
+            (s->net != SPEC_NET_PASTA || s->map_host_loopback))
+                return cs_error_setx(err, EINVAL,
+                                     "spec: an egress allowlist needs the session's own network "
+                                     "and no mapped host loopback");
+        if ((unsigned)s->egress > SPEC_EGRESS_NONE)
+                return cs_error_setx(err, EINVAL, "spec: an unknown egress mode");
         if ((unsigned)s->net > SPEC_NET_PASTA || (unsigned)s->seccomp > SPEC_SECCOMP_FILE ||
             (unsigned)s->tty > SPEC_TTY_INHERIT || (unsigned)s->proc > SPEC_PROC_NONE)
                 return cs_error_setx(err, EINVAL,
@@ -783,7 +796,7 @@ char *spec_net_helper(const struct sandbox_spec *s)
 {
         char *h;
 
-        if (s->net != SPEC_NET_PASTA)
+        if (s->net != SPEC_NET_PASTA || s->egress == SPEC_EGRESS_ALLOWLIST)
                 return NULL;
         h = cs_find_program("pasta");
         return h ? h : cs_find_program("slirp4netns");

@@ -61,6 +61,28 @@ enum spec_net {
         SPEC_NET_PASTA, /* own netns + pasta (the networking issue) */
 };
 
+/* Where the session's network may connect (spec/egress.c, runner/egress.c). */
+enum spec_egress {
+        SPEC_EGRESS_OPEN,      /* anywhere (the network mode decides) */
+        SPEC_EGRESS_ALLOWLIST, /* only the allowed hosts, through csandbox's proxy */
+        SPEC_EGRESS_NONE,      /* nowhere: no network (SPEC_NET_NONE) */
+};
+
+/* One allowed host: a name ("example.com"), its subdomains ("*.example.com"), either with
+ * an optional port, or an address range (CIDR). */
+struct spec_egress_host {
+        char *text;    /* as given */
+        char *name;    /* lower case, without "*." and a trailing dot; NULL: a range */
+        bool wildcard; /* "*.name": strict subdomains of name */
+        bool builtin;  /* what claude itself needs */
+        uint16_t port; /* 0: any */
+        int family;    /* a range: AF_INET or AF_INET6 */
+        unsigned char addr[16];
+        unsigned prefix;
+};
+
+#define SPEC_EGRESS_MAX_HOSTS 512
+
 enum spec_seccomp {
         SPEC_SECCOMP_DEFAULT,
         SPEC_SECCOMP_STRICT,
@@ -141,6 +163,12 @@ struct sandbox_spec {
         enum spec_net net;
         bool net_fixed;         /* the producer offers no --net choice (run): messages name none */
         bool map_host_loopback; /* pasta: 169.254.1.2 reaches the host's 127.0.0.1 */
+        /* SPEC_EGRESS_ALLOWLIST goes with SPEC_NET_PASTA's addresses but starts no pasta:
+         * csandbox's proxy and resolver are the session's only way out. */
+        enum spec_egress egress;
+        struct spec_egress_host *egress_hosts;
+        size_t n_egress_hosts;
+        char *egress_log; /* each refusal one line; NULL: counted only */
 
         struct spec_env_var *env; /* built from scratch, in order */
         size_t n_env;
@@ -263,6 +291,27 @@ const char *spec_net_name(enum spec_net n);
  * it. free() the result. */
 char *spec_net_helper(const struct sandbox_spec *s);
 const char *spec_seccomp_name(enum spec_seccomp k);
+/* spec/egress.c */
+const char *spec_egress_name(enum spec_egress e);
+bool spec_egress_parse(const char *v, enum spec_egress *ret);
+/* One host pattern (see struct spec_egress_host); `what` names the flag or setting. */
+int spec_egress_add(struct sandbox_spec *s, const char *pattern, bool builtin, const char *what,
+                    struct cs_error *err);
+/* A comma list of patterns. */
+int spec_egress_add_list(struct sandbox_spec *s, const char *list, const char *what,
+                         struct cs_error *err);
+/* The hosts claude itself needs, unless there already. */
+int spec_egress_add_builtin(struct sandbox_spec *s, struct cs_error *err);
+/* name (lower case, no trailing dot) on port (0: any, for DNS) is allowed. */
+bool spec_egress_name_allowed(const struct sandbox_spec *s, const char *name, uint16_t port);
+/* addr (4 or 16 bytes) on port is inside an allowed range. */
+bool spec_egress_addr_allowed(const struct sandbox_spec *s, int family, const void *addr,
+                              uint16_t port);
+void spec_egress_free(struct sandbox_spec *s);
+/* After the producer set egress: none means no network; allowlist means the session's own
+ * network (SPEC_NET_PASTA's addresses, csandbox's proxy instead of pasta) and the built-in
+ * hosts. what names the setting or flag in errors. */
+int spec_egress_finish(struct sandbox_spec *s, const char *what, struct cs_error *err);
 const char *spec_tty_name(enum spec_tty t);
 const char *spec_proc_name(enum spec_proc p);
 /* "auto", "fresh", "bind" or "none" from --proc; false for anything else. */

@@ -173,6 +173,46 @@ def ignore():
     put("ignore", "malformed", "\ufeff[a\n[]\na[b-]\n!\n***/x**y\n../../etc\n")
 
 
+def client_hello(name, ech=False):
+    """A TLS 1.3 ClientHello as clients send it (fixed random and key share)."""
+    import struct
+    ext = b""
+    if name is not None:
+        n = name.encode()
+        ext += struct.pack("!HHHBH", 0, len(n) + 5, len(n) + 3, 0, len(n)) + n
+    ext += struct.pack("!HH", 0x2b, 3) + b"\x02\x03\x04"             # supported_versions
+    ext += struct.pack("!HHH", 0x0a, 4, 2) + b"\x00\x1d"              # supported_groups
+    ext += struct.pack("!HHHHH", 0x33, 38, 36, 0x1d, 32) + bytes(range(32))  # key_share
+    if ech:
+        ext += struct.pack("!HH", 0xfe0d, 4) + b"\x00\x01\x00\x01"
+    body = b"\x03\x03" + bytes(32) + b"\x20" + bytes(range(32)) + \
+        b"\x00\x02\x13\x01" + b"\x01\x00" + struct.pack("!H", len(ext)) + ext
+    hs = b"\x01" + struct.pack("!I", len(body))[1:] + body
+    return b"\x16\x03\x01" + struct.pack("!H", len(hs)) + hs
+
+
+def dns_query(name, qtype, edns=False):
+    import struct
+    q = b"".join(bytes([len(x)]) + x.encode() for x in name.split(".")) + b"\x00"
+    msg = struct.pack("!HHHHHH", 0x1234, 0x0100, 1, 0, 0, 1 if edns else 0) + q + \
+        struct.pack("!HH", qtype, 1)
+    if edns:
+        msg += b"\x00" + struct.pack("!HHIH", 41, 1232, 0, 0)
+    return msg
+
+
+def egress():
+    put("egress_first", "tls-sni", client_hello("api.example.com"))
+    put("egress_first", "tls-no-sni", client_hello(None))
+    put("egress_first", "tls-ech", client_hello("public.example", ech=True))
+    put("egress_first", "http", "GET /x HTTP/1.1\r\nUser-Agent: t\r\nHost: Example.COM:8080\r\n"
+        "Accept: */*\r\n\r\n")
+    put("egress_first", "http-two-hosts", "POST / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n")
+    put("egress_dns", "a", dns_query("api.example.com", 1))
+    put("egress_dns", "aaaa-edns", dns_query("ok.v6.csandbox.test", 28, edns=True))
+    put("egress_dns", "txt", dns_query("data.exfil.example", 16))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         settings()
@@ -185,6 +225,7 @@ def main():
         layer_seeds()
         containerfile()
         ignore()
+        egress()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,48 @@
+/* The bytes csandbox's egress proxy and resolver read from a session (runner/egress.c):
+ * the name a TCP connection's first bytes give (a TLS ClientHello's SNI, an HTTP/1 Host),
+ * and a DNS query. Bounded, no allocation; everything in them is hostile. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#define EGRESS_NAME_MAX  254   /* a DNS name, its NUL included */
+#define EGRESS_FIRST_MAX 16384 /* what the proxy reads at most before it decides */
+
+enum egress_first {
+        EGRESS_FIRST_MORE = 0,     /* not enough bytes yet */
+        EGRESS_FIRST_TLS = 1,      /* name: the ClientHello's server name */
+        EGRESS_FIRST_HTTP = 2,     /* name: the Host header's, without its port */
+        EGRESS_FIRST_NO_NAME = -1, /* TLS without SNI, or with an encrypted ClientHello */
+        EGRESS_FIRST_UNKNOWN = -2, /* neither TLS nor HTTP/1, or malformed */
+};
+
+/* What the first len bytes of a connection say; name (EGRESS_NAME_MAX bytes) lower case,
+ * without a trailing dot, only letters, digits, '-', '_' and '.' (an address literal
+ * stays as it is, and is never an allowed name). */
+enum egress_first egress_first_name(const uint8_t *buf, size_t len, char *name);
+
+struct egress_dns_query {
+        uint16_t id;
+        uint16_t qtype;
+        uint16_t qclass;
+        uint8_t rd;
+        size_t question_end; /* offset of the byte after the question */
+        char name[EGRESS_NAME_MAX];
+};
+
+/* 0: one well-formed standard query; -1: anything else. */
+int egress_dns_parse(const uint8_t *msg, size_t len, struct egress_dns_query *q);
+
+/* The answer to q (whose message is msg) in out (cap bytes, at least 512): rcode, and the
+ * n addresses (4 or 16 bytes each, by q's type) as records with ttl. Its length, or 0. */
+size_t egress_dns_answer(const uint8_t *msg, const struct egress_dns_query *q, unsigned rcode,
+                         const uint8_t (*addrs)[16], size_t n, uint32_t ttl, uint8_t *out,
+                         size_t cap);
+
+#define EGRESS_DNS_NOERROR  0
+#define EGRESS_DNS_FORMERR  1
+#define EGRESS_DNS_SERVFAIL 2
+#define EGRESS_DNS_NXDOMAIN 3
+#define EGRESS_DNS_REFUSED  5
+#define EGRESS_DNS_A        1
+#define EGRESS_DNS_AAAA     28

@@ -1,0 +1,34 @@
+/* The egress proxy's reader of a connection's first bytes (common/egress_wire.c):
+ * invariants: never a fault, never a read past the input, and a name found is a host name
+ * of the safe alphabet (lower case), the same for any longer input with the same prefix. */
+#include "fuzz.h"
+
+#include "common/egress_wire.h"
+
+#include <ctype.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        char name[EGRESS_NAME_MAX];
+        uint8_t *copy = malloc(size ? size : 1);
+        enum egress_first k;
+
+        if (!copy)
+                abort();
+        memcpy(copy, data, size);
+        k = egress_first_name(copy, size, name);
+        if (k == EGRESS_FIRST_TLS || k == EGRESS_FIRST_HTTP) {
+                size_t n = strlen(name);
+
+                FUZZ_CHECK(n > 0 && n < EGRESS_NAME_MAX && name[n - 1] != '.');
+                for (size_t i = 0; i < n; i++)
+                        FUZZ_CHECK(islower((unsigned char)name[i]) ||
+                                   isdigit((unsigned char)name[i]) || name[i] == '-' ||
+                                   name[i] == '_' || name[i] == '.');
+        } else {
+                FUZZ_CHECK(name[0] == '\0' || k == EGRESS_FIRST_UNKNOWN ||
+                           k == EGRESS_FIRST_NO_NAME || k == EGRESS_FIRST_MORE);
+        }
+        free(copy);
+        return 0;
+}

@@ -1,0 +1,298 @@
+"""Egress policy (--egress allowlist): every program of the session, proxy-aware or not,
+reaches only the allowed names, through csandbox's proxy (the name from TLS SNI or the HTTP
+Host, the address from csandbox's own resolver, and the two must agree); DNS answers only
+allowed names; other UDP goes nowhere. The suite runs in tests/testnet's network, whose test
+host (CSANDBOX_TEST_HOST) serves HTTP on 8080 and resolves NAME.csandbox.test to itself
+(NAME.v6.csandbox.test to its IPv6 address too)."""
+import json
+import os
+import re
+import ssl
+import subprocess
+
+import pytest
+
+from conftest import base_env
+
+TEST_HOST = os.environ.get("CSANDBOX_TEST_HOST")
+TEST_HOST6 = os.environ.get("CSANDBOX_TEST_HOST6")
+BODY = "csandbox-testhost\n"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _test_network():
+    assert TEST_HOST and TEST_HOST6, (
+        "the egress tests need the test host of tests/testnet: run the suite with tests/run")
+
+
+def allowlist(csb, tmp_path, hosts, cmd, timeout=60):
+    """Run cmd under --egress allowlist with hosts; (result, the refusal log's lines)."""
+    log = tmp_path / "egress.log"
+    args = ["--egress", "allowlist", "--egress-log", str(log)]
+    for h in hosts:
+        args += ["--allow-host", h]
+    r = csb.run([*args, "--", *cmd], timeout=timeout)
+    lines = log.read_text().splitlines() if log.exists() else []
+    return r, lines
+
+
+def curl(url, *extra):
+    return ["curl", "-sS", "-m", "10", "--noproxy", "*", *extra, url]
+
+
+# A ClientHello with SNI `name` sent by a raw socket to `addr` (after resolving `resolve`,
+# when given); prints what came back ("relayed" when the test host answered).
+HELLO = r"""
+import socket, ssl, sys
+name, addr, resolve = sys.argv[1], sys.argv[2], sys.argv[3]
+if resolve != "-":
+    socket.getaddrinfo(resolve, 8080, socket.AF_UNSPEC, socket.SOCK_STREAM)
+ctx = ssl.create_default_context()
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+tls = ctx.wrap_bio(inc, out, server_hostname=name)
+try:
+    tls.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+hello = out.read()
+fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+s = socket.socket(fam)
+s.settimeout(10)
+s.connect((addr, 8080))
+s.sendall(hello)
+try:
+    got = s.recv(100)
+except OSError as e:
+    got = b""
+print("relayed" if got.startswith(b"HTTP/1.0 200") else "refused")
+"""
+
+
+def test_allowed_name_reached_by_a_proxy_unaware_client_others_refused(csb, tmp_path):
+    r, log = allowlist(csb, tmp_path, ["ok.csandbox.test"], [
+        "sh", "-c", "curl -sS -m 10 --noproxy '*' http://ok.csandbox.test:8080/; "
+        "echo rc=$?; curl -sS -m 10 --noproxy '*' http://no.csandbox.test:8080/; echo rc=$?"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(BODY), r.stdout
+    # the denied name does not even resolve
+    assert "rc=0\n" in r.stdout and "rc=6\n" in r.stdout, (r.stdout, r.stderr)
+    assert any(" dns name=no.csandbox.test " in line and "name not allowed" in line
+               for line in log), log
+    assert not any("ok.csandbox.test" in line for line in log), log
+
+
+def test_a_raw_address_is_refused(csb, tmp_path):
+    r, log = allowlist(csb, tmp_path, ["ok.csandbox.test"],
+                       curl(f"http://{TEST_HOST}:8080/"))
+    assert r.returncode != 0 and BODY not in r.stdout
+    assert any(f"addr={TEST_HOST} port=8080 refused" in line for line in log), log
+
+
+def test_a_host_header_lie_is_refused(csb, tmp_path):
+    """The Host names an allowed host, the connection goes to an address the session's
+    resolver never gave for it."""
+    r, log = allowlist(csb, tmp_path, ["ok.csandbox.test"],
+                       curl(f"http://{TEST_HOST}:8080/", "-H", "Host: ok.csandbox.test"))
+    assert r.returncode != 0 and BODY not in r.stdout
+    assert any("name=ok.csandbox.test" in line and "resolver" in line for line in log), log
+
+
+def test_sni_of_an_allowed_name_must_go_to_its_resolved_address(csb, tmp_path):
+    code = ["python3", "-c", HELLO]
+    # resolved first, to the address it resolves to: relayed (the proxy never decrypts)
+    r, _ = allowlist(csb, tmp_path, ["ok.csandbox.test"],
+                     [*code, "ok.csandbox.test", TEST_HOST, "ok.csandbox.test"])
+    assert r.stdout.strip() == "relayed", (r.stdout, r.stderr)
+    # never resolved in this session: refused
+    r, log = allowlist(csb, tmp_path, ["ok.csandbox.test"],
+                       [*code, "ok.csandbox.test", TEST_HOST, "-"])
+    assert r.stdout.strip() == "refused", (r.stdout, r.stderr)
+    # resolved, but sent to another address (the host's IPv6 one, never given for it)
+    r, log = allowlist(csb, tmp_path, ["ok.csandbox.test"],
+                       [*code, "ok.csandbox.test", TEST_HOST6, "ok.csandbox.test"])
+    assert r.stdout.strip() == "refused", (r.stdout, r.stderr)
+    assert any(f"addr={TEST_HOST6}" in line for line in log), log
+    # a denied name's SNI to the allowed name's address
+    r, log = allowlist(csb, tmp_path, ["ok.csandbox.test"],
+                       [*code, "no.csandbox.test", TEST_HOST, "ok.csandbox.test"])
+    assert r.stdout.strip() == "refused", (r.stdout, r.stderr)
+    assert any("name=no.csandbox.test" in line and "name not allowed" in line
+               for line in log), log
+
+
+# A DNS query straight to the session's resolver; prints the response code.
+DNS = r"""
+import socket, struct, sys
+name, qtype = sys.argv[1], int(sys.argv[2])
+q = struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(x)]) + x.encode() for x in name.split(".")) + b"\0"
+q += struct.pack("!HH", qtype, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.sendto(q, ("169.254.1.3", 53))
+a = s.recv(600)
+print(a[3] & 15, struct.unpack("!H", a[6:8])[0])
+"""
+
+
+@pytest.mark.parametrize("qtype", [1, 28, 16])
+def test_dns_for_a_denied_name_is_refused(csb, tmp_path, qtype):
+    r, log = allowlist(csb, tmp_path, ["ok.csandbox.test"],
+                       ["python3", "-c", DNS, "data.no.csandbox.test", str(qtype)])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["5", "0"]  # REFUSED, no answers
+    assert any("dns name=data.no.csandbox.test" in line for line in log), log
+
+
+def test_dns_for_an_allowed_name_is_answered(csb, tmp_path):
+    r, _ = allowlist(csb, tmp_path, ["ok.csandbox.test"],
+                     ["python3", "-c", DNS, "ok.csandbox.test", "1"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "1"]
+
+
+UDP = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.sendto(b"x" * 32, (sys.argv[1], int(sys.argv[2])))
+    print("sent")
+except OSError as e:
+    print("errno", e.errno)
+"""
+
+
+@pytest.mark.parametrize("which", ["4", "6"])
+@pytest.mark.parametrize("port", ["8080", "443"])
+def test_udp_goes_nowhere(csb, tmp_path, which, port):
+    addr = TEST_HOST if which == "4" else TEST_HOST6
+    r, _ = allowlist(csb, tmp_path, ["ok.csandbox.test", f"{addr}/32" if which == "4"
+                                     else f"{addr}/128"], ["python3", "-c", UDP, addr, port])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "errno 1", r.stdout  # EPERM: the rules drop it
+
+
+def test_ipv6_as_ipv4(csb, tmp_path):
+    r, log = allowlist(csb, tmp_path, ["ok.v6.csandbox.test"], [
+        "sh", "-c", "curl -6 -sS -m 10 --noproxy '*' http://ok.v6.csandbox.test:8080/; "
+        f"echo rc=$?; curl -sS -m 10 --noproxy '*' 'http://[{TEST_HOST6}]:8080/'; echo rc=$?"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(BODY + "rc=0\n"), (r.stdout, r.stderr)
+    assert r.stdout.count(BODY) == 1
+    assert any(f"addr={TEST_HOST6} port=8080" in line for line in log), log
+
+
+def test_an_address_range_allows_raw_addresses(csb, tmp_path):
+    r, log = allowlist(csb, tmp_path, [f"{TEST_HOST}/32"], curl(f"http://{TEST_HOST}:8080/"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == BODY and log == []
+
+
+def test_allowlist_without_entries_runs_a_session_and_reports(csb, tmp_path):
+    r, log = allowlist(csb, tmp_path, [], ["sh", "-c", "echo hi; cat /etc/resolv.conf"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("hi\n") and "nameserver 169.254.1.3" in r.stdout
+    assert re.search(r"csandbox: egress: 0 connection\(s\) or queries refused; each is in "
+                     + re.escape(str(tmp_path / "egress.log")), r.stderr), r.stderr
+    plan = csb.plan(["--egress", "allowlist", "--", "true"])
+    assert plan["egress"]["mode"] == "allowlist"
+    assert {"host": "api.anthropic.com:443", "builtin": True} in plan["egress"]["allow"]
+    assert plan["net_helper"] is None  # no pasta
+
+
+def test_refusals_are_counted_on_stderr(csb, tmp_path):
+    r, log = allowlist(csb, tmp_path, [], curl(f"http://{TEST_HOST}:8080/"))
+    assert r.returncode != 0
+    assert "csandbox: egress: 1 connection(s) or queries refused" in r.stderr, r.stderr
+    assert len(log) == 1 and re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ tcp ", log[0]), log
+
+
+def test_egress_none_has_no_network(csb):
+    plan = csb.plan(["--egress", "none", "--net", "pasta", "--", "true"])
+    assert plan["net"] == "none" and plan["egress"]["mode"] == "none"
+
+
+@pytest.mark.parametrize("args,word", [
+    (["--egress", "wide"], "--egress"),
+    (["--egress", "allowlist", "--allow-host", "a b"], "--allow-host"),
+    (["--egress", "allowlist", "--allow-host", "x.test:99999"], "--allow-host"),
+    (["--allow-host", "x.test"], "--egress allowlist"),
+    (["--egress", "allowlist", "--net", "host"], "--net host"),
+])
+def test_bad_values_exit_125_naming_the_flag(csb, args, word):
+    r = csb.run([*args, "--", "true"])
+    assert r.returncode == 125, r.stderr
+    assert word in r.stderr, r.stderr
+
+
+def test_run_settings_bad_values_exit_125_naming_the_setting(csb, tmp_path):
+    home = tmp_path / "home"
+    (home / ".claude-profiles" / "w").mkdir(parents=True)
+    for extra, word in [({"CLAUDE_PROFILE_SANDBOX_EGRESS": "wide"}, "CLAUDE_PROFILE_SANDBOX_EGRESS"),
+                        ({"CLAUDE_PROFILE_SANDBOX_EGRESS": "allowlist",
+                          "CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS": "ok.test,bad host"},
+                         "CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS"),
+                        ({"CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS": "ok.test"},
+                         "CLAUDE_PROFILE_SANDBOX_EGRESS")]:
+        r = subprocess.run([csb.binary, "plan", "w"], capture_output=True, text=True,
+                           env=base_env(HOME=str(home), **extra), cwd=str(tmp_path), timeout=30)
+        assert r.returncode == 125, (extra, r.stderr)
+        assert word in r.stderr, r.stderr
+
+
+def test_the_hosts_own_addresses_stay_unreachable_even_in_an_allowed_range(csb, tmp_path):
+    """The proxy connects from the host's network: the host's own addresses (tests/testnet
+    gives it 198.51.100.2 and .3) are refused whatever the list says."""
+    prefix = TEST_HOST.rsplit(".", 1)[0]
+    r, log = allowlist(csb, tmp_path, [f"{prefix}.0/24"],
+                       ["sh", "-c", f"curl -sS -m 10 --noproxy '*' http://{prefix}.3:8080/; "
+                        f"echo rc=$?; curl -sS -m 10 --noproxy '*' http://{TEST_HOST}:8080/"])
+    assert r.stdout.endswith(BODY), (r.stdout, r.stderr)
+    assert "rc=0" not in r.stdout
+    assert any(f"addr={prefix}.3 port=8080 refused: the host's own" in line for line in log), log
+
+
+def test_where_nftables_is_refused_the_launch_is_refused_saying_why(csb, tmp_path):
+    """An outer sandbox whose filter refuses netfilter's netlink socket (as a container
+    engine's may): the inner allowlist session does not start, and says why."""
+    prof = tmp_path / "no-nftables.json"
+    prof.write_text(json.dumps({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+        {"names": ["socket"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1, "args": [
+            {"index": 0, "value": 16, "op": "SCMP_CMP_EQ"},      # AF_NETLINK
+            {"index": 2, "value": 12, "op": "SCMP_CMP_EQ"}]}]}))  # NETLINK_NETFILTER
+    inner = "/opt/csandbox-inner"
+    r = csb.run(["--seccomp", str(prof), "--ro-bind", csb.binary, inner, "--", inner, "exec",
+                 "--egress", "allowlist", "--", "echo", "started"])
+    assert r.returncode == 125, (r.stdout, r.stderr)
+    assert "started" not in r.stdout
+    assert "nftables cannot be used" in r.stderr and "does not start it" in r.stderr, r.stderr
+    # the same outer sandbox runs an open session
+    r = csb.run(["--seccomp", str(prof), "--ro-bind", csb.binary, inner, "--", inner, "exec",
+                 "--", "echo", "started"])
+    assert r.returncode == 0 and r.stdout == "started\n", r.stderr
+
+
+def test_run_takes_the_policy_from_the_profile_settings(tmp_path):
+    from test_run import Profiles
+
+    profiles = Profiles(tmp_path)
+    profiles.add()
+    env = profiles.env(CLAUDE_PROFILE_SANDBOX_EGRESS="allowlist",
+                       CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS="ok.csandbox.test, *.svc.test:8443")
+    plan = profiles.plan(env=env)
+    sandbox = plan.get("sandbox", plan)
+    assert sandbox["egress"]["mode"] == "allowlist"
+    hosts = [h["host"] for h in sandbox["egress"]["allow"]]
+    assert hosts[:2] == ["ok.csandbox.test", "*.svc.test:8443"] and "claude.ai:443" in hosts
+    assert sandbox["egress"]["log"].startswith(str(profiles.state()) + "/egress-")
+    r = profiles.run(env=env)
+    assert r.returncode == 0, r.stderr
+    argv = json.loads(r.stdout)["argv"]
+    brief = argv[argv.index("--append-system-prompt") + 1]
+    assert "reaches only these hosts" in brief and "ok.csandbox.test, *.svc.test:8443" in brief
+    m = re.search(r"csandbox: egress: 0 connection\(s\) or queries refused; each is in (\S+)",
+                  r.stderr)
+    assert m and m.group(1).startswith(str(profiles.state()) + "/egress-"), r.stderr
+    # without a setting, nothing changes: no egress line, an open network
+    r = profiles.run()
+    assert r.returncode == 0 and "egress" not in r.stderr, r.stderr
