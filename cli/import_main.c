@@ -1,6 +1,5 @@
 /* csandbox-import: `csandbox image import`, in a binary of its own so that libarchive and
  * libcrypto are loaded only to unpack an image (csandbox execs this helper). */
-#include "build.h"
 #include "cmd_image.h"
 #include "cli.h"
 #include "../runner/runner.h"

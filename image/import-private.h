@@ -1,7 +1,8 @@
 /* What image/import.c shares with image/import-plan.c: an import's plan (which blobs, in
  * which order, checked against what). Not for use outside image/. */
 #pragma once
-#include "store.h"
+#include "digest.h"
+#include "store-write.h"
 
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -33,7 +34,6 @@ struct import_plan {
 };
 
 void import_plan_free(struct import_plan *p);
-void sha256_hex(const void *buf, size_t len, char ret[OCI_DIGEST_LEN + 1]);
 /* A small blob (index, manifest, config), checked against its descriptor. */
 int read_verified(struct image_source *src, const char *digest, int64_t size, size_t max,
                   const char *what, char **ret, size_t *ret_len, struct cs_error *err);
@@ -69,27 +69,6 @@ struct import_job {
 
 /* o->progress, one call at a time, with the bytes of all layers filled in. */
 void import_report(struct import_job *job, const struct import_progress *prog);
-
-/* locks/layer-HEX, flocked exclusively (one import or build stores a layer, the others wait
- * and reuse it): the lock's fd. */
-int store_layer_lock(struct image_store *s, const char *diff_id, struct cs_error *err);
-/* A layer's info.json (size, files, entries, skipped devices) in dirfd. */
-int layer_write_info(int dirfd, const struct layer_stats *st, struct cs_error *err);
-/* A stored layer's numbers (its info.json) added to sum. */
-void layer_add_stored_stats(int layer_fd, struct layer_stats *sum);
-/* Move tmp/tname (holding diff/, metadata, info.json; *tfd its flocked fd, closed here)
- * into layers/sha256/HEX, unless stored already, and hold it: *ret_held. */
-int store_layer_commit(struct image_store *s, int *tfd, const char *tname, const char *diff_id,
-                       int *ret_held, struct cs_error *err);
-/* The image config (key: its digest in the store) with its numbers into tmp/import-* and
- * moved to sha256/HEX, its layers held by the caller: the store lock's fd, held for the
- * caller to name the image. */
-int store_image_commit(struct image_store *s, const char *key, const char *config,
-                       size_t config_len, const char *source, const char *format,
-                       const struct layer_stats *sum, size_t n_layers, struct cs_error *err);
-/* names.json: name (canonical) points at digest; called with the store lock held. */
-int store_name_set(struct image_store *s, const char *name, const char *digest,
-                   struct cs_error *err);
 
 /* Stream layer i's blob from src into tree, verifying its size, digest and diff_id (a
  * rootfs tar's config is made here, from the diff_id found); progress reported as it

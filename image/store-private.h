@@ -1,7 +1,7 @@
 /* What image/import.c shares with image/store.c: the store's names, locks and temporary
  * directories. Not for use outside image/. */
 #pragma once
-#include "store.h"
+#include "store-write.h"
 
 #include <stdbool.h>
 
@@ -24,11 +24,6 @@ int store_names_read(struct image_store *s, cJSON **ret, struct cs_error *err);
 int store_names_write(struct image_store *s, cJSON *names, struct cs_error *err);
 /* sha256/HEX exists and is complete. */
 bool store_image_present(struct image_store *s, const char *digest);
-int store_tmp_create(struct image_store *s, const char *prefix, char ret_name[64],
-                     struct cs_error *err);
-int store_tmp_remove(struct image_store *s, const char *name, struct cs_error *err);
-/* Remove leftovers of killed imports and removals. */
-int store_tmp_sweep(struct image_store *s, size_t *ret_n, struct cs_error *err);
 
 /* ---- the layer store (store-layers.c) ---- */
 
@@ -38,8 +33,6 @@ int store_tmp_sweep(struct image_store *s, size_t *ret_n, struct cs_error *err);
 int store_dir_hold(struct image_store *s, const char *path, struct cs_error *err);
 /* "layers/sha256/HEX" of a diff_id. */
 void store_layer_path(const char *diff_id, char ret[100]);
-/* store_dir_hold of the layer. */
-int store_layer_hold(struct image_store *s, const char *diff_id, struct cs_error *err);
 /* The diff_id a verified import recorded for a compressed blob. */
 bool store_blob_diff_id(struct image_store *s, const char *blob, char ret[OCI_DIGEST_LEN + 1]);
 /* Record, after verifying it, that blob unpacks to diff_id. */

@@ -6,19 +6,18 @@
  * the digest of what a COPY copies). A step that writes a layer records under
  * build-cache/KEY in the store the layer it made ("empty" when it changed nothing); a
  * later build with the same key takes that layer when it is still stored. */
-#include "build.h"
-#include "cli.h"
-#include "cmd_image.h"
+#include "imgbuild.h"
+#include "step.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../common/strv.h"
 #include "../image/containerfile.h"
-#include "../image/import-private.h"
+#include "../image/digest.h"
 #include "../image/registry.h"
-#include "../image/store-private.h"
-#include "../runner/runner.h"
+#include "../image/store-write.h"
+#include "../spec/spec.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -30,6 +29,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+static void json_deletep(cJSON **j)
+{
+        cJSON_Delete(*j);
+}
+#define _cleanup_json_ __attribute__((cleanup(json_deletep)))
 
 struct stage {
         char *name; /* AS name, lowercased; NULL */
@@ -246,10 +251,12 @@ static int open_base(struct build *b, const char *what, const char *kw, const ch
                         import_options_init(&io);
                         if (!b->o->quiet) {
                                 fprintf(stderr, "pulling %s\n", rr.name);
-                                disp = pull_display_attach(&po, &io);
+                                if (b->o->pull_display_attach)
+                                        disp = b->o->pull_display_attach(&po, &io);
                         }
                         r = store_pull(&b->store, &rr, &po, &io, &res, err);
-                        pull_display_end(disp, &io);
+                        if (b->o->pull_display_end)
+                                b->o->pull_display_end(disp, &io);
                         if (r < 0)
                                 return cs_error_wrap(err,
                                                      "%s: %s%s: no stage or stored image of that "
@@ -306,7 +313,7 @@ static struct stage *stage_named(struct build *b, const char *name, size_t befor
         return NULL;
 }
 
-static int do_from(struct build *b, size_t si, const struct cf_instr *in, struct cs_error *err)
+static int instr_from(struct build *b, size_t si, const struct cf_instr *in, struct cs_error *err)
 {
         struct stage *st = &b->stages[si], *prev;
         _cleanup_free_ char *ref = NULL;
@@ -354,8 +361,8 @@ static int do_from(struct build *b, size_t si, const struct cf_instr *in, struct
 
 /* The ARGs of in: declared in the stage (or globally before the first FROM) with the
  * --build-arg value, else the default, else (in a stage) the global one's. */
-static int do_arg(struct build *b, struct stage *st, const struct cf_instr *in,
-                  struct cs_error *err)
+static int instr_arg(struct build *b, struct stage *st, const struct cf_instr *in,
+                     struct cs_error *err)
 {
         for (size_t i = 0; i < in->n_pairs; i++) {
                 const char *name = in->pairs[i].key, *given = NULL;
@@ -524,7 +531,7 @@ static int layer_step(struct build *b, struct stage *st, const struct build_step
                         fprintf(stderr, "--> Using cache %.19s\n",
                                 diff_id[0] ? diff_id : "(no change)");
         } else {
-                r = build_step_do(&b->ctx, &st->layers, step, diff_id, &held, err);
+                r = build_step_layer(&b->ctx, &st->layers, step, diff_id, &held, err);
                 if (r < 0)
                         return r;
                 cache_put(b, st->key, diff_id);
@@ -567,8 +574,8 @@ static void stage_view(const struct stage *st, struct image_ref *view, int *fds)
         *view = (struct image_ref){.layer_fds = fds, .n_layers = st->layers.n, .lock_fd = -1};
 }
 
-static int do_run(struct build *b, struct stage *st, const struct cf_instr *in, const char *what,
-                  struct cs_error *err)
+static int instr_run(struct build *b, struct stage *st, const struct cf_instr *in, const char *what,
+                     struct cs_error *err)
 {
         _cleanup_json_ cJSON *argv = in->json ? words_array(in) : shell_form(st->doc, in->argv[0]);
         _cleanup_free_ int *fds = calloc(st->layers.n + 1, sizeof(int));
@@ -646,8 +653,8 @@ out:
         return r;
 }
 
-static int do_copy(struct build *b, size_t si, const struct cf_instr *in, const char *what,
-                   struct cs_error *err)
+static int instr_copy(struct build *b, size_t si, const struct cf_instr *in, const char *what,
+                      struct cs_error *err)
 {
         struct stage *st = &b->stages[si];
         struct build_copy c = {.src_root_fd = b->context_fd,
@@ -766,8 +773,8 @@ out:
         return r;
 }
 
-static int do_config(struct build *b, struct stage *st, const struct cf_instr *in, const char *what,
-                     struct cs_error *err)
+static int instr_config(struct build *b, struct stage *st, const struct cf_instr *in,
+                        const char *what, struct cs_error *err)
 {
         _cleanup_free_ char *v = NULL;
         int r = 0;
@@ -876,8 +883,8 @@ static int do_config(struct build *b, struct stage *st, const struct cf_instr *i
         return 0;
 }
 
-static int do_workdir(struct build *b, struct stage *st, const struct cf_instr *in,
-                      const char *what, struct cs_error *err)
+static int instr_workdir(struct build *b, struct stage *st, const struct cf_instr *in,
+                         const char *what, struct cs_error *err)
 {
         _cleanup_free_ char *v = NULL, *dir = NULL, *key = NULL;
         struct build_step step = {.kind = BUILD_STEP_MKDIR, .what = what};
@@ -895,7 +902,7 @@ static int do_workdir(struct build *b, struct stage *st, const struct cf_instr *
         return layer_step(b, st, &step, key, key, err);
 }
 
-static int run_instr(struct build *b, size_t si, const struct cf_instr *in, struct cs_error *err)
+static int instr_apply(struct build *b, size_t si, const struct cf_instr *in, struct cs_error *err)
 {
         struct stage *st = &b->stages[si];
         char what[300];
@@ -907,18 +914,18 @@ static int run_instr(struct build *b, size_t si, const struct cf_instr *in, stru
                         in->original);
         switch (in->kind) {
         case CF_FROM:
-                return do_from(b, si, in, err);
+                return instr_from(b, si, in, err);
         case CF_ARG:
-                return do_arg(b, st, in, err);
+                return instr_arg(b, st, in, err);
         case CF_RUN:
-                return do_run(b, st, in, what, err);
+                return instr_run(b, st, in, what, err);
         case CF_COPY:
         case CF_ADD:
-                return do_copy(b, si, in, what, err);
+                return instr_copy(b, si, in, what, err);
         case CF_WORKDIR:
-                return do_workdir(b, st, in, what, err);
+                return instr_workdir(b, st, in, what, err);
         default:
-                return do_config(b, st, in, what, err);
+                return instr_config(b, st, in, what, err);
         }
 }
 
@@ -1062,8 +1069,7 @@ int build_image(const struct build_options *o, char ret_digest[OCI_DIGEST_LEN + 
                 struct cs_error *err)
 {
         struct build b = {.o = o, .context_fd = -1, .store = {.fd = -1}};
-        struct cs_error why = {0};
-        struct sandbox_spec probe;
+        struct build_privileges priv;
         size_t last = 0, si = SIZE_MAX;
         int r;
 
@@ -1077,23 +1083,19 @@ int build_image(const struct build_options *o, char ret_digest[OCI_DIGEST_LEN + 
         if (r < 0)
                 goto out;
         b.ctx.store = &b.store;
-        spec_init(&probe);
-        probe.host_uid = getuid();
-        probe.map_range = true;
-        b.ctx.range = idmap_check_range(&probe, &why) == 0;
-        spec_free(&probe);
-        b.ctx.why_no_range = why.msg;
+        build_privileges_decide(&priv);
+        b.ctx.priv = &priv;
         {
                 /* Dropped: best effort; what a killed build left in tmp/ is only space. */
                 struct cs_error ignored;
                 (void)build_sweep(&b.ctx, &ignored);
                 (void)store_tmp_sweep(&b.store, NULL, &ignored);
         }
-        if (!b.ctx.range && !o->quiet)
+        if (!priv.range && !o->quiet)
                 fprintf(stderr,
                         "csandbox: build steps run as root of a user namespace where no other "
                         "id exists (a package manager that changes owners will fail): %s\n",
-                        why.msg);
+                        priv.why_no_range);
         for (size_t i = 0; i < b.cf.n; i++) {
                 const struct cf_instr *in = &b.cf.instrs[i];
 
@@ -1110,9 +1112,9 @@ int build_image(const struct build_options *o, char ret_digest[OCI_DIGEST_LEN + 
                                                   b.file_name, in->line);
                                 goto out;
                         }
-                        r = do_arg(&b, NULL, in, err);
+                        r = instr_arg(&b, NULL, in, err);
                 } else {
-                        r = run_instr(&b, si, in, err);
+                        r = instr_apply(&b, si, in, err);
                 }
                 if (r < 0)
                         goto out;

@@ -1,6 +1,9 @@
-/* `csandbox image build` inside the csandbox-import helper: the Containerfile executor
- * (build_exec.c), its command line (build_main.c) and its steps (build_step.c). */
+/* Inside `image build` (imgbuild/): a stage's layers (layers.c) and what a step is, shared
+ * by the Containerfile interpreter (engine.c), the steps (step.c) and their worker
+ * (worker.c). */
 #pragma once
+#include "privileges.h"
+
 #include "../image/build.h"
 #include "../image/oci.h"
 #include "../image/store.h"
@@ -28,9 +31,8 @@ int build_layers_copy(struct build_layers *dst, const struct build_layers *src,
 
 struct build_ctx {
         struct image_store *store;
-        bool range;               /* the caller's subordinate range is mapped in every step */
-        const char *why_no_range; /* when !range: what idmap_check_range said */
-        bool net;                 /* RUN gets pasta; false: --network none */
+        const struct build_privileges *priv; /* the ids and capabilities of every step */
+        bool net;                            /* RUN gets pasta; false: --network none */
         bool quiet;
 };
 
@@ -57,32 +59,3 @@ struct build_step {
         const char *content;
         const char *what;
 };
-
-/* Run one step over the layers l: *ret_diff_id the new layer ("" when the step changed
- * nothing), stored and held (*ret_held, or -1). A RUN that exits non-zero: -1 with
- * err->status 1 and the message naming the line and the status. */
-int build_step_do(struct build_ctx *b, const struct build_layers *l, const struct build_step *st,
-                  char ret_diff_id[OCI_DIGEST_LEN + 1], int *ret_held, struct cs_error *err);
-
-/* Remove the tmp/layer-* of builds that were killed while a step ran (whose files may
- * belong to subordinate ids, which the caller cannot remove itself). */
-int build_sweep(struct build_ctx *b, struct cs_error *err);
-
-/* The build's options, from the command line. */
-struct build_options {
-        const char *file; /* -f, or NULL: CONTEXT/Containerfile, else CONTEXT/Dockerfile */
-        const char *context;
-        char **tags; /* canonical NAME:TAG */
-        size_t n_tags;
-        char **build_args; /* K=V */
-        size_t n_build_args;
-        const char *target;
-        bool pull, no_cache, tls_verify, quiet;
-        bool net;
-};
-
-/* Build; ret_digest: the image's digest. */
-int build_image(const struct build_options *o, char ret_digest[OCI_DIGEST_LEN + 1],
-                struct cs_error *err);
-
-int cmd_image_build(int argc, char **argv);
