@@ -1,5 +1,6 @@
-/* The ownership table (path -> what the layer's tar recorded) and what the layers beneath
- * the one being unpacked say about a directory its tar omits. */
+/* The tree being unpacked: its directories, opened relative to fds, and its ownership table
+ * (path -> what the layer's tar recorded), with what the layers beneath the one being
+ * unpacked say about a directory its tar omits. */
 #include "layer-private.h"
 
 #include "../common/cleanup.h"
@@ -15,6 +16,157 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ---- tree operations, all relative to directory fds ---- */
+
+int layer_tree_new(int root_fd, const struct layer_limits *lim, struct layer_tree **ret,
+                   struct cs_error *err)
+{
+        struct layer_tree *t = calloc(1, sizeof(*t));
+
+        if (!t) {
+                free(t);
+                return cs_error_set(err, ENOMEM, "layer extraction");
+        }
+        t->root_fd = root_fd;
+        t->lim = *lim;
+        t->budget = lim->shared ? lim->shared : &t->own;
+        t->cache_fd = -1;
+        *ret = t;
+        return 0;
+}
+
+void cache_drop(struct layer_tree *t)
+{
+        if (t->cache_fd >= 0)
+                close(t->cache_fd);
+        t->cache_fd = -1;
+        free(t->cache_path);
+        t->cache_path = NULL;
+}
+
+void layer_tree_free(struct layer_tree *t)
+{
+        if (!t)
+                return;
+        cache_drop(t);
+        lower_meta_free(t);
+        for (size_t i = 0; i < t->n_pending; i++) {
+                free(t->pending[i].path);
+                free(t->pending[i].target);
+        }
+        free(t->pending);
+        for (size_t i = 0; i < t->cap; i++)
+                free(t->slots[i].path);
+        free(t->slots);
+        free(t);
+}
+
+const struct layer_stats *layer_tree_stats(const struct layer_tree *t)
+{
+        return &t->stats;
+}
+
+/* Open (O_PATH) the directory at rel under the layer's tree without following any symlink;
+ * missing directories are created when create is set. Returns a new fd the caller closes, or < 0
+ * (-ENOENT without a message when a directory is missing and create is not set). */
+static int tree_dup(int fd, struct cs_error *err)
+{
+        int r = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+        return r < 0 ? cs_error_set(err, errno, "dup a directory fd") : r;
+}
+
+int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char *entry,
+                  struct cs_error *err)
+{
+        _cleanup_close_ int cur = -1;
+        _cleanup_free_ char *walked = NULL;
+        char shown[256];
+        const char *p = rel;
+        size_t wl = 0;
+
+        if (t->cache_path && strcmp(t->cache_path, rel) == 0)
+                return tree_dup(t->cache_fd, err);
+        cache_drop(t);
+        layer_sanitize(entry, shown, sizeof(shown));
+        walked = malloc(strlen(rel) + 1);
+        if (!walked)
+                return cs_error_set(err, ENOMEM, "entry `%s`", shown);
+        walked[0] = '\0';
+        cur = openat(t->root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cur < 0)
+                return cs_error_set(err, errno, "open the rootfs");
+        while (*p) {
+                const char *end = strchrnul(p, '/');
+                size_t clen = (size_t)(end - p);
+                char comp[256];
+                int next;
+
+                memcpy(comp, p, clen);
+                comp[clen] = '\0';
+                if (wl)
+                        walked[wl++] = '/';
+                memcpy(walked + wl, comp, clen + 1);
+                wl += clen;
+                next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0 && errno == ENOENT && create) {
+                        /* its attributes come from the lower layers (layer_tree_set_lowers) */
+                        struct meta_rec rec = {.mode = S_IFDIR | 0755, .implicit = true};
+                        int r;
+
+                        if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
+                                return cs_error_set(err, errno, "entry `%s`: create `%s`", shown,
+                                                    walked);
+                        r = meta_set(t, walked, &rec, err);
+                        if (r < 0)
+                                return r;
+                        next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                }
+                if (next < 0) {
+                        struct stat st;
+                        int e = errno;
+
+                        if (e == ENOENT)
+                                return -ENOENT; /* the caller decides whether that is fine */
+                        if (fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            S_ISLNK(st.st_mode))
+                                return cs_error_setx(
+                                    err, ELOOP,
+                                    "entry `%s`: `%s` is a symlink; an image entry "
+                                    "may not be written through a symlink (it "
+                                    "could point outside the rootfs)",
+                                    shown, walked);
+                        if (e == ENOTDIR)
+                                return cs_error_setx(err, ENOTDIR,
+                                                     "entry `%s`: `%s` is not a directory", shown,
+                                                     walked);
+                        return cs_error_set(err, e, "entry `%s`: open `%s`", shown, walked);
+                }
+                close(cur);
+                cur = next;
+                p = *end ? end + 1 : end;
+        }
+        t->cache_path = strdup(rel);
+        if (!t->cache_path)
+                return cs_error_set(err, ENOMEM, "entry `%s`", shown);
+        t->cache_fd = cs_take_fd(&cur);
+        return tree_dup(t->cache_fd, err);
+}
+
+void split_path(char *rel, const char **ret_parent, const char **ret_base)
+{
+        char *slash = strrchr(rel, '/');
+
+        if (slash) {
+                *slash = '\0';
+                *ret_parent = rel;
+                *ret_base = slash + 1;
+        } else {
+                *ret_parent = "";
+                *ret_base = rel;
+        }
+}
 
 /* ---- the ownership table: path -> what the image recorded ---- */
 

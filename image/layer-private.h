@@ -100,7 +100,7 @@ void lower_meta_free(struct layer_tree *t);
  * that layer recorded of it; -ENOENT when no layer shows one there. */
 int lower_open_file(struct layer_tree *t, const char *path, struct meta_rec *ret_rec);
 /* The directory rel of the tree (O_PATH), created with its parents when create is set;
- * -ENOENT without a message when missing (layer.c). */
+ * -ENOENT without a message when missing (layer-extract.c). */
 int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char *entry,
                   struct cs_error *err);
 /* rel split in place at its last '/' ("" for the parent of a top-level name). */
@@ -120,6 +120,6 @@ void cache_drop(struct layer_tree *t);
 /* One line of a layer's metadata file (layer_tree_finish's format) to meta. */
 int layer_meta_line(FILE *meta, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
                     struct cs_error *err);
-/* One tar entry onto the tree (layer.c). */
+/* One tar entry onto the tree (layer-extract.c). */
 int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e,
                 struct cs_error *err);
