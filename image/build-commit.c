@@ -11,6 +11,7 @@
  * `.wh..wh..opq` entry first. Files that are hard links of each other are one file and
  * hard-link entries to its first name. */
 #include "build-private.h"
+#include "digest.h"
 #include "layer-private.h"
 
 #include "../common/cleanup.h"
@@ -632,7 +633,6 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
                                .tap_opaque = opaque,
                                .err = err};
         _cleanup_close_ int root = -1;
-        unsigned mdlen = 0;
         struct stat st;
         bool empty = false;
         int r = 0, fd;
@@ -661,7 +661,7 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
                 if (r < 0)
                         goto out;
         }
-        x.md = EVP_MD_CTX_new();
+        x.md = digest_new();
         x.a = archive_write_new();
         x.e = archive_entry_new();
         fd = dup(meta_fd);
@@ -672,8 +672,7 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
                 r = cs_error_set(err, x.meta ? ENOMEM : errno, "commit the layer");
                 goto out;
         }
-        if (!EVP_DigestInit_ex(x.md, EVP_sha256(), NULL) ||
-            archive_write_set_format_pax_restricted(x.a) != ARCHIVE_OK ||
+        if (archive_write_set_format_pax_restricted(x.a) != ARCHIVE_OK ||
             archive_write_add_filter_none(x.a) != ARCHIVE_OK ||
             archive_write_set_bytes_in_last_block(x.a, 1) != ARCHIVE_OK ||
             archive_write_open(x.a, &x, NULL, tar_sink, NULL) != ARCHIVE_OK) {
@@ -701,7 +700,7 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
                 r = cs_error_set(err, errno, "write the layer's metadata");
         if (r == 0) {
                 empty = dir_is_empty(root) && !is_opaque(root);
-                EVP_DigestFinal_ex(x.md, ret_diff_id, &mdlen);
+                digest_end(x.md, ret_diff_id);
                 *ret_stats = x.stats;
                 *ret_empty = empty;
         }

@@ -6,6 +6,7 @@
  * Debian's /lib -> usr/lib is taken) and every file is created by fd with O_EXCL|O_NOFOLLOW.
  * Hard links within a copied directory become separate files (as COPY without --link). */
 #include "build-private.h"
+#include "digest.h"
 #include "layer.h"
 #include "store.h"
 
@@ -970,19 +971,16 @@ static bool dest_is_dir(const char *d)
 
 static int md_begin(struct copy_ctx *x)
 {
-        if (!(x->md = EVP_MD_CTX_new()))
+        if (!(x->md = digest_new()))
                 return cs_error_set(x->err, ENOMEM, "%s", x->c->what);
-        if (!EVP_DigestInit_ex(x->md, EVP_sha256(), NULL))
-                return cs_error_setx(x->err, EIO, "%s: SHA-256 is not available", x->c->what);
         return 0;
 }
 
 static void md_end(struct copy_ctx *x, char ret[65])
 {
         unsigned char sum[32];
-        unsigned len = 0;
 
-        EVP_DigestFinal_ex(x->md, sum, &len);
+        digest_end(x->md, sum);
         for (int i = 0; i < 32; i++)
                 snprintf(ret + 2 * i, 3, "%02x", sum[i]);
 }

@@ -30,15 +30,6 @@ void import_plan_free(struct import_plan *p)
         oci_config_free(&p->cfg);
 }
 
-void sha256_hex(const void *buf, size_t len, char ret[OCI_DIGEST_LEN + 1])
-{
-        unsigned char sum[32];
-        unsigned int n = 32;
-
-        EVP_Digest(buf, len, sum, &n, EVP_sha256(), NULL);
-        oci_digest_format(sum, ret);
-}
-
 static char *blob_member(const char *digest)
 {
         char *m = NULL;
@@ -274,14 +265,13 @@ int plan_docker(struct image_source *src, const struct import_options *o, struct
 int plan_rootfs(const struct import_options *o, struct import_plan *p, struct cs_error *err)
 {
         _cleanup_close_ int fd = open(o->source, O_RDONLY | O_CLOEXEC);
-        _cleanup_md_ EVP_MD_CTX *md = EVP_MD_CTX_new();
+        _cleanup_md_ EVP_MD_CTX *md = digest_new();
         _cleanup_free_ char *buf = malloc(IMPORT_BUF);
         unsigned char sum[32];
-        unsigned int n = 32;
 
         if (fd < 0)
                 return cs_error_set(err, errno, "open `%s`", o->source);
-        if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+        if (!md || !buf)
                 return cs_error_set(err, ENOMEM, "import");
         for (;;) {
                 ssize_t r = read(fd, buf, IMPORT_BUF);
@@ -293,7 +283,7 @@ int plan_rootfs(const struct import_options *o, struct import_plan *p, struct cs
                         break;
                 EVP_DigestUpdate(md, buf, (size_t)r);
         }
-        EVP_DigestFinal_ex(md, sum, &n);
+        digest_end(md, sum);
         oci_digest_format(sum, p->key);
         p->layers = calloc(1, sizeof(*p->layers));
         if (!p->layers || !(p->layers[0].member = strdup(o->source)))

@@ -8,12 +8,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-static inline void md_freep(EVP_MD_CTX **m)
-{
-        EVP_MD_CTX_free(*m);
-}
-#define _cleanup_md_ __attribute__((cleanup(md_freep)))
-
 struct import_layer {
         char *member;                    /* where the blob is in the source */
         char digest[OCI_DIGEST_LEN + 1]; /* blob digest, "" when unknown (docker-archive) */

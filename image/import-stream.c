@@ -107,7 +107,6 @@ int layer_stream(struct import_job *job, struct image_source *src, size_t i,
             .job = job, .src = src, .fd = -1, .expect = l->size, .member = l->member, .o = o};
         unsigned char diff[32], sum[32];
         char what[160], got[OCI_DIGEST_LEN + 1];
-        unsigned int mdlen = 32;
         int r;
 
         snprintf(what, sizeof(what), "layer %zu/%zu (%s)", i + 1, p->n_layers,
@@ -130,8 +129,8 @@ int layer_stream(struct import_job *job, struct image_source *src, size_t i,
         /* a plain layer's blob digest is its diff_id: hash it once */
         if (l->digest[0] &&
             !(l->compression == OCI_COMPRESSION_NONE && strcmp(l->digest, l->diff_id) == 0)) {
-                md = EVP_MD_CTX_new();
-                if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+                md = digest_new();
+                if (!md)
                         return cs_error_set(err, ENOMEM, "%s", what);
                 b.md = md;
         }
@@ -161,7 +160,7 @@ int layer_stream(struct import_job *job, struct image_source *src, size_t i,
         if (md) {
                 char blob[OCI_DIGEST_LEN + 1];
 
-                EVP_DigestFinal_ex(md, sum, &mdlen);
+                digest_end(md, sum);
                 oci_digest_format(sum, blob);
                 if (strcmp(blob, l->digest) != 0)
                         return cs_error_setx(err, EINVAL,

@@ -1,5 +1,6 @@
 /* A layer's stream: blob bytes through libarchive's raw reader (gzip, zstd or none), hashed
  * and counted against the limits, into its tar reader, entry by entry onto the tree. */
+#include "digest.h"
 #include "layer-private.h"
 
 #include "../common/cleanup.h"
@@ -202,7 +203,6 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
         struct layer_pipe *p = NULL;
         struct archive *tar = NULL;
         struct archive_entry *e;
-        unsigned int mdlen = 32;
         pthread_t thread;
         bool running = false, sync_made = false;
         int r, found;
@@ -214,8 +214,7 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
         t->layer++;
         cache_drop(t);
         p = calloc(1, sizeof(*p));
-        if (!p || !(p->slots = malloc(PIPE_SLOTS * sizeof(*p->slots))) ||
-            !(p->md = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(p->md, EVP_sha256(), NULL)) {
+        if (!p || !(p->slots = malloc(PIPE_SLOTS * sizeof(*p->slots))) || !(p->md = digest_new())) {
                 r = cs_error_set(err, ENOMEM, "%s", what);
                 goto out;
         }
@@ -312,7 +311,7 @@ int layer_apply(struct layer_tree *t, const char *what, int expect, layer_read_f
         }
         pipe_join(p, &thread, &running);
         t->stats.stream += p->bytes;
-        EVP_DigestFinal_ex(p->md, ret_diff_id, &mdlen);
+        digest_end(p->md, ret_diff_id);
         r = 0;
 out:
         if (p)

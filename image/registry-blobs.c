@@ -1,6 +1,7 @@
 /* A pull's blobs: parallel, verified by digest and size while they stream into temporary
  * files, retried on transient errors and resumed where the registry takes ranges. */
 #include "registry.h"
+#include "digest.h"
 #include "registry-private.h"
 
 #include "store-private.h"
@@ -54,8 +55,7 @@ static int xfer_reset(struct xfer *x)
 {
         x->got = 0;
         x->pb->done = 0;
-        if (ftruncate(x->fd, 0) < 0 || lseek(x->fd, 0, SEEK_SET) < 0 ||
-            !EVP_DigestInit_ex(x->md, EVP_sha256(), NULL))
+        if (ftruncate(x->fd, 0) < 0 || lseek(x->fd, 0, SEEK_SET) < 0 || !digest_restart(x->md))
                 return -EIO;
         return 0;
 }
@@ -144,7 +144,6 @@ static int xfer_finish(struct xfer *x, int dirfd, CURLcode rc, struct cs_error *
 {
         char partial[100], final[100], got[OCI_DIGEST_LEN + 1], why[400];
         unsigned char sum[32];
-        unsigned int mdlen = 32;
         long code = 0;
 
         curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &code);
@@ -184,7 +183,7 @@ static int xfer_finish(struct xfer *x, int dirfd, CURLcode rc, struct cs_error *
                                      x->g->base, code);
         if (x->got < (uint64_t)x->size)
                 return xfer_retry(x, "the connection ended early", err);
-        EVP_DigestFinal_ex(x->md, sum, &mdlen);
+        digest_end(x->md, sum);
         oci_digest_format(sum, got);
         if (strcmp(got, x->pb->digest) != 0)
                 return cs_error_setx(err, EINVAL,
@@ -242,8 +241,8 @@ int reg_get_blobs(struct reg *g, int dirfd, struct pull_blob *blobs, const int64
                         r = cs_error_set(err, errno, "create the download of %s", blobs[i].digest);
                         goto out;
                 }
-                x[i].md = EVP_MD_CTX_new();
-                if (!x[i].md || !EVP_DigestInit_ex(x[i].md, EVP_sha256(), NULL)) {
+                x[i].md = digest_new();
+                if (!x[i].md) {
                         r = cs_error_set(err, ENOMEM, "downloads");
                         goto out;
                 }

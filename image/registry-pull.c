@@ -1,6 +1,7 @@
 /* The pull: the manifest for the platform resolved through indexes, the config first,
  * then the blobs the store lacks, into an OCI layout the import verifies and unpacks. */
 #include "registry.h"
+#include "digest.h"
 #include "registry-private.h"
 
 #include "store-private.h"
@@ -36,15 +37,12 @@ static int manifest_verified(struct reg *g, const char *reference, const char *d
                              char **ret, size_t *ret_len, char ret_digest[], struct cs_error *err)
 {
         _cleanup_free_ char *body = NULL;
-        unsigned char sum[32];
-        unsigned int n = 32;
         size_t len;
         int r = reg_get_manifest(g, reference, &body, &len, err);
 
         if (r < 0)
                 return r;
-        EVP_Digest(body, len, sum, &n, EVP_sha256(), NULL);
-        oci_digest_format(sum, ret_digest);
+        sha256_hex(body, len, ret_digest);
         if (digest && digest[0] && strcmp(ret_digest, digest) != 0)
                 return cs_error_setx(err, EINVAL,
                                      "the manifest %s of %s from %s has digest %s (corrupt or "
