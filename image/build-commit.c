@@ -12,7 +12,7 @@
  * hard-link entries to its first name. */
 #include "build-private.h"
 #include "digest.h"
-#include "layer-private.h"
+#include "layer.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -30,6 +30,8 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+#define COMMIT_BUF (256u << 10) /* file data read at a time */
 
 #define XATTR_LIST_MAX_LEN  65536
 #define XATTR_VALUE_MAX_LEN 65536
@@ -290,7 +292,7 @@ static int tar_header(struct commit_ctx *x, const char *path, mode_t mode, uid_t
 static int tar_data(struct commit_ctx *x, int fd, int64_t size, const char *shown)
 {
         for (int64_t left = size; left > 0;) {
-                ssize_t n = read(fd, x->buf, left < IO_BUF ? (size_t)left : IO_BUF);
+                ssize_t n = read(fd, x->buf, left < COMMIT_BUF ? (size_t)left : COMMIT_BUF);
 
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -655,7 +657,7 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
         }
 
         lowers_records(&x);
-        x.buf = malloc(IO_BUF > XATTR_LIST_MAX_LEN ? IO_BUF : XATTR_LIST_MAX_LEN);
+        x.buf = malloc(COMMIT_BUF > XATTR_LIST_MAX_LEN ? COMMIT_BUF : XATTR_LIST_MAX_LEN);
         if (x.buf && x.lt) {
                 r = prune_copied_up(&x, root, "", 0, !is_opaque(root));
                 if (r < 0)

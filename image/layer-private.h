@@ -105,7 +105,6 @@ int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char
                   struct cs_error *err);
 /* rel split in place at its last '/' ("" for the parent of a top-level name). */
 void split_path(char *rel, const char **ret_parent, const char **ret_base);
-bool is_whiteout(const struct stat *st);
 int pending_link_add(struct layer_tree *t, const char *path, const char *target,
                      struct cs_error *err);
 /* Bytes of max_size the image has left. */
@@ -117,9 +116,6 @@ static inline uint64_t layer_budget_left(struct layer_tree *t)
 }
 /* Close the cached parent directory of the previous entry. */
 void cache_drop(struct layer_tree *t);
-/* One line of a layer's metadata file (layer_tree_finish's format) to meta. */
-int layer_meta_line(FILE *meta, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
-                    struct cs_error *err);
 /* One tar entry onto the tree (layer-extract.c). */
 int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e,
                 struct cs_error *err);

@@ -23,7 +23,9 @@
 #include "oci.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct cs_error;
@@ -122,3 +124,10 @@ int layer_path_normalize(const char *name, size_t max_path, char **ret, struct c
 ssize_t layer_path_escape(const char *path, char *out, size_t out_len);
 /* A name made safe to show in a message: control characters become ?, long ones end in ... */
 void layer_sanitize(const char *in, char *out, size_t out_len);
+
+/* For writers of a layer of this form (a build's commit): a whiteout (a 0:0 character
+ * device), and one line of the metadata file. */
+bool is_whiteout(const struct stat *st);
+/* One line of a layer's metadata file (layer_tree_finish's format) to meta. */
+int layer_meta_line(FILE *meta, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
+                    struct cs_error *err);

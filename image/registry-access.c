@@ -3,7 +3,7 @@
 #include "registry.h"
 #include "registry-private.h"
 
-#include "store-private.h"
+#include "store-write.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"

@@ -4,7 +4,7 @@
 #include "digest.h"
 #include "registry-private.h"
 
-#include "store-private.h"
+#include "store-write.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"

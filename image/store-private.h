@@ -10,20 +10,11 @@
 /* Bounds shared by the store and the import. */
 #define INFO_MAX (1u << 20) /* an image's info.json */
 
-static inline void store_json_deletep(cJSON **j)
-{
-        cJSON_Delete(*j);
-}
-#define _cleanup_json_ __attribute__((cleanup(store_json_deletep)))
 
 /* The store's exclusive lock (names change, images move); an fd to close, or negative. */
 int store_lock(struct image_store *s, struct cs_error *err);
-/* The hex part of "sha256:HEX". */
-const char *store_digest_hex(const char *digest);
 int store_names_read(struct image_store *s, cJSON **ret, struct cs_error *err);
 int store_names_write(struct image_store *s, cJSON *names, struct cs_error *err);
-/* sha256/HEX exists and is complete. */
-bool store_image_present(struct image_store *s, const char *digest);
 
 /* ---- the layer store (store-layers.c) ---- */
 
@@ -38,11 +29,6 @@ bool store_blob_diff_id(struct image_store *s, const char *blob, char ret[OCI_DI
 /* Record, after verifying it, that blob unpacks to diff_id. */
 int store_blob_record(struct image_store *s, const char *blob, const char *diff_id,
                       struct cs_error *err);
-/* The layer diff_id is stored and the blob (digest blob, "" when the source names none) is
- * known to unpack to it: the blob is the uncompressed layer itself, or a record says so.
- * Then the blob need not be read at all: the image's config, verified through the
- * manifest, names the content. */
-bool store_layer_reusable(struct image_store *s, const char *blob, const char *diff_id);
 /* The image config of the image directory image_fd (its diff_ids are its layers). */
 int store_image_layers(struct image_store *s, int image_fd, const char *what,
                        struct oci_config *ret, struct cs_error *err);

@@ -3,6 +3,9 @@
 #pragma once
 #include "store.h"
 
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
 struct cs_error;
 
 /* A new tmp/PREFIX-XXXXXX directory: its name in ret_name. */
@@ -33,3 +36,18 @@ int store_image_commit(struct image_store *s, const char *key, const char *confi
 /* names.json: name (canonical) points at digest; called with the store lock held. */
 int store_name_set(struct image_store *s, const char *name, const char *digest,
                    struct cs_error *err);
+/* The hex part of "sha256:HEX". */
+const char *store_digest_hex(const char *digest);
+/* sha256/HEX exists and is complete. */
+bool store_image_present(struct image_store *s, const char *digest);
+/* The layer diff_id is stored and the blob (digest blob, "" when the source names none) is
+ * known to unpack to it: the blob is the uncompressed layer itself, or a record says so.
+ * Then the blob need not be read at all: the image's config, verified through the
+ * manifest, names the content. */
+bool store_layer_reusable(struct image_store *s, const char *blob, const char *diff_id);
+
+static inline void store_json_deletep(cJSON **j)
+{
+        cJSON_Delete(*j);
+}
+#define _cleanup_json_ __attribute__((cleanup(store_json_deletep)))

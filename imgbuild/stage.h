@@ -6,17 +6,11 @@
 #include "layers.h"
 
 #include "../image/containerfile.h"
-#include "../image/store.h"
+#include "../image/store-write.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
-
-static inline void json_deletep(cJSON **j)
-{
-        cJSON_Delete(*j);
-}
-#define _cleanup_json_ __attribute__((cleanup(json_deletep)))
 
 struct stage {
         char *name; /* AS name, lowercased; NULL */
