@@ -2,7 +2,7 @@
 #include "cli.h"
 #include "cmd_image.h"
 
-#include "../image/store.h"
+#include "../image/store/store.h"
 #include "../imgbuild/imgbuild.h"
 
 #include "../common/error.h"

@@ -14,9 +14,9 @@
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../common/strv.h"
-#include "../image/digest.h"
-#include "../image/registry.h"
-#include "../image/store-write.h"
+#include "../image/oci/digest.h"
+#include "../image/registry/registry.h"
+#include "../image/store/store-write.h"
 #include "../spec/spec.h"
 
 #include <cjson/cJSON.h>

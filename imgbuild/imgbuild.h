@@ -2,7 +2,7 @@
  * command line (cli/build_main.c) fills struct build_options and prints what comes back;
  * everything between (stages, cache, the steps' sandboxes and their privileges) is here. */
 #pragma once
-#include "../image/oci.h"
+#include "../image/oci/oci.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,9 +4,9 @@
 #pragma once
 #include "privileges.h"
 
-#include "../image/build.h"
-#include "../image/oci.h"
-#include "../image/store.h"
+#include "../image/containerfile/build.h"
+#include "../image/oci/oci.h"
+#include "../image/store/store.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,8 +5,8 @@
 #include "imgbuild.h"
 #include "layers.h"
 
-#include "../image/containerfile.h"
-#include "../image/store-write.h"
+#include "../image/containerfile/containerfile.h"
+#include "../image/store/store-write.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>

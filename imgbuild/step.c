@@ -9,7 +9,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
-#include "../image/store-write.h"
+#include "../image/store/store-write.h"
 #include "../policy/seccomp.h"
 #include "../runner/runner.h"
 
