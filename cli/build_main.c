@@ -1,6 +1,9 @@
 /* `csandbox image build`: its command line, in the csandbox-import helper. */
-#include "build.h"
 #include "cli.h"
+#include "cmd_image.h"
+
+#include "../image/store/store.h"
+#include "../imgbuild/imgbuild.h"
 
 #include "../common/error.h"
 #include "../common/strv.h"
@@ -14,7 +17,10 @@
 
 int cmd_image_build(int argc, char **argv)
 {
-        struct build_options o = {.tls_verify = true, .net = true};
+        struct build_options o = {.tls_verify = true,
+                                  .net = true,
+                                  .pull_display_attach = pull_display_attach,
+                                  .pull_display_end = pull_display_end};
         char digest[OCI_DIGEST_LEN + 1];
         struct cs_error err = {0};
         size_t n_args = 0;

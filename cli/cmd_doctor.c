@@ -10,7 +10,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/path.h"
-#include "../image/store.h"
+#include "../image/store/store.h"
 #include "../policy/bind.h"
 #include "../policy/profile.h"
 #include "../policy/worktree.h"

@@ -8,7 +8,7 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
-#include "../image/store.h"
+#include "../image/store/store.h"
 #include "../policy/bridges.h"
 #include "../policy/seccomp.h"
 

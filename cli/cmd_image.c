@@ -8,7 +8,7 @@
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../common/path.h"
-#include "../image/store.h"
+#include "../image/store/store.h"
 
 #include <errno.h>
 #include <inttypes.h>

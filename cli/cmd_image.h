@@ -6,6 +6,8 @@
 /* argv[0] is the subcommand ("import", ...). Returns the exit status. */
 int cmd_image(int argc, char **argv);
 
+/* `image build`, in the csandbox-import helper (cli/build_main.c). */
+int cmd_image_build(int argc, char **argv);
 /* `image pull`, in the csandbox-import helper (runner/pull_main.c). */
 int cmd_image_pull(int argc, char **argv);
 /* csandbox-import --vault-ca HOST:PORT: the Agent Vault proxy's CA answer (vault_ca_main.c). */

@@ -1,13 +1,12 @@
 /* csandbox-import: `csandbox image import`, in a binary of its own so that libarchive and
  * libcrypto are loaded only to unpack an image (csandbox execs this helper). */
-#include "build.h"
 #include "cmd_image.h"
 #include "cli.h"
 #include "../runner/runner.h"
 
 #include "../common/error.h"
 #include "../common/fileio.h"
-#include "../image/store.h"
+#include "../image/store/store.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -8,8 +8,8 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
-#include "../image/registry.h"
-#include "../image/store.h"
+#include "../image/registry/registry.h"
+#include "../image/store/store.h"
 
 #include <inttypes.h>
 #include <signal.h>

@@ -19,7 +19,7 @@
 #include "../common/path.h"
 #include "../common/resolve.h"
 #include "../common/strbuf.h"
-#include "../image/store.h"
+#include "../image/store/store.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

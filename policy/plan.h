@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../image/store.h"
+#include "../image/store/store.h"
 #include "../spec/spec.h"
 #include "bind.h"
 #include "bridges.h"

@@ -14,7 +14,7 @@
 #include "../common/spawn.h"
 #include "../common/strbuf.h"
 #include "../common/strv.h"
-#include "../image/store.h"
+#include "../image/store/store.h"
 #include "../spec/spec.h"
 
 #include <cjson/cJSON.h>

@@ -6,7 +6,7 @@
 #include "fuzz.h"
 
 #include "common/error.h"
-#include "image/containerfile.h"
+#include "image/containerfile/containerfile.h"
 
 static const char *lookup(void *opaque, const char *name)
 {

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "common/strv.h"
-#include "image/build-private.h"
+#include "image/containerfile/build-private.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

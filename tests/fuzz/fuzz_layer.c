@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
-#include "image/layer.h"
+#include "image/layer/layer.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 #include "fuzz.h"
 
 #include "common/error.h"
-#include "image/oci.h"
+#include "image/oci/oci.h"
 
 #define MAX_LAYERS 16
 

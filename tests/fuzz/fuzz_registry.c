@@ -6,8 +6,8 @@
 #include "fuzz.h"
 
 #include "common/error.h"
-#include "image/registry-private.h"
-#include "image/registry.h"
+#include "image/registry/registry-private.h"
+#include "image/registry/registry.h"
 
 static void check_ref(const char *s)
 {

@@ -6,7 +6,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
-#include "image/build-private.h"
+#include "image/containerfile/build-private.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -2,7 +2,7 @@
  * image's file, the syntax podman build and docker build accept, and every refusal naming
  * its line. */
 #include "common/error.h"
-#include "image/containerfile.h"
+#include "image/containerfile/containerfile.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 /* Unit tests for image/: digests, media types, platforms, index selection, manifest and
  * config parsing, entry-name safety, metadata escaping, User resolution. */
 #include "common/error.h"
-#include "image/layer.h"
-#include "image/oci.h"
-#include "image/store.h"
+#include "image/layer/layer.h"
+#include "image/oci/oci.h"
+#include "image/store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Unit tests for image/registry.c's parsers of untrusted or user input: image references
  * and WWW-Authenticate challenges. */
 #include "common/error.h"
-#include "image/registry.h"
+#include "image/registry/registry.h"
 
 #include <errno.h>
 #include <stdio.h>
