@@ -27,8 +27,11 @@ def _test_network():
 
 
 def pasta_procs():
-    """Our own pasta/slirp4netns processes, zombies included."""
+    """Our own pasta/slirp4netns processes, zombies included: the user's, in this network
+    namespace (where pasta runs for a sandbox started here), so another run of the suite in
+    a test network of its own does not count."""
     found = []
+    own_net = os.readlink("/proc/self/ns/net")
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -36,6 +39,10 @@ def pasta_procs():
             with open(f"/proc/{name}/stat") as f:
                 comm = f.read().split(" (", 1)[1].split(")", 1)[0]
             if os.stat(f"/proc/{name}").st_uid != os.getuid():
+                continue
+            # A zombie has no namespace links left: it is counted.
+            net = os.readlink(f"/proc/{name}/ns/net") if os.path.exists(f"/proc/{name}/ns/net") else own_net
+            if net != own_net:
                 continue
         except (OSError, IndexError):
             continue
