@@ -275,6 +275,8 @@ static void place_show(const struct trust_place *pl, char **names, size_t n, siz
                 ssize_t got;
 
                 fd = openat(pl->fd, names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT)
+                        continue; /* accepted or ended meanwhile: nothing waits there now */
                 if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                         fprintf(f, "A report csandbox cannot read: %s/%s\n", pl->path, names[i]);
                         continue;
@@ -334,7 +336,14 @@ int trust_pending_take(const struct trust_place *places, size_t n_places, bool a
                         continue;
                 }
                 while ((de = readdir(d))) {
+                        struct stat st;
+
                         if (de->d_name[0] == '.' || session_alive(de->d_name))
+                                continue;
+                        /* A session removes its record, then exits: listed before the one,
+                         * found dead after the other, its record is gone by now. */
+                        if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+                            errno == ENOENT)
                                 continue;
                         if (n_names[k] >= PENDING_NAMES_MAX) {
                                 more[k]++;
@@ -362,6 +371,8 @@ int trust_pending_take(const struct trust_place *places, size_t n_places, bool a
         fclose(f);
         while (len > 0 && out[len - 1] == '\n')
                 out[--len] = '\0';
+        if (len == 0)
+                goto out; /* every report listed was gone when it was read */
         if (!accept && confirm && confirm(out, ctx))
                 accept = true;
         /* Only what was listed goes: a report that lands meanwhile stays. Past the bounds,
