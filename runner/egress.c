@@ -17,6 +17,7 @@
 
 #include "runner.h"
 
+#include "../common/fileio.h"
 #include "../common/egress_wire.h"
 #include "../common/error.h"
 
@@ -420,21 +421,6 @@ static void refuse(const char *what, const char *name, int family, const void *a
                 (void)!write(log_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-        while (n) {
-                ssize_t w = write(fd, p, n);
-
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return -1;
-                p += w;
-                n -= (size_t)w;
-        }
-        return 0;
-}
-
 static void relay(int a, int b, uint8_t *buf)
 {
         int fd[2] = {a, b};
@@ -463,7 +449,7 @@ static void relay(int a, int b, uint8_t *buf)
                                         return;
                                 continue;
                         }
-                        if (write_all(fd[1 - i], buf, (size_t)n) < 0)
+                        if (cs_write_all(fd[1 - i], buf, (size_t)n) < 0)
                                 return;
                 }
         }
@@ -544,7 +530,7 @@ static void *conn_main(void *arg)
         tv.tv_sec = 0;
         setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        if (write_all(out, buf, have) == 0)
+        if (cs_write_all(out, buf, have) == 0)
                 relay(c, out, buf);
 out:
         if (out >= 0)
