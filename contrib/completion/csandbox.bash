@@ -20,7 +20,7 @@ _csandbox()
         local cmd=${COMP_WORDS[1]} words
         COMPREPLY=()
         if [ "$COMP_CWORD" -eq 1 ]; then
-                words="run plan exec image add list sandbox doctor help version"
+                words="run plan exec image add list sandbox doctor egress-log help version"
                 COMPREPLY=($(compgen -W "$words" -- "$cur"))
                 return
         fi
@@ -36,6 +36,9 @@ _csandbox()
                 else
                         COMPREPLY=($(compgen -W "$(_csandbox_profiles)" -- "$cur"))
                 fi
+                ;;
+        egress-log)
+                [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=($(compgen -W "$(_csandbox_profiles)" -- "$cur"))
                 ;;
         sandbox)
                 if [ "$COMP_CWORD" -eq 2 ]; then
@@ -58,7 +61,7 @@ _csandbox()
                 COMPREPLY=($(compgen -W "--sandbox --link --isolate --help" -- "$cur"))
                 ;;
         help)
-                COMPREPLY=($(compgen -W "run plan exec image add list sandbox doctor" -- "$cur"))
+                COMPREPLY=($(compgen -W "run plan exec image add list sandbox doctor egress-log" -- "$cur"))
                 ;;
         exec)
                 case $prev in
