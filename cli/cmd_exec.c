@@ -68,6 +68,7 @@ static const char usage_exec[] =
     "                          through its resolver, nothing else), or nowhere\n"
     "  --allow-host PATTERN    with --egress allowlist: example.com, *.example.com, either\n"
     "                          with :PORT, or an address range (192.0.2.0/24); repeatable\n"
+    "  --deny-host PATTERN     with --egress allowlist: the same, denied; denied entries win\n"
     "  --egress-log FILE       with --egress allowlist: each refusal one line in FILE\n"
     "Process:\n"
     "  --chdir DIR             working directory inside (default: the current one if it\n"
@@ -120,6 +121,7 @@ static const struct exec_flag exec_flags[] = {
     {"--proc", 1},      {"--memory", 1},
     {"--cpus", 1},      {"--egress", 1},
     {"--allow-host", 1}, {"--egress-log", 1},
+    {"--deny-host", 1},
 };
 /* clang-format on */
 
@@ -458,6 +460,8 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                                     v1);
                 } else if (strcmp(a, "--allow-host") == 0) {
                         r = spec_egress_add(s, v1, false, "--allow-host", err);
+                } else if (strcmp(a, "--deny-host") == 0) {
+                        r = spec_egress_deny(s, v1, "--deny-host", err);
                 } else if (strcmp(a, "--egress-log") == 0) {
                         free(s->egress_log);
                         s->egress_log = NULL;
@@ -540,7 +544,8 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
         }
         if (s->egress != SPEC_EGRESS_ALLOWLIST && (s->n_egress_hosts || s->egress_log))
                 return cs_error_setx(err, EINVAL,
-                                     "--allow-host and --egress-log go with --egress allowlist");
+                                     "--allow-host, --deny-host and --egress-log go with "
+                                     "--egress allowlist");
         r = spec_egress_finish(s, "--egress", err);
         if (r < 0)
                 return r;

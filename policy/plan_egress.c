@@ -28,6 +28,20 @@ static int plan_egress_settings(struct sandbox_spec *s, const struct profile_con
         if (c->allow_hosts &&
             spec_egress_add_list(s, c->allow_hosts, "CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS=", err) < 0)
                 return -err->err;
+        {
+                /* read here rather than with the others: an empty value is unset */
+                const char *deny = getenv("CLAUDE_PROFILE_SANDBOX_DENY_HOSTS");
+
+                if (deny && *deny && s->egress != SPEC_EGRESS_ALLOWLIST)
+                        return cs_error_setx(err, EINVAL,
+                                             "CLAUDE_PROFILE_SANDBOX_DENY_HOSTS is set but "
+                                             "CLAUDE_PROFILE_SANDBOX_EGRESS is not allowlist: "
+                                             "set CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist, or "
+                                             "unset the list");
+                if (deny && *deny &&
+                    spec_egress_deny_list(s, deny, "CLAUDE_PROFILE_SANDBOX_DENY_HOSTS=", err) < 0)
+                        return -err->err;
+        }
         return 0;
 }
 
@@ -81,7 +95,7 @@ void egress_briefing(const struct sandbox_spec *s, struct strbuf *b)
                    "name, or HTTP with a Host header; other protocols, UDP and raw addresses "
                    "are refused): ");
         for (size_t i = 0; i < s->n_egress_hosts; i++) {
-                if (s->egress_hosts[i].builtin)
+                if (s->egress_hosts[i].builtin || s->egress_hosts[i].deny)
                         continue;
                 sb_puts(b, first ? "" : ", ");
                 sb_puts(b, s->egress_hosts[i].text);

@@ -516,6 +516,10 @@ static void *conn_main(void *arg)
                        "the host's own, a loopback or a link-local address");
                 goto out;
         }
+        if (spec_egress_addr_denied(pol, family, addr)) {
+                refuse("tcp", name, family, addr, port, "address in a denied range");
+                goto out;
+        }
         if (!spec_egress_addr_allowed(pol, family, addr, (uint16_t)port)) {
                 const char *why = NULL;
 
