@@ -66,10 +66,12 @@ _csandbox()
         exec)
                 case $prev in
                 --rootfs | --bind | --ro-bind | --bind-try | --ro-bind-try | --dev-bind | \
-                        --dev-bind-try | --file | --env-file | --seccomp | --chdir)
+                        --dev-bind-try | --file | --env-file | --seccomp | --chdir | \
+                        --egress-log)
                         COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --image) COMPREPLY=($(compgen -W "$(_csandbox_images)" -- "$cur")); return ;;
                 --net) COMPREPLY=($(compgen -W "none pasta host" -- "$cur")); return ;;
+                --egress) COMPREPLY=($(compgen -W "open allowlist none" -- "$cur")); return ;;
                 esac
                 if [[ $cur == -* ]]; then
                         words="--rootfs --image --writable --bind --ro-bind --bind-try
@@ -78,7 +80,8 @@ _csandbox()
                                --map-host-loopback --chdir --setenv --unsetenv --env-file
                                --env-fd --seccomp --tty=auto --tty=pty --tty=inherit
                                --proc=auto --proc=fresh --proc=bind --proc=none --memory
-                               --cpus --plan --help"
+                               --cpus --egress --allow-host --deny-host --egress-log
+                               --plan --help"
                         COMPREPLY=($(compgen -W "$words" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -c -- "$cur"))
