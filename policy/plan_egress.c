@@ -1,6 +1,7 @@
 /* `run`'s egress policy, from the profile's settings (never from anything the session can
  * write): CLAUDE_PROFILE_SANDBOX_EGRESS and CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS. */
 #include "plan.h"
+#include "egress_file.h"
 
 #include "../common/error.h"
 #include "../common/strbuf.h"
@@ -40,6 +41,19 @@ static int plan_egress_settings(struct sandbox_spec *s, const struct profile_con
                                              "unset the list");
                 if (deny && *deny &&
                     spec_egress_deny_list(s, deny, "CLAUDE_PROFILE_SANDBOX_DENY_HOSTS=", err) < 0)
+                        return -err->err;
+        }
+        {
+                const char *file = getenv("CLAUDE_PROFILE_SANDBOX_EGRESS_FILE");
+
+                if (file && *file && s->egress != SPEC_EGRESS_ALLOWLIST)
+                        return cs_error_setx(err, EINVAL,
+                                             "CLAUDE_PROFILE_SANDBOX_EGRESS_FILE is set but "
+                                             "CLAUDE_PROFILE_SANDBOX_EGRESS is not allowlist: "
+                                             "set CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist, or "
+                                             "unset it");
+                if (file && *file &&
+                    egress_file_load(s, file, "CLAUDE_PROFILE_SANDBOX_EGRESS_FILE=", err) < 0)
                         return -err->err;
         }
         return 0;

@@ -67,7 +67,7 @@ _csandbox()
                 case $prev in
                 --rootfs | --bind | --ro-bind | --bind-try | --ro-bind-try | --dev-bind | \
                         --dev-bind-try | --file | --env-file | --seccomp | --chdir | \
-                        --egress-log)
+                        --egress-file | --egress-log)
                         COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --image) COMPREPLY=($(compgen -W "$(_csandbox_images)" -- "$cur")); return ;;
                 --net) COMPREPLY=($(compgen -W "none pasta host" -- "$cur")); return ;;
@@ -80,7 +80,7 @@ _csandbox()
                                --map-host-loopback --chdir --setenv --unsetenv --env-file
                                --env-fd --seccomp --tty=auto --tty=pty --tty=inherit
                                --proc=auto --proc=fresh --proc=bind --proc=none --memory
-                               --cpus --egress --allow-host --deny-host --egress-log
+                               --cpus --egress --allow-host --deny-host --egress-file --egress-log
                                --plan --help"
                         COMPREPLY=($(compgen -W "$words" -- "$cur"))
                 else
