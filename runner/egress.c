@@ -511,6 +511,29 @@ static void *conn_main(void *arg)
                 have += (size_t)n;
                 kind = egress_first_name(buf, have, name);
         }
+        if (pol->map_host_loopback && family == AF_INET &&
+            memcmp(addr, (const unsigned char[]){169, 254, 1, 2}, 4) == 0) {
+                /* The host's loopback, mapped for the launch's own loopback hooks and for a
+                 * proxy of the user's there (Agent Vault's), which connects wherever it is
+                 * asked: HTTP only, and a request asking it to connect somewhere (CONNECT,
+                 * an absolute URI) must name an allowed host. */
+                char target[EGRESS_NAME_MAX];
+                uint16_t tport;
+                int t = egress_proxy_target(buf, have, target, &tport);
+
+                if (t != 0 && t != 1) {
+                        refuse("tcp", NULL, family, addr, port,
+                               "the host's loopback takes HTTP requests only");
+                        goto out;
+                }
+                if (t == 1 && !spec_egress_name_allowed(pol, target, tport)) {
+                        refuse("tcp", target, family, addr, port,
+                               "a proxy request for a name not allowed");
+                        goto out;
+                }
+                dst.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                goto connect;
+        }
         if (addr_forbidden(family, addr)) {
                 refuse("tcp", name, family, addr, port,
                        "the host's own, a loopback or a link-local address");
@@ -538,6 +561,7 @@ static void *conn_main(void *arg)
                         goto out;
                 }
         }
+connect:
         tv.tv_sec = EGRESS_FIRST_WAIT;
         out = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (out < 0)

@@ -311,11 +311,6 @@ int spec_egress_finish(struct sandbox_spec *s, const char *what, struct cs_error
                                      "%s allowlist: the host's network (--net host) cannot be "
                                      "filtered; drop --net host",
                                      what);
-        if (s->map_host_loopback)
-                return cs_error_setx(err, EINVAL,
-                                     "%s allowlist: the host's loopback (--map-host-loopback) "
-                                     "is not reachable through the allowlist's proxy",
-                                     what);
         s->net = SPEC_NET_PASTA;
         return spec_egress_add_builtin(s, err);
 }
