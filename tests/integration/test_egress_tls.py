@@ -77,3 +77,25 @@ def test_a_flood_of_idle_connections_leaves_the_proxy_serving(csb, tmp_path):
                 timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "csandbox-testhost", (r.stdout, r.stderr)
+
+
+def test_a_proxy_aware_client_connects_through_the_proxy_with_the_same_checks(
+        csb, tmp_path, ca):
+    """HTTPS_PROXY pointing at the proxy's own address in the session: CONNECT to an
+    allowed name is answered and tunnelled; to another name, 403 and a line in the log;
+    anything but CONNECT there is refused."""
+    log = tmp_path / "egress.log"
+    proxy = "http://169.254.1.1:15001"
+    r = csb.run(["--egress", "allowlist", "--allow-host", "a.csandbox.test",
+                 "--egress-log", str(log), "--ro-bind", ca, CA_IN,
+                 "--setenv", "HTTPS_PROXY", proxy, "--", "sh", "-c",
+                 f"curl -sS -m 10 --cacert {CA_IN} https://a.csandbox.test:8443/; echo a=$?; "
+                 f"curl -sS -m 10 --cacert {CA_IN} https://b.csandbox.test:8443/; echo b=$?; "
+                 f"curl -fsS -m 10 -x {proxy} http://a.csandbox.test:8080/; echo g=$?"],
+                timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("tls a.csandbox.test\na=0\n"), (r.stdout, r.stderr)
+    assert "b=56\n" in r.stdout and "g=22\n" in r.stdout, (r.stdout, r.stderr)
+    lines = log.read_text().splitlines()
+    assert any("b.csandbox.test" in x and "name not allowed" in x for x in lines), lines
+    assert any("not a whole CONNECT" in x for x in lines), lines
