@@ -10,6 +10,7 @@
 #include "../common/fileio.h"
 #include "../image/store/store.h"
 #include "../policy/bridges.h"
+#include "../policy/egress_file.h"
 #include "../policy/seccomp.h"
 
 #include <cjson/cJSON.h>
@@ -68,6 +69,10 @@ static const char usage_exec[] =
     "                          through its resolver, nothing else), or nowhere\n"
     "  --allow-host PATTERN    with --egress allowlist: example.com, *.example.com, either\n"
     "                          with :PORT, or an address range (192.0.2.0/24); repeatable\n"
+    "  --deny-host PATTERN     with --egress allowlist: the same, denied; denied entries win\n"
+    "  --egress-file FILE      with --egress allowlist: the entries of an srt settings file\n"
+    "                          (network.allowedDomains, network.deniedDomains); not in a\n"
+    "                          read-write --bind\n"
     "  --egress-log FILE       with --egress allowlist: each refusal one line in FILE\n"
     "Process:\n"
     "  --chdir DIR             working directory inside (default: the current one if it\n"
@@ -120,6 +125,7 @@ static const struct exec_flag exec_flags[] = {
     {"--proc", 1},      {"--memory", 1},
     {"--cpus", 1},      {"--egress", 1},
     {"--allow-host", 1}, {"--egress-log", 1},
+    {"--deny-host", 1}, {"--egress-file", 1},
 };
 /* clang-format on */
 
@@ -331,6 +337,7 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
 {
         const char *term = getenv("TERM"), *home = getenv("HOME");
         const char *image = prescan_image(argc, argv);
+        const char *egress_file = NULL;
         int i, r;
 
         spec_init(s);
@@ -458,6 +465,11 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                                     v1);
                 } else if (strcmp(a, "--allow-host") == 0) {
                         r = spec_egress_add(s, v1, false, "--allow-host", err);
+                } else if (strcmp(a, "--egress-file") == 0) {
+                        r = egress_file_load(s, v1, "--egress-file", err);
+                        egress_file = v1;
+                } else if (strcmp(a, "--deny-host") == 0) {
+                        r = spec_egress_deny(s, v1, "--deny-host", err);
                 } else if (strcmp(a, "--egress-log") == 0) {
                         free(s->egress_log);
                         s->egress_log = NULL;
@@ -539,9 +551,14 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                         return r;
         }
         if (s->egress != SPEC_EGRESS_ALLOWLIST && (s->n_egress_hosts || s->egress_log))
-                return cs_error_setx(err, EINVAL,
-                                     "--allow-host and --egress-log go with --egress allowlist");
+                return cs_error_setx(
+                    err, EINVAL,
+                    "--allow-host, --deny-host, --egress-file and --egress-log go with "
+                    "--egress allowlist");
         r = spec_egress_finish(s, "--egress", err);
+        /* after every --bind: the file must lie in none the session can write */
+        if (r >= 0 && egress_file)
+                r = egress_file_check(s, egress_file, "--egress-file", err);
         if (r < 0)
                 return r;
         r = spec_add_net_files(s, err);

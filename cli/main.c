@@ -1,5 +1,6 @@
 /* csandbox: command dispatch. The only place that prints errors and decides exit codes. */
 #include "cmd_doctor.h"
+#include "cmd_egress.h"
 #include "cli.h"
 #include "cmd_exec.h"
 #include "cmd_image.h"
@@ -24,6 +25,7 @@ static const char usage_main[] =
     "  list                               the profiles, their login and sandbox marker\n"
     "  sandbox NAME [--on|--off]          show or set a profile's sandbox marker\n"
     "  doctor                             check what this machine and user can run\n"
+    "  egress-log PROFILE                 the refusals of its newest allowlist session\n"
     "  help                               show this text\n"
     "  version                            show the version\n";
 
@@ -45,6 +47,8 @@ int main(int argc, char **argv)
                 return cmd_image(argc - 2, argv + 2);
         if (strcmp(argv[1], "list") == 0)
                 return cmd_list(argc - 2, argv + 2);
+        if (strcmp(argv[1], "egress-log") == 0)
+                return cmd_egress_log(argc - 2, argv + 2);
         if (strcmp(argv[1], "doctor") == 0)
                 return cmd_doctor(argc - 2, argv + 2);
         if (strcmp(argv[1], "sandbox") == 0)

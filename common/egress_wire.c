@@ -238,3 +238,90 @@ size_t egress_dns_answer(const uint8_t *msg, const struct egress_dns_query *q, u
         put16(out + 6, (unsigned)count);
         return p;
 }
+
+/* name[..n] as an allowlist name: labels of letters, digits, '-' and '_' joined by single
+ * dots, lower-cased, one trailing dot dropped. */
+static bool target_name(const uint8_t *a, size_t n, char *name)
+{
+        if (n && a[n - 1] == '.')
+                n--;
+        if (n == 0 || n >= EGRESS_NAME_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                uint8_t c = a[i];
+
+                if (c == '.' ? (i == 0 || i == n - 1 || a[i - 1] == '.')
+                             : !(isalnum(c) || c == '-' || c == '_'))
+                        return false;
+                name[i] = (char)tolower(c);
+        }
+        name[n] = '\0';
+        return true;
+}
+
+int egress_proxy_target(const uint8_t *buf, size_t len, char *name, uint16_t *port)
+{
+        const uint8_t *eol = NULL, *t, *sp, *a, *end, *colon = NULL;
+        size_t m = 0;
+        unsigned long v = 0;
+        uint16_t dflt = 0;
+
+        *port = 0;
+        while (m < len && m < 16 && buf[m] >= 'A' && buf[m] <= 'Z')
+                m++;
+        if (m < len && (m == 0 || m == 16 || buf[m] != ' '))
+                return -1;
+        for (size_t i = 0; i + 1 < len; i++)
+                if (buf[i] == '\r' && buf[i + 1] == '\n') {
+                        eol = buf + i;
+                        break;
+                }
+        if (!eol)
+                return len >= EGRESS_FIRST_MAX ? -1 : 2;
+        t = buf + m + 1;
+        if (t >= eol)
+                return -1;
+        sp = memchr(t, ' ', (size_t)(eol - t));
+        if (!sp || sp == t)
+                return -1;
+        if (m == 7 && memcmp(buf, "CONNECT", 7) == 0) {
+                a = t;
+                end = sp;
+        } else if (*t == '/' || (*t == '*' && sp == t + 1)) {
+                return 0;
+        } else if (sp - t > 7 && strncasecmp((const char *)t, "http://", 7) == 0) {
+                a = t + 7;
+                dflt = 80;
+        } else if (sp - t > 8 && strncasecmp((const char *)t, "https://", 8) == 0) {
+                a = t + 8;
+                dflt = 443;
+        } else {
+                return -1;
+        }
+        if (dflt)
+                for (end = a; end < sp && *end != '/' && *end != '?' && *end != '#'; end++)
+                        ;
+        for (const uint8_t *c = a; c < end; c++) {
+                if (*c == '@' || *c == '[')
+                        return -1; /* userinfo, an address literal: no name to check */
+                if (*c == ':')
+                        colon = c;
+        }
+        if (colon) {
+                if (colon + 1 == end || end - colon - 1 > 5)
+                        return -1;
+                for (const uint8_t *c = colon + 1; c < end; c++) {
+                        if (!isdigit(*c))
+                                return -1;
+                        v = v * 10 + (unsigned long)(*c - '0');
+                }
+                if (v == 0 || v > 65535)
+                        return -1;
+                *port = (uint16_t)v;
+        } else if (!dflt) {
+                return -1; /* CONNECT names its port */
+        } else {
+                *port = dflt;
+        }
+        return target_name(a, (size_t)((colon ? colon : end) - a), name) ? 1 : -1;
+}

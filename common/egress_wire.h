@@ -21,6 +21,12 @@ enum egress_first {
  * stays as it is, and is never an allowed name). */
 enum egress_first egress_first_name(const uint8_t *buf, size_t len, char *name);
 
+/* Where an HTTP/1 request asks a proxy to connect: 1 with name and port (a CONNECT target,
+ * or an absolute URI's authority, port 80 or 443 by default); 0 for a request of the server
+ * itself (origin form: "/path", "*"); 2 when the request line is not complete yet; -1 for
+ * anything else (not HTTP/1, userinfo in the URI, an address literal, a bad name). */
+int egress_proxy_target(const uint8_t *buf, size_t len, char *name, uint16_t *port);
+
 struct egress_dns_query {
         uint16_t id;
         uint16_t qtype;

@@ -1,6 +1,7 @@
 /* A claude-profile launch as a struct sandbox_spec. What goes in, and why, follows the
  * reference's mount table (§2.4) in order; the runner sorts parents before children. */
 #include "plan.h"
+#include "egress_file.h"
 #include "bridges.h"
 #include "plan_report.h"
 #include "bind.h"
@@ -728,6 +729,12 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         s->map_host_loopback = loopback;
         if (r >= 0)
                 r = spec_egress_finish(s, "CLAUDE_PROFILE_SANDBOX_EGRESS=", err);
+        /* every bind is known now: the srt file must lie in none the session writes */
+        if (r >= 0 && s->egress == SPEC_EGRESS_ALLOWLIST &&
+            getenv("CLAUDE_PROFILE_SANDBOX_EGRESS_FILE") &&
+            *getenv("CLAUDE_PROFILE_SANDBOX_EGRESS_FILE"))
+                r = egress_file_check(s, getenv("CLAUDE_PROFILE_SANDBOX_EGRESS_FILE"),
+                                      "CLAUDE_PROFILE_SANDBOX_EGRESS_FILE=", err);
         if (r >= 0)
                 r = spec_add_net_files(s, err);
         if (r < 0)

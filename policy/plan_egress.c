@@ -1,6 +1,7 @@
 /* `run`'s egress policy, from the profile's settings (never from anything the session can
  * write): CLAUDE_PROFILE_SANDBOX_EGRESS and CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS. */
 #include "plan.h"
+#include "egress_file.h"
 
 #include "../common/error.h"
 #include "../common/strbuf.h"
@@ -28,6 +29,33 @@ static int plan_egress_settings(struct sandbox_spec *s, const struct profile_con
         if (c->allow_hosts &&
             spec_egress_add_list(s, c->allow_hosts, "CLAUDE_PROFILE_SANDBOX_ALLOW_HOSTS=", err) < 0)
                 return -err->err;
+        {
+                /* read here rather than with the others: an empty value is unset */
+                const char *deny = getenv("CLAUDE_PROFILE_SANDBOX_DENY_HOSTS");
+
+                if (deny && *deny && s->egress != SPEC_EGRESS_ALLOWLIST)
+                        return cs_error_setx(err, EINVAL,
+                                             "CLAUDE_PROFILE_SANDBOX_DENY_HOSTS is set but "
+                                             "CLAUDE_PROFILE_SANDBOX_EGRESS is not allowlist: "
+                                             "set CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist, or "
+                                             "unset the list");
+                if (deny && *deny &&
+                    spec_egress_deny_list(s, deny, "CLAUDE_PROFILE_SANDBOX_DENY_HOSTS=", err) < 0)
+                        return -err->err;
+        }
+        {
+                const char *file = getenv("CLAUDE_PROFILE_SANDBOX_EGRESS_FILE");
+
+                if (file && *file && s->egress != SPEC_EGRESS_ALLOWLIST)
+                        return cs_error_setx(err, EINVAL,
+                                             "CLAUDE_PROFILE_SANDBOX_EGRESS_FILE is set but "
+                                             "CLAUDE_PROFILE_SANDBOX_EGRESS is not allowlist: "
+                                             "set CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist, or "
+                                             "unset it");
+                if (file && *file &&
+                    egress_file_load(s, file, "CLAUDE_PROFILE_SANDBOX_EGRESS_FILE=", err) < 0)
+                        return -err->err;
+        }
         return 0;
 }
 
@@ -81,7 +109,7 @@ void egress_briefing(const struct sandbox_spec *s, struct strbuf *b)
                    "name, or HTTP with a Host header; other protocols, UDP and raw addresses "
                    "are refused): ");
         for (size_t i = 0; i < s->n_egress_hosts; i++) {
-                if (s->egress_hosts[i].builtin)
+                if (s->egress_hosts[i].builtin || s->egress_hosts[i].deny)
                         continue;
                 sb_puts(b, first ? "" : ", ");
                 sb_puts(b, s->egress_hosts[i].text);

@@ -455,6 +455,72 @@ static void relay(int a, int b, uint8_t *buf)
         }
 }
 
+/* Whether addr is the proxy's own address in the session (a program that uses
+ * HTTPS_PROXY=http://EGRESS_ADDR4:EGRESS_PORT connects there). */
+static bool own_addr(int family, const unsigned char *a)
+{
+        unsigned char own[16];
+
+        return inet_pton(family, family == AF_INET ? EGRESS_ADDR4 : EGRESS_ADDR6, own) == 1 &&
+               memcmp(own, a, family == AF_INET ? 4 : 16) == 0;
+}
+
+/* A request to the proxy itself: CONNECT name:port, the name allowed on the port, resolved
+ * by the host's resolver to an address the proxy may connect to (never the host's own, nor
+ * a denied range). The request's head is answered here, not passed on: *sa becomes the
+ * target, and 0 means connect, relay, and say "200" first (the caller's connect). -1: refused
+ * (answered 403, logged). */
+static int proxied(int c, uint8_t *buf, size_t have, struct sockaddr *sa, socklen_t *salen)
+{
+        static const char forbidden[] = "HTTP/1.1 403 Forbidden (csandbox egress allowlist)\r\n"
+                                        "Content-Length: 0\r\nConnection: close\r\n\r\n";
+        struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+        char target[EGRESS_NAME_MAX] = "";
+        uint16_t tport = 0;
+        const char *why = NULL;
+        int t = egress_proxy_target(buf, have, target, &tport);
+
+        if (t != 1 || have < 8 || memcmp(buf, "CONNECT ", 8) != 0 ||
+            !memmem(buf, have, "\r\n\r\n", 4))
+                why = "a request to the proxy itself that is not a whole CONNECT";
+        else if (!spec_egress_name_allowed(pol, target, tport))
+                why = "name not allowed";
+        else if (getaddrinfo(target, NULL, &hints, &res) != 0)
+                why = "the name does not resolve";
+        if (!why) {
+                why = "the name resolves only to the host's own or denied addresses";
+                for (struct addrinfo *a = res; a; a = a->ai_next) {
+                        const unsigned char *b =
+                            a->ai_family == AF_INET
+                                ? (const unsigned char *)&((struct sockaddr_in *)a->ai_addr)
+                                      ->sin_addr
+                                : (const unsigned char *)&((struct sockaddr_in6 *)a->ai_addr)
+                                      ->sin6_addr;
+
+                        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+                            addr_forbidden(a->ai_family, b) ||
+                            spec_egress_addr_denied(pol, a->ai_family, b))
+                                continue;
+                        memcpy(sa, a->ai_addr, a->ai_addrlen);
+                        *salen = a->ai_addrlen;
+                        if (a->ai_family == AF_INET)
+                                ((struct sockaddr_in *)sa)->sin_port = htons(tport);
+                        else
+                                ((struct sockaddr_in6 *)sa)->sin6_port = htons(tport);
+                        why = NULL;
+                        break;
+                }
+        }
+        if (res)
+                freeaddrinfo(res);
+        if (why) {
+                refuse("tcp", target, AF_INET, NULL, tport, why);
+                (void)!write(c, forbidden, sizeof(forbidden) - 1);
+                return -1;
+        }
+        return 0;
+}
+
 static void *conn_main(void *arg)
 {
         int c = (int)(intptr_t)arg, out = -1;
@@ -472,6 +538,7 @@ static void *conn_main(void *arg)
         size_t have = 0;
         unsigned port;
         int family;
+        bool is_proxied = false;
 
         if (!buf)
                 goto out;
@@ -497,9 +564,53 @@ static void *conn_main(void *arg)
                 have += (size_t)n;
                 kind = egress_first_name(buf, have, name);
         }
+        if (port == EGRESS_PORT && own_addr(family, addr)) {
+                /* a CONNECT's head may take more reads than its Host did */
+                while (have < EGRESS_FIRST_MAX && !memmem(buf, have, "\r\n\r\n", 4)) {
+                        ssize_t n = read(c, buf + have, EGRESS_FIRST_MAX - have);
+
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n <= 0)
+                                break;
+                        have += (size_t)n;
+                }
+                is_proxied = true;
+                if (proxied(c, buf, have, &dst.sa, &dlen))
+                        goto out;
+                family = dst.sa.sa_family;
+                goto connect;
+        }
+        if (pol->map_host_loopback && family == AF_INET &&
+            memcmp(addr, (const unsigned char[]){169, 254, 1, 2}, 4) == 0) {
+                /* The host's loopback, mapped for the launch's own loopback hooks and for a
+                 * proxy of the user's there (Agent Vault's), which connects wherever it is
+                 * asked: HTTP only, and a request asking it to connect somewhere (CONNECT,
+                 * an absolute URI) must name an allowed host. */
+                char target[EGRESS_NAME_MAX];
+                uint16_t tport;
+                int t = egress_proxy_target(buf, have, target, &tport);
+
+                if (t != 0 && t != 1) {
+                        refuse("tcp", NULL, family, addr, port,
+                               "the host's loopback takes HTTP requests only");
+                        goto out;
+                }
+                if (t == 1 && !spec_egress_name_allowed(pol, target, tport)) {
+                        refuse("tcp", target, family, addr, port,
+                               "a proxy request for a name not allowed");
+                        goto out;
+                }
+                dst.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                goto connect;
+        }
         if (addr_forbidden(family, addr)) {
                 refuse("tcp", name, family, addr, port,
                        "the host's own, a loopback or a link-local address");
+                goto out;
+        }
+        if (spec_egress_addr_denied(pol, family, addr)) {
+                refuse("tcp", name, family, addr, port, "address in a denied range");
                 goto out;
         }
         if (!spec_egress_addr_allowed(pol, family, addr, (uint16_t)port)) {
@@ -520,6 +631,7 @@ static void *conn_main(void *arg)
                         goto out;
                 }
         }
+connect:
         tv.tv_sec = EGRESS_FIRST_WAIT;
         out = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (out < 0)
@@ -530,7 +642,15 @@ static void *conn_main(void *arg)
         tv.tv_sec = 0;
         setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        if (cs_write_all(out, buf, have) == 0)
+        if (is_proxied) {
+                /* the head was for us: answer it; what followed it is the tunnel's */
+                static const uint8_t ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+                const uint8_t *end = memmem(buf, have, "\r\n\r\n", 4) + 4;
+
+                if (cs_write_all(c, ok, sizeof(ok) - 1) == 0 &&
+                    cs_write_all(out, end, have - (size_t)(end - buf)) == 0)
+                        relay(c, out, buf);
+        } else if (cs_write_all(out, buf, have) == 0)
                 relay(c, out, buf);
 out:
         if (out >= 0)

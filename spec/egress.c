@@ -164,8 +164,8 @@ int spec_egress_add(struct sandbox_spec *s, const char *pattern, bool builtin, c
         return 0;
 }
 
-int spec_egress_add_list(struct sandbox_spec *s, const char *list, const char *what,
-                         struct cs_error *err)
+static int egress_list(struct sandbox_spec *s, const char *list, bool deny, const char *what,
+                       struct cs_error *err)
 {
         for (const char *p = list; *p;) {
                 const char *e = strchr(p, ',');
@@ -182,7 +182,8 @@ int spec_egress_add_list(struct sandbox_spec *s, const char *list, const char *w
                 if (len) {
                         memcpy(item, p, len);
                         item[len] = '\0';
-                        if (spec_egress_add(s, item, false, what, err) < 0)
+                        if ((deny ? spec_egress_deny(s, item, what, err)
+                                  : spec_egress_add(s, item, false, what, err)) < 0)
                                 return -err->err;
                 }
                 if (!e)
@@ -190,6 +191,28 @@ int spec_egress_add_list(struct sandbox_spec *s, const char *list, const char *w
                 p = e + 1;
         }
         return 0;
+}
+
+int spec_egress_add_list(struct sandbox_spec *s, const char *list, const char *what,
+                         struct cs_error *err)
+{
+        return egress_list(s, list, false, what, err);
+}
+
+int spec_egress_deny(struct sandbox_spec *s, const char *pattern, const char *what,
+                     struct cs_error *err)
+{
+        int r = spec_egress_add(s, pattern, false, what, err);
+
+        if (r >= 0)
+                s->egress_hosts[s->n_egress_hosts - 1].deny = true;
+        return r;
+}
+
+int spec_egress_deny_list(struct sandbox_spec *s, const char *list, const char *what,
+                          struct cs_error *err)
+{
+        return egress_list(s, list, true, what, err);
 }
 
 int spec_egress_add_builtin(struct sandbox_spec *s, struct cs_error *err)
@@ -203,42 +226,70 @@ int spec_egress_add_builtin(struct sandbox_spec *s, struct cs_error *err)
         return 0;
 }
 
+static bool name_matches(const struct spec_egress_host *h, const char *name, uint16_t port)
+{
+        size_t nl = strlen(name), hl;
+
+        if (!h->name || (port && h->port && h->port != port))
+                return false;
+        hl = strlen(h->name);
+        if (!h->wildcard)
+                return strcmp(name, h->name) == 0;
+        return nl > hl + 1 && name[nl - hl - 1] == '.' && strcmp(name + nl - hl, h->name) == 0;
+}
+
 bool spec_egress_name_allowed(const struct sandbox_spec *s, const char *name, uint16_t port)
 {
-        size_t nl = strlen(name);
+        bool allowed = false;
 
         for (size_t i = 0; i < s->n_egress_hosts; i++) {
                 const struct spec_egress_host *h = &s->egress_hosts[i];
-                size_t hl;
 
-                if (!h->name || (port && h->port && h->port != port))
+                if (!name_matches(h, name, port))
                         continue;
-                hl = strlen(h->name);
-                if (!h->wildcard && strcmp(name, h->name) == 0)
-                        return true;
-                if (h->wildcard && nl > hl + 1 && name[nl - hl - 1] == '.' &&
-                    strcmp(name + nl - hl, h->name) == 0)
-                        return true;
+                /* a denied name with a port denies that port; for DNS (port 0) only a deny
+                 * of every port refuses the name */
+                if (h->deny && (port || !h->port))
+                        return false;
+                if (!h->deny)
+                        allowed = true;
         }
+        return allowed;
+}
+
+static bool range_holds(const struct spec_egress_host *h, int family, const unsigned char *a)
+{
+        unsigned whole = h->prefix / 8, rest = h->prefix % 8;
+
+        if (h->name || h->family != family || memcmp(h->addr, a, whole) != 0)
+                return false;
+        return !rest || ((h->addr[whole] ^ a[whole]) & (0xff << (8 - rest)) & 0xff) == 0;
+}
+
+bool spec_egress_addr_denied(const struct sandbox_spec *s, int family, const void *addr)
+{
+        for (size_t i = 0; i < s->n_egress_hosts; i++)
+                if (s->egress_hosts[i].deny && range_holds(&s->egress_hosts[i], family, addr))
+                        return true;
         return false;
 }
 
 bool spec_egress_addr_allowed(const struct sandbox_spec *s, int family, const void *addr,
                               uint16_t port)
 {
-        const unsigned char *a = addr;
+        bool allowed = false;
 
         (void)port;
         for (size_t i = 0; i < s->n_egress_hosts; i++) {
                 const struct spec_egress_host *h = &s->egress_hosts[i];
-                unsigned whole = h->prefix / 8, rest = h->prefix % 8;
 
-                if (h->name || h->family != family || memcmp(h->addr, a, whole) != 0)
+                if (!range_holds(h, family, addr))
                         continue;
-                if (!rest || ((h->addr[whole] ^ a[whole]) & (0xff << (8 - rest)) & 0xff) == 0)
-                        return true;
+                if (h->deny)
+                        return false;
+                allowed = true;
         }
-        return false;
+        return allowed;
 }
 
 int spec_egress_finish(struct sandbox_spec *s, const char *what, struct cs_error *err)
@@ -259,11 +310,6 @@ int spec_egress_finish(struct sandbox_spec *s, const char *what, struct cs_error
                 return cs_error_setx(err, EINVAL,
                                      "%s allowlist: the host's network (--net host) cannot be "
                                      "filtered; drop --net host",
-                                     what);
-        if (s->map_host_loopback)
-                return cs_error_setx(err, EINVAL,
-                                     "%s allowlist: the host's loopback (--map-host-loopback) "
-                                     "is not reachable through the allowlist's proxy",
                                      what);
         s->net = SPEC_NET_PASTA;
         return spec_egress_add_builtin(s, err);

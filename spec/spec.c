@@ -765,11 +765,9 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
                                      "--map-host-loopback needs --net pasta (with --net host the "
                                      "host's loopback is reachable anyway; with --net none "
                                      "nothing is)");
-        if (s->egress == SPEC_EGRESS_ALLOWLIST &&
-            (s->net != SPEC_NET_PASTA || s->map_host_loopback))
+        if (s->egress == SPEC_EGRESS_ALLOWLIST && s->net != SPEC_NET_PASTA)
                 return cs_error_setx(err, EINVAL,
-                                     "spec: an egress allowlist needs the session's own network "
-                                     "and no mapped host loopback");
+                                     "spec: an egress allowlist needs the session's own network");
         if ((unsigned)s->egress > SPEC_EGRESS_NONE)
                 return cs_error_setx(err, EINVAL, "spec: an unknown egress mode");
         if ((unsigned)s->net > SPEC_NET_PASTA || (unsigned)s->seccomp > SPEC_SECCOMP_FILE ||

@@ -75,6 +75,7 @@ struct spec_egress_host {
         char *name;    /* lower case, without "*." and a trailing dot; NULL: a range */
         bool wildcard; /* "*.name": strict subdomains of name */
         bool builtin;  /* what claude itself needs */
+        bool deny;     /* a denied host or range: wins over every allowed one */
         uint16_t port; /* 0: any */
         int family;    /* a range: AF_INET or AF_INET6 */
         unsigned char addr[16];
@@ -302,6 +303,15 @@ int spec_egress_add_list(struct sandbox_spec *s, const char *list, const char *w
                          struct cs_error *err);
 /* The hosts claude itself needs, unless there already. */
 int spec_egress_add_builtin(struct sandbox_spec *s, struct cs_error *err);
+/* A denied host pattern, or each of a comma list (--deny-host,
+ * CLAUDE_PROFILE_SANDBOX_DENY_HOSTS): a name or range that matches it is never reached,
+ * whatever allows it. */
+int spec_egress_deny(struct sandbox_spec *s, const char *pattern, const char *what,
+                     struct cs_error *err);
+int spec_egress_deny_list(struct sandbox_spec *s, const char *list, const char *what,
+                          struct cs_error *err);
+/* Whether a denied range holds the address. */
+bool spec_egress_addr_denied(const struct sandbox_spec *s, int family, const void *addr);
 /* name (lower case, no trailing dot) on port (0: any, for DNS) is allowed. */
 bool spec_egress_name_allowed(const struct sandbox_spec *s, const char *name, uint16_t port);
 /* addr (4 or 16 bytes) on port is inside an allowed range. */

@@ -174,18 +174,19 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
 
         {
                 cJSON *eg = cJSON_AddObjectToObject(o, "egress");
-                cJSON *hosts;
+                cJSON *hosts, *deny;
 
                 cJSON_AddStringToObject(eg, "mode", spec_egress_name(s->egress));
                 if (s->egress == SPEC_EGRESS_ALLOWLIST) {
                         hosts = cJSON_AddArrayToObject(eg, "allow");
+                        deny = cJSON_AddArrayToObject(eg, "deny");
                         for (size_t i = 0; i < s->n_egress_hosts; i++) {
                                 cJSON *h = cJSON_CreateObject();
 
                                 cJSON_AddStringToObject(h, "host", s->egress_hosts[i].text);
                                 if (s->egress_hosts[i].builtin)
                                         cJSON_AddBoolToObject(h, "builtin", true);
-                                cJSON_AddItemToArray(hosts, h);
+                                cJSON_AddItemToArray(s->egress_hosts[i].deny ? deny : hosts, h);
                         }
                         cJSON_AddItemToObject(eg, "log", json_str_or_null(s->egress_log));
                 }

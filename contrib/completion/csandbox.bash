@@ -20,7 +20,7 @@ _csandbox()
         local cmd=${COMP_WORDS[1]} words
         COMPREPLY=()
         if [ "$COMP_CWORD" -eq 1 ]; then
-                words="run plan exec image add list sandbox doctor help version"
+                words="run plan exec image add list sandbox doctor egress-log help version"
                 COMPREPLY=($(compgen -W "$words" -- "$cur"))
                 return
         fi
@@ -36,6 +36,9 @@ _csandbox()
                 else
                         COMPREPLY=($(compgen -W "$(_csandbox_profiles)" -- "$cur"))
                 fi
+                ;;
+        egress-log)
+                [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=($(compgen -W "$(_csandbox_profiles)" -- "$cur"))
                 ;;
         sandbox)
                 if [ "$COMP_CWORD" -eq 2 ]; then
@@ -58,12 +61,13 @@ _csandbox()
                 COMPREPLY=($(compgen -W "--sandbox --link --isolate --help" -- "$cur"))
                 ;;
         help)
-                COMPREPLY=($(compgen -W "run plan exec image add list sandbox doctor" -- "$cur"))
+                COMPREPLY=($(compgen -W "run plan exec image add list sandbox doctor egress-log" -- "$cur"))
                 ;;
         exec)
                 case $prev in
                 --rootfs | --bind | --ro-bind | --bind-try | --ro-bind-try | --dev-bind | \
-                        --dev-bind-try | --file | --env-file | --seccomp | --chdir | --egress-log)
+                        --dev-bind-try | --file | --env-file | --seccomp | --chdir | \
+                        --egress-file | --egress-log)
                         COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --image) COMPREPLY=($(compgen -W "$(_csandbox_images)" -- "$cur")); return ;;
                 --net) COMPREPLY=($(compgen -W "none pasta host" -- "$cur")); return ;;
@@ -76,7 +80,8 @@ _csandbox()
                                --map-host-loopback --chdir --setenv --unsetenv --env-file
                                --env-fd --seccomp --tty=auto --tty=pty --tty=inherit
                                --proc=auto --proc=fresh --proc=bind --proc=none --memory
-                               --cpus --egress --allow-host --egress-log --plan --help"
+                               --cpus --egress --allow-host --deny-host --egress-file --egress-log
+                               --plan --help"
                         COMPREPLY=($(compgen -W "$words" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -c -- "$cur"))

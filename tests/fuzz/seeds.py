@@ -205,6 +205,10 @@ def egress():
     put("egress_first", "tls-sni", client_hello("api.example.com"))
     put("egress_first", "tls-no-sni", client_hello(None))
     put("egress_first", "tls-ech", client_hello("public.example", ech=True))
+    put("egress_first", "proxy-connect",
+        "CONNECT a.example.com:443 HTTP/1.1\r\nHost: a.example.com:443\r\n\r\n")
+    put("egress_first", "proxy-absolute",
+        "GET http://b.example.com:8080/x?y HTTP/1.1\r\nHost: b.example.com\r\n\r\n")
     put("egress_first", "http", "GET /x HTTP/1.1\r\nUser-Agent: t\r\nHost: Example.COM:8080\r\n"
         "Accept: */*\r\n\r\n")
     put("egress_first", "http-two-hosts", "POST / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n")

@@ -184,6 +184,38 @@ static void test_dns(void)
         PASS();
 }
 
+static void test_proxy_target(void)
+{
+        char name[EGRESS_NAME_MAX];
+        uint16_t port;
+        const char *r;
+
+        r = "GET http://A.example:8080/x?y HTTP/1.1\r\nHost: a.example:8080\r\n\r\n";
+        CHECK(egress_proxy_target((const uint8_t *)r, strlen(r), name, &port) == 1);
+        CHECK(strcmp(name, "a.example") == 0 && port == 8080);
+        r = "GET https://b.example HTTP/1.1\r\n\r\n";
+        CHECK(egress_proxy_target((const uint8_t *)r, strlen(r), name, &port) == 1);
+        CHECK(strcmp(name, "b.example") == 0 && port == 443);
+        r = "CONNECT c.example:22 HTTP/1.1\r\n\r\n";
+        CHECK(egress_proxy_target((const uint8_t *)r, strlen(r), name, &port) == 1);
+        CHECK(strcmp(name, "c.example") == 0 && port == 22);
+        r = "CONNECT c.example HTTP/1.1\r\n\r\n";
+        CHECK(egress_proxy_target((const uint8_t *)r, strlen(r), name, &port) == -1);
+        r = "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+        CHECK(egress_proxy_target((const uint8_t *)r, strlen(r), name, &port) == 0);
+        r = "GET http://user@evil.example@good.example/ HTTP/1.1\r\n\r\n";
+        CHECK(egress_proxy_target((const uint8_t *)r, strlen(r), name, &port) == -1);
+        r = "GET http://a..example/ HTTP/1.1\r\n\r\n";
+        CHECK(egress_proxy_target((const uint8_t *)r, strlen(r), name, &port) == -1);
+        r = "GET ftp://x.example/ HTTP/1.1\r\n\r\n";
+        CHECK(egress_proxy_target((const uint8_t *)r, strlen(r), name, &port) == -1);
+        r = "GET http://x.example/";
+        CHECK(egress_proxy_target((const uint8_t *)r, strlen(r), name, &port) == 2);
+        r = "\x16\x03\x01";
+        CHECK(egress_proxy_target((const uint8_t *)r, strlen(r), name, &port) == -1);
+        PASS();
+}
+
 int main(void)
 {
         test_patterns_and_matching();
@@ -192,5 +224,6 @@ int main(void)
         test_http_host();
         test_tls_sni();
         test_dns();
+        test_proxy_target();
         return failures ? 1 : 0;
 }
