@@ -33,9 +33,18 @@ import uuid
 import pytest
 
 # The suite checks what csandbox gives its payload, so it starts csandbox with the signal
-# dispositions a login shell has: a suite started under nohup (SIGHUP ignored) would
-# otherwise hand that on, and the payload would rightly inherit it.
-signal.signal(signal.SIGHUP, signal.SIG_DFL)
+# dispositions a login shell has: a suite started under nohup (SIGHUP ignored), or in the
+# background of a script (SIGINT and SIGQUIT ignored), would otherwise hand that on, and
+# the payload would rightly inherit it. SIGPIPE is Python's own; subprocess restores it.
+for _sig in signal.valid_signals():
+    if _sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGPIPE):
+        continue
+    try:
+        if signal.getsignal(_sig) == signal.SIG_IGN:
+            signal.signal(_sig, signal.default_int_handler if _sig == signal.SIGINT
+                          else signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import rootfs as rootfs_builder  # noqa: E402
