@@ -187,8 +187,8 @@ void cgroup_apply_limits(const struct sandbox_spec *s)
                               "controllers to user scopes";
         }
         if (why)
-                fprintf(stderr,
-                        "csandbox: warning: the sandbox runs without its %s%s%s limit: %s\n",
-                        s->memory_max ? "memory" : "", s->memory_max && s->cpu_milli ? " and " : "",
-                        s->cpu_milli ? "CPU" : "", why);
+                runner_warn("csandbox: warning: the sandbox runs without its %s%s%s limit: %s",
+                            s->memory_max ? "memory" : "",
+                            s->memory_max && s->cpu_milli ? " and " : "", s->cpu_milli ? "CPU" : "",
+                            why);
 }

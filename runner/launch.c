@@ -63,7 +63,7 @@ void runner_note(unsigned bit)
                 return;
         for (size_t i = 0; i < sizeof(note_texts) / sizeof(note_texts[0]); i++)
                 if (note_texts[i].bit == bit && note_texts[i].text)
-                        fprintf(stderr, "%s\n", note_texts[i].text);
+                        runner_warn("%s", note_texts[i].text);
 }
 
 /* ${XDG_STATE_HOME:-$HOME/.local/state}/csandbox/notes/<name>, or NULL. */
@@ -341,7 +341,6 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         __attribute__((cleanup(netns_helper_stop))) struct net_helper net = {
             .pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
         __attribute__((cleanup(tty_link_close))) struct tty_link tty = {.ctl = {-1, -1}};
-        struct sandbox_spec ranged;
         int syncp[2] = {-1, -1}, errp[2] = {-1, -1};
         _cleanup_close_ int sfd = -1;
         __attribute__((cleanup(egress_proxy_stop))) struct egress_proxy proxy = {.pid = -1};
@@ -357,22 +356,6 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 r = idmap_check_range(s, err);
         if (r < 0)
                 return r;
-        if (s->package_broker && !s->map_range) {
-                /* The broker needs uid 0 mapped, which only the subordinate range gives. */
-                struct cs_error why = {0};
-
-                ranged = *s;
-                ranged.map_range = true;
-                if (idmap_check_range(&ranged, &why) < 0) {
-                        fprintf(stderr,
-                                "csandbox: sudo cannot install packages in this session: it "
-                                "needs the subordinate id range that --map-range maps, and %s\n",
-                                why.msg);
-                        ranged.map_range = false;
-                        ranged.package_broker = false;
-                }
-                s = &ranged;
-        }
         if (!early)
                 early = &none_early;
         use_early = early->started && s->net == SPEC_NET_PASTA && !egress &&
@@ -387,11 +370,6 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 r = netns_helper_find(s, &net, err);
                 if (r < 0)
                         return r;
-                if (net.kind == NET_HELPER_SLIRP4NETNS)
-                        fprintf(stderr,
-                                "csandbox: pasta is not installed; using %s for the "
-                                "sandbox's network\n",
-                                net.path);
         }
         r = tty_prepare(s, &tty, err);
         if (r < 0)

@@ -185,14 +185,12 @@ int mnt_copy_at(struct mnt_state *st, int dst, const struct spec_mount *m, struc
          * sandbox then lacks what is missing), never a failed launch. */
         r = cs_copy_tree(m->source_fd, top, &b);
         if (r < 0)
-                fprintf(stderr,
-                        "csandbox: warning: could not copy everything in %s into the sandbox "
-                        "(%s); inside, %s lacks what is missing\n",
-                        m->source, strerror(-r), m->dest);
+                runner_warn("csandbox: warning: could not copy everything in %s into the sandbox "
+                            "(%s); inside, %s lacks what is missing",
+                            m->source, strerror(-r), m->dest);
         else if (b.skipped)
-                fprintf(stderr,
-                        "csandbox: warning: %s holds %s, which the sandbox's copy leaves out\n",
-                        m->source, b.skipped);
+                runner_warn("csandbox: warning: %s holds %s, which the sandbox's copy leaves out",
+                            m->source, b.skipped);
         mnt_scratch_add(st, tree);
         return mnt_attach(tree, dst, "a copy", m->dest, err);
 }

@@ -87,6 +87,15 @@ bool runner_note_first(const char *name);
 /* pid 1's set-up: record an adaptation (printing its note when that is due). */
 void runner_note(unsigned bit);
 
+/* A message for the user at run time (its text starts "csandbox: "), one line of stderr
+ * (warn.c); what is known before the launch goes into the spec's warnings instead. */
+__attribute__((format(printf, 1, 2))) void runner_warn(const char *fmt, ...);
+
+/* Every producer, before --plan prints its spec and before the launch: the decisions that
+ * depend on this machine (the subordinate range a package broker needs, else no broker and
+ * a warning; slirp4netns for a missing pasta, with a warning). The launch changes nothing. */
+int runner_spec_complete(struct sandbox_spec *s, struct cs_error *err);
+
 /* Validate, clone into the namespaces, supervise; *ret_status is the exit status csandbox
  * should return (the payload's, 128+N, or 125/126/127). */
 int launch_run(const struct sandbox_spec *s, const struct sock_fprog *filter, int *ret_status,
@@ -200,9 +209,10 @@ __attribute__((noreturn)) void init_run(const struct sandbox_spec *s,
                                         int tap_watch);
 /* pid 1, before the payload starts: the package broker of an image session (broker.c). */
 void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter);
-/* Whether the broker runs argv (a package manager's base name and its words): 0 with the
- * manager's path, or -errno with why. */
-int broker_check(char *const *argv, const char **ret_path, char *why, size_t why_len);
+/* Whether the broker runs argv (a package manager's base name, one of the spec's, and its
+ * words): 0 with the manager's path, or -errno with why. */
+int broker_check(const struct sandbox_spec *s, char *const *argv, const char **ret_path, char *why,
+                 size_t why_len);
 
 /* The payload's last steps: cwd, capabilities, no_new_privs, seccomp, execve. */
 __attribute__((noreturn)) void exec_payload(const struct sandbox_spec *s,

@@ -79,6 +79,7 @@ void spec_free(struct sandbox_spec *s)
         free(s->seccomp_path);
         free(s->rlimits);
         spec_egress_free(s);
+        spec_decided_free(s);
         memset(s, 0, sizeof(*s));
 }
 
@@ -749,6 +750,14 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
                                      "--package-broker needs --rootfs or --image: packages are "
                                      "installed into the session's own writable layer, and the "
                                      "host's root is read-only");
+        if (s->package_broker && (!s->map_range || !s->n_broker_managers))
+                return cs_error_setx(err, EINVAL,
+                                     "spec: the package broker needs the subordinate range and "
+                                     "the package managers it runs (runner_spec_complete and "
+                                     "plan_broker decide them)");
+        if (s->package_broker && (s->broker_caps & (1ull << 21)))
+                return cs_error_setx(err, EINVAL,
+                                     "spec: the package broker never holds CAP_SYS_ADMIN");
         if ((s->upper_fd >= 0) != (s->work_fd >= 0) ||
             (s->upper_fd >= 0 && s->root != SPEC_ROOT_DIR))
                 return cs_error_setx(err, EINVAL,
