@@ -9,7 +9,7 @@
  * three stdio descriptors; the broker runs the spec's package manager only when the request is one
  * of broker_check's forms, in a session of its own, with a fixed environment, and answers with the
  * exit status. What it installs lands in the session's writable layer and goes with the session. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"

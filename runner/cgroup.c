@@ -5,7 +5,7 @@
  * from the user's systemd manager, asked for over D-Bus (busctl) with csandbox's own pid.
  * Everything started afterwards (the sandbox, its network helper) is inside the limits.
  * Where that is not possible the launch goes on without them, after saying why, once. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"

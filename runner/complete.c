@@ -1,6 +1,6 @@
 /* The decisions that depend on this machine, made into the spec before --plan prints it and
  * before the launch: the launch then runs the spec as it is, and --plan shows what runs. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/error.h"
 

@@ -1,7 +1,7 @@
 /* uid/gid maps. One id is written directly (setgroups denied first, as the kernel requires
  * for an unprivileged writer); a range goes through the setuid newuidmap/newgidmap helpers,
  * which check /etc/subuid and /etc/subgid for us. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"

@@ -2,7 +2,7 @@
  * them from a signalfd, start the payload, pass signals on to it, reap every orphan, and
  * leave with the payload's status. Leaving tears the pid namespace down, so nothing the
  * payload started outlives it. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/error.h"
 

@@ -1,6 +1,6 @@
 /* Internal to the mount files (mounts.c, mount_dest.c, mount_cover.c, mount_kinds.c). */
 #pragma once
-#include "runner.h"
+#include "internal.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * warning in the spec instead (runner_spec_complete), which --plan shows and the command
  * line prints. One write per message, so the lines of pid 1, its children and csandbox
  * never interleave. */
-#include "runner.h"
+#include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
