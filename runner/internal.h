@@ -94,13 +94,19 @@ int netconf_tap_watch(struct cs_error *err);
 /* pid 1: wait for pasta's tap, then bring it up with c's addresses and routes. */
 int netconf_tap_up(const struct net_tap_conf *c, int watch, struct cs_error *err);
 
-/* pid 1 of the sandbox: start the payload, forward signals, reap, exit with its status. */
-/* netready_fd: a byte once the helper configured the network (EOF: it failed); tap_watch:
- * configure pasta's tap here (netconf_tap_up) instead. Both -1 without a helper. */
+/* The sandbox's first process (child.c): the set-up in its namespaces once csandbox has
+ * written the id maps (syncfd), then init_run. Failures go to errfd; egress_fd: its end of
+ * the egress proxy's socket, or -1. */
+__attribute__((noreturn)) void runner_child_main(const struct sandbox_spec *s,
+                                                 const struct net_helper *net,
+                                                 const struct sock_fprog *filter,
+                                                 const struct tty_link *tty, int syncfd, int errfd,
+                                                 int egress_fd);
+/* pid 1 of the sandbox, the set-up done: start the payload (on slave, the pty, when there is
+ * one), then only forward signals and reap, and exit with the payload's status. */
 __attribute__((noreturn)) void init_run(const struct sandbox_spec *s,
                                         const struct sock_fprog *filter, const struct tty_link *tty,
-                                        int errfd, const struct net_helper *net, int netready_fd,
-                                        int tap_watch);
+                                        int slave, int errfd);
 /* pid 1, before the payload starts: the package broker of an image session (broker.c). */
 void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter);
 /* Whether the broker runs argv (a package manager's base name, one of the spec's, and its

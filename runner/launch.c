@@ -22,58 +22,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* SPEC_EGRESS_ALLOWLIST: pid 1's end of the socket that hands csandbox the proxy's
- * sockets (runner/egress.c); -1 otherwise. */
-static int egress_child_fd = -1;
-
-static void child_main(const struct sandbox_spec *s, const struct net_helper *net,
-                       const struct sock_fprog *filter, const struct tty_link *tty, int syncfd,
-                       int errfd)
-{
-        struct cs_error err = {0};
-        /* The helper configures the network and says so (netready), or pid 1 configures
-         * pasta's tap itself as soon as it appears (tap_watch). */
-        bool netready =
-            s->net == SPEC_NET_PASTA && s->egress != SPEC_EGRESS_ALLOWLIST && !net->tap.early;
-        int tap_watch = -1;
-        char go;
-
-        /* csandbox dying, even by SIGKILL, takes pid 1 and so the whole pid namespace. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
-                cs_error_set(&err, errno, "set the sandbox's parent-death signal");
-                runner_child_fail(errfd, &err);
-        }
-        /* EOF here means the parent died or gave up before writing our id maps: there is
-         * nobody to tell. */
-        if (read(syncfd, &go, 1) != 1)
-                _exit(CS_EXIT_SETUP);
-        if (!netready) {
-                close(syncfd);
-                syncfd = -1;
-        }
-
-        if (s->net != SPEC_NET_HOST && netns_setup(s, net, &err) < 0)
-                runner_child_fail(errfd, &err);
-        if (egress_child_fd >= 0 && egress_ns_setup(egress_child_fd, &err) < 0)
-                runner_child_fail(errfd, &err);
-        if (s->net == SPEC_NET_PASTA && net->tap.early) {
-                tap_watch = netconf_tap_watch(&err);
-                if (tap_watch < 0)
-                        runner_child_fail(errfd, &err);
-        }
-        /* Container engines' seccomp profiles allow sethostname only with CAP_SYS_ADMIN in
-         * the outer namespace; the name is cosmetic, so keep the one we have. */
-        if (sethostname(s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME,
-                        strlen(s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME)) < 0)
-                runner_note(RUNNER_NOTE_HOSTNAME);
-        if (mounts_setup(s, &err) < 0) {
-                if (err.err == EPERM)
-                        diagnose_setup(&err);
-                runner_child_fail(errfd, &err);
-        }
-        init_run(s, filter, tty, errfd, net, syncfd, tap_watch);
-}
-
 static int exit_status_of(int wstatus)
 {
         if (WIFEXITED(wstatus))
@@ -134,7 +82,7 @@ static pid_t clone_into_early(const struct net_early *early, unsigned long flags
                                 close(syncp[1]);
                                 close(errp[0]);
                                 close(tty->ctl[0]);
-                                child_main(s, net, filter, tty, syncp[0], errp[1]);
+                                runner_child_main(s, net, filter, tty, syncp[0], errp[1], -1);
                                 _exit(CS_EXIT_SETUP);
                         }
                 }
@@ -243,7 +191,6 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 return cs_error_set(err, errno, "pipe");
         if (egress && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, egp) < 0)
                 return cs_error_set(err, errno, "egress allowlist: socketpair");
-        egress_child_fd = egp[1];
         /* Read once the sandbox is gone; never wait on a writer that leaked the pipe. */
         fcntl(errp[0], F_SETFL, O_NONBLOCK);
 
@@ -284,14 +231,13 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 close(tty.ctl[0]);
                 if (egp[0] >= 0)
                         close(egp[0]);
-                child_main(s, &net, filter, &tty, syncp[0], errp[1]);
+                runner_child_main(s, &net, filter, &tty, syncp[0], errp[1], egp[1]);
                 _exit(CS_EXIT_SETUP);
         }
         close(syncp[0]);
         close(errp[1]);
         if (egp[1] >= 0)
                 close(egp[1]);
-        egress_child_fd = -1;
         close(tty.ctl[1]);
         tty.ctl[1] = -1;
 
