@@ -23,28 +23,31 @@
 
 const char *const mnt_dev_nodes[N_DEV_NODES] = {"null", "zero", "full", "random", "urandom", "tty"};
 
-int mnt_set_tree_attrs(int tree, uint64_t attrs, bool recursive)
+int mnt_set_tree_attrs(int tree, uint64_t attrs, bool recursive, struct cs_error *err)
 {
         struct mount_attr a = {.attr_set = attrs};
 
-        return mount_setattr(tree, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a,
-                             sizeof(a));
+        if (mount_setattr(tree, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a, sizeof(a)) <
+            0)
+                return cs_error_set(err, errno, "set a mount's attributes");
+        return 0;
 }
 
 /* A detached recursive clone of a host path, with binds' attributes applied. */
-int mnt_clone_tree(int dirfd, const char *path, unsigned flags, bool recursive, uint64_t attrs)
+int mnt_clone_tree(int dirfd, const char *path, unsigned flags, bool recursive, uint64_t attrs,
+                   struct cs_error *err)
 {
         int tree =
             open_tree(dirfd, path,
                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags | (recursive ? AT_RECURSIVE : 0));
+        int r;
 
         if (tree < 0)
-                return -errno;
-        if (mnt_set_tree_attrs(tree, attrs, recursive) < 0) {
-                int e = errno;
-
+                return cs_error_set(err, errno, "clone the mount of %s", path[0] ? path : "a tree");
+        r = mnt_set_tree_attrs(tree, attrs, recursive, err);
+        if (r < 0) {
                 close(tree);
-                return -e;
+                return r;
         }
         return tree;
 }
@@ -129,22 +132,23 @@ int mnt_attach(int tree, int dst, const char *what, const char *dest, struct cs_
 }
 
 /* A new filesystem instance as a detached mount. */
-int mnt_new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd)
+int mnt_new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd,
+               struct cs_error *err)
 {
         _cleanup_close_ int fs = fsopen(type, FSOPEN_CLOEXEC);
         int m;
 
         if (fs < 0)
-                return -errno;
+                return cs_error_set(err, errno, "open a new %s", type);
         for (; opts && opts[0]; opts += 2)
                 if (fsconfig(fs, opts[1] ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG, opts[0],
                              opts[1], 0) < 0)
-                        return -errno;
+                        return cs_error_set(err, errno, "%s: set %s", type, opts[0]);
         if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-                return -errno;
+                return cs_error_set(err, errno, "create a %s", type);
         m = fsmount(fs, FSMOUNT_CLOEXEC, (unsigned)attrs);
         if (m < 0)
-                return -errno;
+                return cs_error_set(err, errno, "mount a %s", type);
         *ret_fd = m;
         return 0;
 }
@@ -157,7 +161,7 @@ int mnt_tmpfs_at(struct mnt_state *st, int dst, mode_t mode, const char *dest, s
         int r;
 
         snprintf(modestr, sizeof(modestr), "%04o", (unsigned)mode);
-        r = mnt_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &m);
+        r = mnt_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &m, err);
         if (r < 0)
                 return cs_error_set(err, -r, "create a tmpfs for %s", dest);
         mnt_scratch_add(st, m);
@@ -175,7 +179,7 @@ int mnt_copy_at(struct mnt_state *st, int dst, const struct spec_mount *m, struc
         int r;
 
         snprintf(modestr, sizeof(modestr), "%04o", (unsigned)(m->mode ? m->mode : 0755));
-        r = mnt_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &tree);
+        r = mnt_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &tree, err);
         if (r < 0)
                 return cs_error_set(err, -r, "create a tmpfs for %s", m->dest);
         top = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -195,11 +199,11 @@ int mnt_copy_at(struct mnt_state *st, int dst, const struct spec_mount *m, struc
         return mnt_attach(tree, dst, "a copy", m->dest, err);
 }
 
-static int proc_bind(int *ret)
+static int proc_bind(int *ret, struct cs_error *err)
 {
-        int m = mnt_clone_tree(AT_FDCWD, "/proc", 0, true,
-                               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                   MOUNT_ATTR_NOEXEC);
+        int m = mnt_clone_tree(
+            AT_FDCWD, "/proc", 0, true,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
 
         if (m < 0)
                 return m;
@@ -220,19 +224,20 @@ int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error 
                 r = mnt_new_fs("tmpfs", empty,
                                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                                    MOUNT_ATTR_NOEXEC,
-                               &m);
+                               &m, err);
                 if (r < 0)
                         return cs_error_set(err, -r, "create an empty %s (--proc=none)", dest);
                 return mnt_attach(m, dst, "an empty proc", dest, err);
         }
         if (mode == SPEC_PROC_BIND) {
-                r = proc_bind(&m);
+                r = proc_bind(&m, err);
                 if (r < 0)
                         return cs_error_set(err, -r, "bind the existing /proc on %s (--proc=bind)",
                                             dest);
                 return mnt_attach(m, dst, "proc", dest, err);
         }
-        r = mnt_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &m);
+        r = mnt_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &m,
+                       err);
         if (r == -EPERM && mode == SPEC_PROC_FRESH) {
                 /* The kernel's own rule (mount_too_revealing), not a seccomp filter. */
                 cs_error_setx(
@@ -249,7 +254,7 @@ int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error 
         if (r == -EPERM) {
                 /* The kernel refuses a fresh proc when the visible one has locked
                  * overmounts (container engines mask /proc this way). */
-                r = proc_bind(&m);
+                r = proc_bind(&m, err);
                 if (r < 0)
                         return cs_error_set(err, -r, "bind the existing /proc on %s", dest);
                 runner_note(RUNNER_NOTE_PROC_BIND);
@@ -275,7 +280,7 @@ int mnt_sysfs(struct mnt_state *st, struct cs_error *err)
                 return r;
         r = mnt_new_fs("sysfs", NULL,
                        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                       &m);
+                       &m, err);
         if (r == 0)
                 return mnt_attach(m, dst, "sysfs", "/sys", err);
         for (size_t i = 0; i < sizeof(net_dirs) / sizeof(net_dirs[0]); i++) {
@@ -309,9 +314,9 @@ int mnt_dev_at(struct mnt_state *st, int dst, const char *dest, struct cs_error 
                 return r;
         /* dst still names the covered directory; reopen through the path to get the tmpfs. */
         dev = mnt_openat2(st->root, dest, O_PATH | O_DIRECTORY | O_CLOEXEC,
-                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, err);
         if (dev < 0)
-                return cs_error_set(err, errno, "open %s", dest);
+                return cs_error_set(err, -dev, "open %s", dest);
         for (size_t i = 0; i < N_DEV_NODES; i++) {
                 int f, node;
 
@@ -339,7 +344,7 @@ int mnt_dev_at(struct mnt_state *st, int dst, const char *dest, struct cs_error 
         pts = openat(dev, "pts", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (pts < 0)
                 return cs_error_set(err, errno, "open %s/pts", dest);
-        r = mnt_new_fs("devpts", pts_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, &m);
+        r = mnt_new_fs("devpts", pts_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, &m, err);
         if (r < 0)
                 return cs_error_set(err, -r, "mount devpts on %s/pts", dest);
         r = mnt_attach(m, pts, "devpts", dest, err);
@@ -367,7 +372,7 @@ int mnt_file_at(const struct spec_mount *m, int dst, struct cs_error *err)
         if (f < 0 || cs_write_all(f, m->data, m->data_len) < 0)
                 return cs_error_set(err, errno, "write the copy for %s", m->dest);
         tree = mnt_clone_tree(files, name, 0, false,
-                              MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                              MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
         if (tree < 0)
                 return cs_error_set(err, -tree, "clone the copy for %s", m->dest);
         return mnt_attach(tree, dst, "a file", m->dest, err);
