@@ -70,6 +70,12 @@ bool runner_proc_is_ours(void);
  * /proc the pid it has there, which /proc/PID paths and the helpers given a pid need. */
 pid_t runner_pid_in_proc(pid_t pid);
 
+/* The id map entries (inside, outside, count; up to three) that put inside on the caller's
+ * host id and ids 0..65535 around it on the subordinate range from sub_start; the number
+ * of values written to out. */
+int idmap_range_args(unsigned inside, unsigned long host, unsigned long sub_start,
+                     unsigned long out[9]);
+
 /* Child side, before anything is mounted: clone every host path the spec binds (so a
  * later tmpfs cannot hide it), then assemble the new root and pivot into it. */
 int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
