@@ -1,8 +1,9 @@
-/* What producers decide beside the mounts and the process: the warnings a launch is to
- * print, and the package managers the broker runs. */
+/* What producers decide beside the mounts: the payload's limits, the network helper, the
+ * warnings a launch is to print, and the package managers the broker runs. */
 #include "spec.h"
 
 #include "../common/error.h"
+#include "../common/path.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -74,4 +75,26 @@ void spec_decided_free(struct sandbox_spec *s)
                 free(s->broker_managers[i].path);
         }
         free(s->broker_managers);
+}
+
+int spec_add_rlimit(struct sandbox_spec *s, int resource, const struct rlimit *limit,
+                    struct cs_error *err)
+{
+        struct spec_rlimit *n = realloc(s->rlimits, (s->n_rlimits + 1) * sizeof(*n));
+
+        if (!n)
+                return cs_error_set(err, ENOMEM, "add a limit");
+        s->rlimits = n;
+        s->rlimits[s->n_rlimits++] = (struct spec_rlimit){.resource = resource, .limit = *limit};
+        return 0;
+}
+
+char *spec_net_helper(const struct sandbox_spec *s)
+{
+        char *h;
+
+        if (s->net != SPEC_NET_PASTA || s->egress == SPEC_EGRESS_ALLOWLIST)
+                return NULL;
+        h = cs_find_program("pasta");
+        return h ? h : cs_find_program("slirp4netns");
 }
