@@ -24,52 +24,12 @@
 static int dest_open_at_depth(struct mnt_state *st, const char *dest, enum want want, bool optional,
                               int *ret_fd, int depth, struct cs_error *err);
 
-/* The two resolutions common/resolve.c offers (each with its walking fallback): inside a
- * root (RESOLVE_IN_ROOT, magic links refused), or beneath a dir with no link at all
- * (RESOLVE_BENEATH, which there always means RESOLVE_NO_SYMLINKS too). */
-int mnt_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve, struct cs_error *err)
-{
-        int fd = -1;
-
-        errno = EINVAL;
-        if (resolve & RESOLVE_IN_ROOT)
-                fd = cs_open_in_root(dirfd, path, (int)flags);
-        else if (resolve & RESOLVE_BENEATH)
-                fd = cs_open_beneath(dirfd, path, (int)flags);
-        if (fd < 0)
-                return cs_error_set(err, errno, "open %s inside the sandbox's root", path);
-        return fd;
-}
-
-static int mount_id_of(int fd, uint64_t *ret, struct cs_error *err)
-{
-        struct statx sx;
-
-        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &sx) < 0)
-                return cs_error_set(err, errno, "find a directory's mount");
-        if (!(sx.stx_mask & STATX_MNT_ID))
-                return cs_error_setx(err, ENOSYS, "find a directory's mount: no mount id");
-        *ret = sx.stx_mnt_id;
-        return 0;
-}
-
-void mnt_scratch_add(struct mnt_state *st, int fd)
-{
-        uint64_t id = 0;
-        /* Dropped: a layer whose mount is unknown is not a scratch layer. */
-        struct cs_error unknown;
-
-        if (st->n_scratch < sizeof(st->scratch) / sizeof(st->scratch[0]) &&
-            mount_id_of(fd, &id, &unknown) == 0)
-                st->scratch[st->n_scratch++] = id;
-}
-
 static bool scratch_has(struct mnt_state *st, int fd)
 {
         uint64_t id = 0;
         struct cs_error unknown;
 
-        if (mount_id_of(fd, &id, &unknown) < 0)
+        if (mnt_mount_id(fd, &id, &unknown) < 0)
                 return false;
         for (size_t i = 0; i < st->n_scratch; i++)
                 if (st->scratch[i] == id)
@@ -125,30 +85,6 @@ int mnt_symlink_dest(const char *dest, const char *target, char *out, size_t siz
         return 0;
 }
 
-int mnt_make_entry(int parent, const char *name, enum make what, const char *target,
-                   struct cs_error *err)
-{
-        int f;
-
-        switch (what) {
-        case MAKE_DIR:
-                if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
-                        return cs_error_set(err, errno, "create the directory %s", name);
-                return 0;
-        case MAKE_SYMLINK:
-                if (symlinkat(target, parent, name) < 0)
-                        return cs_error_set(err, errno, "create the symlink %s", name);
-                return 0;
-        default:
-                f = openat(parent, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
-                           0644);
-                if (f < 0)
-                        return cs_error_set(err, errno, "create the file %s", name);
-                close(f);
-                return 0;
-        }
-}
-
 /* The root of the mount that fd is on: up through ".." until the mount changes. */
 static int mount_root_of(int fd, struct cs_error *err)
 {
@@ -158,7 +94,7 @@ static int mount_root_of(int fd, struct cs_error *err)
 
         if (cur < 0)
                 return cs_error_set(err, errno, "dup");
-        r = mount_id_of(cur, &id, err);
+        r = mnt_mount_id(cur, &id, err);
         for (int depth = 0; r >= 0 && depth < SPEC_PATH_MAX / 2; depth++) {
                 struct stat a, b;
                 int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -167,7 +103,7 @@ static int mount_root_of(int fd, struct cs_error *err)
                         r = cs_error_set(err, errno, "open a directory's parent");
                         break;
                 }
-                if (mount_id_of(up, &pid, err) < 0 || pid != id ||
+                if (mnt_mount_id(up, &pid, err) < 0 || pid != id ||
                     (fstat(up, &a) == 0 && fstat(cur, &b) == 0 && a.st_ino == b.st_ino &&
                      a.st_dev == b.st_dev)) {
                         close(up);

@@ -1,4 +1,5 @@
-/* Internal to the mount files (mounts.c, mount_dest.c, mount_cover.c, mount_kinds.c).
+/* Internal to the mount files (mounts.c, mount_kinds.c, mount_dest.c, mount_cover.c, and
+ * their primitives in mount_util.c).
  * One convention for every helper here: a negative errno on failure, with err saying what
  * failed (a caller may say it again in its own words); an fd or 0 on success. */
 #pragma once
@@ -64,6 +65,8 @@ struct mnt_state {
 int mnt_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve,
                 struct cs_error *err);
 void mnt_scratch_add(struct mnt_state *st, int fd);
+/* The id of the mount fd is on (statx). */
+int mnt_mount_id(int fd, uint64_t *ret, struct cs_error *err);
 int mnt_set_tree_attrs(int tree, uint64_t attrs, bool recursive, struct cs_error *err);
 /* A detached recursive clone of a host path, with binds' attributes applied. */
 int mnt_clone_tree(int dirfd, const char *path, unsigned flags, bool recursive, uint64_t attrs,
