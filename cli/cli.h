@@ -12,3 +12,5 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* --plan and `csandbox plan`: the spec, checked (spec_validate), as JSON on stdout; returns
  * the exit status. */
 int cli_print_plan(const struct sandbox_spec *s);
+/* The spec's warnings on stderr, one a line. */
+void cli_print_warnings(const struct sandbox_spec *s);

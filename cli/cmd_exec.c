@@ -582,6 +582,12 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
         return 0;
 }
 
+void cli_print_warnings(const struct sandbox_spec *s)
+{
+        for (size_t i = 0; i < s->n_warnings; i++)
+                fprintf(stderr, "%s\n", s->warnings[i]);
+}
+
 int cli_print_plan(const struct sandbox_spec *s)
 {
         struct cs_error err = {0};
@@ -618,6 +624,10 @@ int cmd_exec(int argc, char **argv)
         r = parse_exec(argc, argv, &s, &img, &plan, &help, &err);
         if (r >= 0 && raised)
                 r = spec_add_rlimit(&s, RLIMIT_NOFILE, &nofile, &err);
+        if (r >= 0 && !help)
+                r = runner_spec_complete(&s, &err);
+        if (r >= 0)
+                cli_print_warnings(&s);
         if (r < 0) {
                 spec_free(&s);
                 image_ref_free(&img);

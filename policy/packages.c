@@ -1,6 +1,7 @@
 /* Installing packages in an image session: the broker's directory, csandbox's sudo bound
  * where the session finds it, and the spec's word to the runner (runner/broker.c). */
 #include "bridges.h"
+#include "plan.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -53,6 +54,8 @@ int packages_plan(struct sandbox_spec *s, const char *also_at, struct cs_error *
         }
         if (r >= 0 && also_at)
                 r = spec_add_bind(s, SPEC_MOUNT_RO, &again, path, also_at, err);
+        if (r >= 0)
+                r = plan_broker(s, err);
         if (r >= 0)
                 s->package_broker = true;
         return r;

@@ -71,6 +71,10 @@ struct plan {
  * dir; <profile>/.env, settings.json and chrome/ and a missing <gitdir>/hooks created as
  * the reference creates them) and nothing else. */
 int plan_build(const struct plan_request *req, struct plan *ret, struct cs_error *err);
+/* The package broker's rules (plan_broker.c): the package managers it runs and its
+ * capabilities, into the spec of a session that has a broker. */
+int plan_broker(struct sandbox_spec *s, struct cs_error *err);
+uint64_t plan_broker_caps(void);
 void plan_free(struct plan *p);
 
 /* Internal to policy/: the host launch's plan, the pending-report check and §3.2's shared

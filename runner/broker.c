@@ -2,16 +2,14 @@
  * setuid and without giving the payload any privilege.
  *
  * pid 1 starts it before it drops its capabilities. The broker becomes uid 0 of the
- * sandbox's user namespace (the subordinate range maps it), keeps only what a package
- * manager needs to own and write the image's files (CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH,
- * FOWNER, FSETID, SETUID, SETGID, SETFCAP, KILL; never SYS_ADMIN, so no mount can be
- * changed), sets no_new_privs, takes the payload's seccomp filter, and listens on
- * SPEC_BROKER_SOCKET. csandbox's sudo (cli/sudo_shim.c) sends it an argv and its three stdio
- * descriptors; the broker runs the package manager only when the request is one of
- * broker_check's forms, in a session of its own, with a fixed environment, and answers
- * with the exit status. What it installs lands in the session's writable layer and goes
- * with the session. */
-#include "runner.h"
+ * sandbox's user namespace (the subordinate range maps it), keeps only the capabilities the
+ * spec gives it (policy/plan_broker.c decides them: what a package manager needs to own and
+ * write the image's files, never SYS_ADMIN), sets no_new_privs, takes the payload's seccomp filter,
+ * and listens on SPEC_BROKER_SOCKET. csandbox's sudo (cli/sudo_shim.c) sends it an argv and its
+ * three stdio descriptors; the broker runs the spec's package manager only when the request is one
+ * of broker_check's forms, in a session of its own, with a fixed environment, and answers with the
+ * exit status. What it installs lands in the session's writable layer and goes with the session. */
+#include "internal.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -36,13 +34,6 @@
 
 #define BROKER_MAX_ARGS 256
 #define BROKER_MAX_MSG  (64u << 10)
-
-/* The package managers, where images keep them; the request's argv[0] is a base name only. */
-static const char *const managers[][2] = {
-    {"apt-get", "/usr/bin/apt-get"}, {"apt", "/usr/bin/apt"},           {"dnf", "/usr/bin/dnf"},
-    {"yum", "/usr/bin/yum"},         {"microdnf", "/usr/bin/microdnf"}, {"apk", "/sbin/apk"},
-};
-#define N_MANAGERS (sizeof(managers) / sizeof(managers[0]))
 
 /* What each family may be asked: the subcommands, then the options (an option ending in '='
  * takes the rest of the word as its value, from a fixed set for the dnf ones). */
@@ -95,7 +86,8 @@ static bool package_name(const char *w)
                n;
 }
 
-int broker_check(char *const *argv, const char **ret_path, char *why, size_t why_len)
+int broker_check(const struct sandbox_spec *s, char *const *argv, const char **ret_path, char *why,
+                 size_t why_len)
 {
         const char *const *subs = NULL, *const *opts = NULL;
         const char *sub = NULL;
@@ -105,14 +97,19 @@ int broker_check(char *const *argv, const char **ret_path, char *why, size_t why
                 snprintf(why, why_len, "no command given");
                 return -EINVAL;
         }
-        for (size_t i = 0; i < N_MANAGERS; i++)
-                if (strcmp(argv[0], managers[i][0]) == 0)
-                        *ret_path = managers[i][1];
+        *ret_path = spec_broker_manager(s, argv[0]);
         if (!*ret_path) {
-                snprintf(why, why_len,
-                         "sudo here runs only a package manager (apt-get, apt, dnf, yum, "
-                         "microdnf or apk), not %.64s",
-                         argv[0]);
+                size_t n =
+                    (size_t)snprintf(why, why_len, "sudo here runs only a package manager (");
+
+                for (size_t i = 0; i < s->n_broker_managers && n < why_len; i++)
+                        n += (size_t)snprintf(why + n, why_len - n, "%s%s",
+                                              i == 0                          ? ""
+                                              : i + 1 == s->n_broker_managers ? " or "
+                                                                              : ", ",
+                                              s->broker_managers[i].name);
+                if (n < why_len)
+                        snprintf(why + n, why_len - n, "), not %.64s", argv[0]);
                 return -EPERM;
         }
         if (argv[0][0] == 'a' && argv[0][1] == 'p' && argv[0][2] == 't')
@@ -159,21 +156,16 @@ int broker_check(char *const *argv, const char **ret_path, char *why, size_t why
         return 0;
 }
 
-/* The broker's own privilege: uid 0 of the namespace, the few capabilities above, bounded. */
-static int broker_become_root(const struct sock_fprog *filter)
+/* The broker's own privilege: uid 0 of the namespace, the capabilities the spec gives it,
+ * bounded. */
+static int broker_become_root(const struct sandbox_spec *s, const struct sock_fprog *filter)
 {
-        static const unsigned caps[] = {CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-                                        CAP_FOWNER, CAP_FSETID,       CAP_SETUID,
-                                        CAP_SETGID, CAP_SETFCAP,      CAP_KILL};
         /* Dropped: the broker has no error channel but its return value. */
         struct cs_error ignored;
-        uint64_t mask = 0;
 
         if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
                 return -errno;
-        for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
-                mask |= 1ull << caps[i];
-        if (exec_keep_capabilities(mask, &ignored) < 0)
+        if (exec_keep_capabilities(s->broker_caps, &ignored) < 0)
                 return -EPERM;
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return -errno;
@@ -304,7 +296,7 @@ static void broker_serve(const struct sandbox_spec *s, int lfd)
                 }
                 if (broker_receive(conn, buf, sizeof(buf), argv, fds) < 0) {
                         status = 125 << 8;
-                } else if (broker_check(argv, &path, why, sizeof(why)) < 0) {
+                } else if (broker_check(s, argv, &path, why, sizeof(why)) < 0) {
                         dprintf(fds[2], "sudo: %s\n", why);
                         status = 1 << 8;
                 } else {
@@ -324,7 +316,7 @@ void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter)
         pid_t pid;
         int lfd, r;
 
-        if (!s->package_broker || !s->map_range)
+        if (!s->package_broker)
                 return;
         /* Listening before the payload exists: its first sudo must find the socket. */
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", SPEC_BROKER_SOCKET);
@@ -335,10 +327,9 @@ void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter)
                 r = -errno;
         pid = r < 0 ? -1 : fork();
         if (pid < 0) {
-                fprintf(stderr,
-                        "csandbox: the package broker did not start (%s): sudo cannot install "
-                        "packages in this session\n",
-                        strerror(r < 0 ? -r : errno));
+                runner_warn("csandbox: the package broker did not start (%s): sudo cannot "
+                            "install packages in this session",
+                            strerror(r < 0 ? -r : errno));
                 if (lfd >= 0)
                         close(lfd);
                 unlink(SPEC_BROKER_SOCKET);
@@ -363,12 +354,11 @@ void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter)
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
         }
-        r = broker_become_root(filter);
+        r = broker_become_root(s, filter);
         if (r < 0) {
-                fprintf(stderr,
-                        "csandbox: the package broker did not start (%s): sudo cannot install "
-                        "packages in this session\n",
-                        strerror(-r));
+                runner_warn("csandbox: the package broker did not start (%s): sudo cannot "
+                            "install packages in this session",
+                            strerror(-r));
                 _exit(0);
         }
         broker_serve(s, lfd);

@@ -5,7 +5,7 @@
  * from the user's systemd manager, asked for over D-Bus (busctl) with csandbox's own pid.
  * Everything started afterwards (the sandbox, its network helper) is inside the limits.
  * Where that is not possible the launch goes on without them, after saying why, once. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -187,8 +187,8 @@ void cgroup_apply_limits(const struct sandbox_spec *s)
                               "controllers to user scopes";
         }
         if (why)
-                fprintf(stderr,
-                        "csandbox: warning: the sandbox runs without its %s%s%s limit: %s\n",
-                        s->memory_max ? "memory" : "", s->memory_max && s->cpu_milli ? " and " : "",
-                        s->cpu_milli ? "CPU" : "", why);
+                runner_warn("csandbox: warning: the sandbox runs without its %s%s%s limit: %s",
+                            s->memory_max ? "memory" : "",
+                            s->memory_max && s->cpu_milli ? " and " : "", s->cpu_milli ? "CPU" : "",
+                            why);
 }

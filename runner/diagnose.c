@@ -1,6 +1,6 @@
 /* Why can't we have a user namespace, or /dev/net/tun? Name the cause and the fix for where
  * csandbox is running (a desktop, a container, another csandbox), as far as we can see it. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/error.h"
 #include "../common/fileio.h"

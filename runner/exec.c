@@ -1,7 +1,7 @@
 /* The payload's last steps before execve. Order matters: capabilities go while we still
  * hold CAP_SETPCAP for the bounding set; no_new_privs before the filter (an unprivileged
  * process may only install one then); the filter last, so it need not allow our own setup. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/error.h"
 #include "../common/fileio.h"

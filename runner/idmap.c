@@ -1,7 +1,7 @@
 /* uid/gid maps. One id is written directly (setgroups denied first, as the kernel requires
  * for an unprivileged writer); a range goes through the setuid newuidmap/newgidmap helpers,
  * which check /etc/subuid and /etc/subgid for us. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -217,21 +217,21 @@ int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err)
 
 /* Inside ids 0..65535 with `inside` landing on the caller's own host id and the others on
  * the subordinate range. Each entry: inside, outside, count. */
-static int range_map_args(unsigned inside, unsigned long host, const struct subid_range *sub,
-                          unsigned long out[9])
+int idmap_range_args(unsigned inside, unsigned long host, unsigned long sub_start,
+                     unsigned long out[9])
 {
         int n = 0;
 
         if (inside >= RANGE_IDS) {
-                out[n++] = 0, out[n++] = sub->start, out[n++] = RANGE_IDS;
+                out[n++] = 0, out[n++] = sub_start, out[n++] = RANGE_IDS;
                 out[n++] = inside, out[n++] = host, out[n++] = 1;
                 return n;
         }
         if (inside > 0)
-                out[n++] = 0, out[n++] = sub->start, out[n++] = inside;
+                out[n++] = 0, out[n++] = sub_start, out[n++] = inside;
         out[n++] = inside, out[n++] = host, out[n++] = 1;
         if (inside + 1 < RANGE_IDS)
-                out[n++] = inside + 1, out[n++] = sub->start + inside,
+                out[n++] = inside + 1, out[n++] = sub_start + inside,
                 out[n++] = RANGE_IDS - inside - 1;
         return n;
 }
@@ -366,11 +366,11 @@ int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err)
                 if (r < 0)
                         return r;
                 /* The two helpers side by side: each is an exec of a setuid program. */
-                n = range_map_args(s->uid, s->host_uid, &ru, v);
+                n = idmap_range_args(s->uid, s->host_uid, ru.start, v);
                 pu = map_helper_start("newuidmap", child, v, n, err);
                 if (pu < 0)
                         return pu;
-                n = range_map_args(s->gid, s->host_gid, &rg, v);
+                n = idmap_range_args(s->gid, s->host_gid, rg.start, v);
                 pg = map_helper_start("newgidmap", child, v, n, err);
                 r = map_helper_wait("newuidmap", pu, pg < 0 ? &ignored : err);
                 if (pg < 0)

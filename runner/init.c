@@ -1,8 +1,9 @@
-/* pid 1 of the sandbox (after systemd-nspawn's stub pid 1): keep signals blocked and read
- * them from a signalfd, start the payload, pass signals on to it, reap every orphan, and
- * leave with the payload's status. Leaving tears the pid namespace down, so nothing the
- * payload started outlives it. */
-#include "runner.h"
+/* pid 1 of the sandbox (after systemd-nspawn's stub pid 1), once the set-up is done
+ * (child.c): keep signals blocked and read them from a signalfd, start the payload, drop
+ * every capability and every inherited fd but the two it reads, pass signals on to the
+ * payload, reap every orphan, and leave with the payload's status. Leaving tears the pid
+ * namespace down, so nothing the payload started outlives it. */
+#include "internal.h"
 
 #include "../common/error.h"
 
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,15 +39,28 @@ static void reap(const struct tty_link *tty, pid_t payload)
         }
 }
 
+/* Close every fd but those in keep (ascending, >= 0). */
+static void close_all_but(const int *keep, size_t n)
+{
+        unsigned from = 0;
+
+        for (size_t i = 0; i <= n; i++) {
+                unsigned to = i < n ? (unsigned)keep[i] : ~0U;
+
+                if (to > from)
+                        syscall(SYS_close_range, from, to - 1, 0);
+                from = to + 1;
+        }
+}
+
 void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter,
-              const struct tty_link *tty, int errfd, const struct net_helper *net, int netready_fd,
-              int tap_watch)
+              const struct tty_link *tty, int slave, int errfd)
 {
         static const int forwarded[] = RUNNER_FORWARDED_SIGNALS;
         struct cs_error err = {0};
         sigset_t mask;
         pid_t payload;
-        int sfd, slave, ctl = tty->ctl[1];
+        int sfd, ctl = tty->ctl[1];
 
         /* The mask csandbox blocked is inherited; read the same signals here. */
         sigemptyset(&mask);
@@ -58,26 +73,9 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter,
                 cs_error_set(&err, errno, "pid 1: signalfd");
                 runner_child_fail(errfd, &err);
         }
-        if (tty_child_session(tty, &slave, &err) < 0)
-                runner_child_fail(errfd, &err);
-
-        /* The user-mode network is configured while we mounted; the payload starts only
-         * once it is there. EOF: the helper failed and csandbox reports why. */
-        if (tap_watch >= 0) {
-                if (netconf_tap_up(&net->tap, tap_watch, &err) < 0)
-                        runner_child_fail(errfd, &err);
-                close(tap_watch);
-        } else if (netready_fd >= 0) {
-                char c;
-
-                if (read(netready_fd, &c, 1) != 1)
-                        _exit(CS_EXIT_SETUP);
-                close(netready_fd);
-        }
-        broker_start(s, filter);
-        /* Not dumpable before the payload exists: pid 1 never execs, so it keeps csandbox's
-         * fds, and a payload of the same uid must never reach them through /proc/1/fd (the
-         * payload's own exec makes it dumpable again). */
+        /* Not dumpable before the payload exists: until it has closed them below, pid 1
+         * holds csandbox's fds, and a payload of the same uid must never reach them through
+         * /proc/1/fd (the payload's own exec makes it dumpable again). */
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         payload = fork();
         if (payload < 0) {
@@ -92,15 +90,26 @@ void init_run(const struct sandbox_spec *s, const struct sock_fprog *filter,
         }
         /* Both sides set the group, so a signal to it cannot come before it exists. */
         setpgid(payload, payload);
-        if (slave >= 0)
-                close(slave);
         /* pid 1 needs no privilege to reap and forward; keep none the payload could borrow. */
         if (exec_drop_capabilities(&err) < 0) {
                 kill(payload, SIGKILL);
                 runner_child_fail(errfd, &err);
         }
-        close(errfd);
         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        /* From here on pid 1 only reaps and forwards: it keeps its signalfd and the
+         * terminal's control socket, and nothing else it inherited (the caller's stdio, the
+         * pty, the set-up's pipe to csandbox, the spec's sources). */
+        {
+                int keep[2];
+                size_t n = 0;
+
+                if (ctl >= 0 && ctl < sfd)
+                        keep[n++] = ctl;
+                keep[n++] = sfd;
+                if (ctl > sfd)
+                        keep[n++] = ctl;
+                close_all_but(keep, n);
+        }
 
         for (;;) {
                 struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl, .events = POLLIN}};

@@ -1,5 +1,5 @@
 /* Clone into the namespaces, write the id maps, release the child, supervise. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -21,215 +21,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* The notes (runner.h): `shared` is a page the launch's child writes its adaptations into
- * (MAP_SHARED, made before clone), `quiet` what the child leaves unsaid. */
-static struct {
-        bool all_quiet;   /* doctor: the caller prints them */
-        unsigned quiet;   /* this launch: bits not to print */
-        unsigned seen;    /* OR of every launch's */
-        unsigned *shared; /* the child's record of this launch */
-} notes;
-
-static const struct {
-        unsigned bit;
-        const char *marker; /* NULL: never printed at a launch */
-        const char *text;
-} note_texts[] = {
-    {RUNNER_NOTE_HOSTNAME, NULL, NULL},
-    {RUNNER_NOTE_PROC_BIND, "proc-bind",
-     "csandbox: note (shown once on this machine): the kernel refused the sandbox a fresh "
-     "/proc (the container masks parts of its /proc), so csandbox binds the container's /proc "
-     "read-only and sessions see its processes; start the container with --security-opt "
-     "unmask=ALL (podman) or --security-opt systempaths=unconfined (Docker) for a /proc of "
-     "the sandbox's own (`exec --proc=none` gives an empty one instead)"},
-};
-
-void runner_notes_quiet(void)
-{
-        notes.all_quiet = true;
-}
-
-unsigned runner_notes_seen(void)
-{
-        return notes.seen;
-}
-
-void runner_note(unsigned bit)
-{
-        if (notes.shared)
-                __atomic_or_fetch(notes.shared, bit, __ATOMIC_RELAXED);
-        if (notes.all_quiet || (notes.quiet & bit))
-                return;
-        for (size_t i = 0; i < sizeof(note_texts) / sizeof(note_texts[0]); i++)
-                if (note_texts[i].bit == bit && note_texts[i].text)
-                        fprintf(stderr, "%s\n", note_texts[i].text);
-}
-
-/* ${XDG_STATE_HOME:-$HOME/.local/state}/csandbox/notes/<name>, or NULL. */
-static char *note_marker(const char *name)
-{
-        const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-        char *path = NULL;
-        int r;
-
-        if (state && state[0] == '/')
-                r = asprintf(&path, "%s/csandbox/notes/%s", state, name);
-        else if (home && home[0] == '/')
-                r = asprintf(&path, "%s/.local/state/csandbox/notes/%s", home, name);
-        else
-                return NULL;
-        return r < 0 ? NULL : path;
-}
-
-/* Before clone: which notes were shown on this machine already. */
-static void notes_begin(void)
-{
-        notes.quiet = RUNNER_NOTE_HOSTNAME;
-        for (size_t i = 0; i < sizeof(note_texts) / sizeof(note_texts[0]); i++) {
-                _cleanup_free_ char *m =
-                    note_texts[i].marker ? note_marker(note_texts[i].marker) : NULL;
-
-                if (m && access(m, F_OK) == 0)
-                        notes.quiet |= note_texts[i].bit;
-        }
-        if (!notes.shared) {
-                void *page = mmap(NULL, sizeof(unsigned), PROT_READ | PROT_WRITE,
-                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-                notes.shared = page == MAP_FAILED ? NULL : page;
-        }
-        if (notes.shared)
-                *notes.shared = 0;
-}
-
-/* The marker of a note shown, made in the user's own state dir (the marker itself never
- * through a link). */
-static void note_mark(const char *name)
-{
-        /* Dropped: without the marker the note shows again next time. */
-        struct cs_error ignored;
-        _cleanup_free_ char *m = note_marker(name);
-        _cleanup_close_ int fd = -1;
-        char *slash;
-
-        if (!m)
-                return;
-        slash = strrchr(m, '/');
-        *slash = '\0';
-        if (cs_mkdir_parents(m, 0700, &ignored) < 0)
-                return;
-        *slash = '/';
-        fd = open(m, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-}
-
-bool runner_note_first(const char *name)
-{
-        _cleanup_free_ char *m = note_marker(name);
-
-        if (m && access(m, F_OK) == 0)
-                return false;
-        note_mark(name);
-        return true;
-}
-
-/* After the launch: what it adapted to, and a marker for each note it printed. */
-static void notes_end(void)
-{
-        unsigned got = notes.shared ? __atomic_load_n(notes.shared, __ATOMIC_RELAXED) : 0;
-
-        notes.seen |= got;
-        if (notes.all_quiet)
-                return;
-        for (size_t i = 0; i < sizeof(note_texts) / sizeof(note_texts[0]); i++)
-                if ((got & note_texts[i].bit) && !(notes.quiet & note_texts[i].bit) &&
-                    note_texts[i].marker)
-                        note_mark(note_texts[i].marker);
-}
-
-/* A child-side failure travels to the parent as one status byte and the message. */
-void runner_child_fail(int errfd, const struct cs_error *err)
-{
-        unsigned char status = (unsigned char)(err->status ? err->status : CS_EXIT_SETUP);
-        char buf[1 + CS_ERROR_MAX];
-        size_t len = strlen(err->msg);
-
-        buf[0] = (char)status;
-        memcpy(buf + 1, err->msg, len);
-        if (errfd >= 0)
-                (void)!write(errfd, buf, len + 1);
-        _exit(status);
-}
-
-/* SPEC_EGRESS_ALLOWLIST: pid 1's end of the socket that hands csandbox the proxy's
- * sockets (runner/egress.c); -1 otherwise. */
-static int egress_child_fd = -1;
-
-static void child_main(const struct sandbox_spec *s, const struct net_helper *net,
-                       const struct sock_fprog *filter, const struct tty_link *tty, int syncfd,
-                       int errfd)
-{
-        struct cs_error err = {0};
-        /* The helper configures the network and says so (netready), or pid 1 configures
-         * pasta's tap itself as soon as it appears (tap_watch). */
-        bool netready =
-            s->net == SPEC_NET_PASTA && s->egress != SPEC_EGRESS_ALLOWLIST && !net->tap.early;
-        int tap_watch = -1;
-        char go;
-
-        /* csandbox dying, even by SIGKILL, takes pid 1 and so the whole pid namespace. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
-                cs_error_set(&err, errno, "set the sandbox's parent-death signal");
-                runner_child_fail(errfd, &err);
-        }
-        /* EOF here means the parent died or gave up before writing our id maps: there is
-         * nobody to tell. */
-        if (read(syncfd, &go, 1) != 1)
-                _exit(CS_EXIT_SETUP);
-        if (!netready) {
-                close(syncfd);
-                syncfd = -1;
-        }
-
-        if (s->net != SPEC_NET_HOST && netns_setup(s, net, &err) < 0)
-                runner_child_fail(errfd, &err);
-        if (egress_child_fd >= 0 && egress_ns_setup(egress_child_fd, &err) < 0)
-                runner_child_fail(errfd, &err);
-        if (s->net == SPEC_NET_PASTA && net->tap.early) {
-                tap_watch = netconf_tap_watch(&err);
-                if (tap_watch < 0)
-                        runner_child_fail(errfd, &err);
-        }
-        /* Container engines' seccomp profiles allow sethostname only with CAP_SYS_ADMIN in
-         * the outer namespace; the name is cosmetic, so keep the one we have. */
-        if (sethostname(s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME,
-                        strlen(s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME)) < 0)
-                runner_note(RUNNER_NOTE_HOSTNAME);
-        if (mounts_setup(s, &err) < 0) {
-                if (err.err == EPERM)
-                        diagnose_setup(&err);
-                runner_child_fail(errfd, &err);
-        }
-        init_run(s, filter, tty, errfd, net, syncfd, tap_watch);
-}
-
-/* The message a failed child left, if any; sets err and its status. */
-static bool child_message(int errfd, struct cs_error *err)
-{
-        char buf[1 + CS_ERROR_MAX];
-        ssize_t n;
-
-        do
-                n = read(errfd, buf, sizeof(buf) - 1);
-        while (n < 0 && errno == EINTR);
-        if (n <= 1)
-                return false;
-        buf[n] = '\0';
-        snprintf(err->msg, sizeof(err->msg), "%s", buf + 1);
-        err->status = (unsigned char)buf[0];
-        err->err = 0;
-        return true;
-}
 
 static int exit_status_of(int wstatus)
 {
@@ -291,7 +82,7 @@ static pid_t clone_into_early(const struct net_early *early, unsigned long flags
                                 close(syncp[1]);
                                 close(errp[0]);
                                 close(tty->ctl[0]);
-                                child_main(s, net, filter, tty, syncp[0], errp[1]);
+                                runner_child_main(s, net, filter, tty, syncp[0], errp[1], -1);
                                 _exit(CS_EXIT_SETUP);
                         }
                 }
@@ -321,9 +112,9 @@ int launch_run_early(const struct sandbox_spec *s, const struct sock_fprog *filt
 {
         int r;
 
-        notes_begin();
+        runner_notes_begin();
         r = launch_body(s, filter, early, ret_status, err);
-        notes_end();
+        runner_notes_end();
         return r;
 }
 
@@ -341,7 +132,6 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         __attribute__((cleanup(netns_helper_stop))) struct net_helper net = {
             .pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
         __attribute__((cleanup(tty_link_close))) struct tty_link tty = {.ctl = {-1, -1}};
-        struct sandbox_spec ranged;
         int syncp[2] = {-1, -1}, errp[2] = {-1, -1};
         _cleanup_close_ int sfd = -1;
         __attribute__((cleanup(egress_proxy_stop))) struct egress_proxy proxy = {.pid = -1};
@@ -357,22 +147,6 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 r = idmap_check_range(s, err);
         if (r < 0)
                 return r;
-        if (s->package_broker && !s->map_range) {
-                /* The broker needs uid 0 mapped, which only the subordinate range gives. */
-                struct cs_error why = {0};
-
-                ranged = *s;
-                ranged.map_range = true;
-                if (idmap_check_range(&ranged, &why) < 0) {
-                        fprintf(stderr,
-                                "csandbox: sudo cannot install packages in this session: it "
-                                "needs the subordinate id range that --map-range maps, and %s\n",
-                                why.msg);
-                        ranged.map_range = false;
-                        ranged.package_broker = false;
-                }
-                s = &ranged;
-        }
         if (!early)
                 early = &none_early;
         use_early = early->started && s->net == SPEC_NET_PASTA && !egress &&
@@ -387,11 +161,6 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 r = netns_helper_find(s, &net, err);
                 if (r < 0)
                         return r;
-                if (net.kind == NET_HELPER_SLIRP4NETNS)
-                        fprintf(stderr,
-                                "csandbox: pasta is not installed; using %s for the "
-                                "sandbox's network\n",
-                                net.path);
         }
         r = tty_prepare(s, &tty, err);
         if (r < 0)
@@ -422,7 +191,6 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 return cs_error_set(err, errno, "pipe");
         if (egress && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, egp) < 0)
                 return cs_error_set(err, errno, "egress allowlist: socketpair");
-        egress_child_fd = egp[1];
         /* Read once the sandbox is gone; never wait on a writer that leaked the pipe. */
         fcntl(errp[0], F_SETFL, O_NONBLOCK);
 
@@ -463,14 +231,13 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 close(tty.ctl[0]);
                 if (egp[0] >= 0)
                         close(egp[0]);
-                child_main(s, &net, filter, &tty, syncp[0], errp[1]);
+                runner_child_main(s, &net, filter, &tty, syncp[0], errp[1], egp[1]);
                 _exit(CS_EXIT_SETUP);
         }
         close(syncp[0]);
         close(errp[1]);
         if (egp[1] >= 0)
                 close(egp[1]);
-        egress_child_fd = -1;
         close(tty.ctl[1]);
         tty.ctl[1] = -1;
 
@@ -505,7 +272,7 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 waitpid(pid, NULL, 0);
                 netns_helper_stop(&net);
                 /* A set-up error of the child's own explains more than ours. */
-                child_message(errp[0], err);
+                runner_child_message(errp[0], err);
                 close(errp[0]);
                 if (err->err == EPERM)
                         diagnose_userns(err);
@@ -514,14 +281,14 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
 
         /* With pid 1 configuring pasta's tap, pasta may still fail after the payload
          * started: then the session ends with pasta's reason, as if it had never started. */
-        r = tty_supervise(&tty, pid, sfd,
-                          s->net == SPEC_NET_PASTA && net.tap.early ? net.ready_fd : -1, &wstatus,
-                          err);
+        r = runner_supervise(&tty, pid, sfd,
+                             s->net == SPEC_NET_PASTA && net.tap.early ? net.ready_fd : -1,
+                             &wstatus, err);
         /* pasta gave up: when pid 1 failed first (its namespaces went with it, and so
          * pasta's target), the child's own error is the cause to report. */
         if (r == 1) {
                 r = -1;
-                if (!child_message(errp[0], err))
+                if (!runner_child_message(errp[0], err))
                         r = netns_helper_wait_ready(&net, 0, err);
                 else if (err->err == EPERM)
                         diagnose_userns(err);
@@ -535,7 +302,7 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         proxy.report = true;
         egress_proxy_stop(&proxy);
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
-        if (child_message(errp[0], err)) {
+        if (runner_child_message(errp[0], err)) {
                 close(errp[0]);
                 return -1;
         }

@@ -85,6 +85,8 @@ static int submounts_clone(int dir, struct submount **ret, size_t *ret_n, const 
         _cleanup_free_ char *line = NULL;
         struct submount *subs = NULL;
         size_t n = 0, kept = 0, cap = 0, len;
+        /* Dropped: a submount that is gone has nothing to keep. */
+        struct cs_error gone;
         ssize_t l;
 
         *ret = NULL;
@@ -129,7 +131,7 @@ static int submounts_clone(int dir, struct submount **ret, size_t *ret_n, const 
                 if (submount_covered(subs, kept, subs[i].rel))
                         continue;
                 fd = mnt_openat2(dir, subs[i].rel, O_PATH | O_NOFOLLOW | O_CLOEXEC,
-                                 RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+                                 RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS, &gone);
                 if (fd < 0)
                         continue; /* gone, or no longer reachable from dir: nothing to keep */
                 if (statx(fd, "", AT_EMPTY_PATH, 0, &sx) < 0 ||
@@ -186,7 +188,7 @@ static int overlay_dir(int dir, const struct stat *sb, uint64_t attrs, const cha
                 return r;
         if (chmod(upper, sb->st_mode & 07777) < 0)
                 return cs_error_set(err, errno, "chmod %s", upper);
-        r = mnt_new_fs("overlay", opts, attrs, &m);
+        r = mnt_new_fs("overlay", opts, attrs, &m, err);
         if (r == -EINVAL)
                 return r;
         if (r < 0)
@@ -202,11 +204,11 @@ static int overlay_dir(int dir, const struct stat *sb, uint64_t attrs, const cha
         for (size_t i = 0; r >= 0 && i < n_subs; i++) {
                 _cleanup_close_ int at =
                     mnt_openat2(m, subs[i].rel, O_PATH | O_NOFOLLOW | O_CLOEXEC,
-                                RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+                                RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, err);
 
-                r = at < 0 ? cs_error_set(err, errno, "%s: reopen %s in the overlay", dest,
-                                          subs[i].rel)
-                           : mnt_attach(subs[i].tree, at, subs[i].rel, dest, err);
+                r = at < 0
+                        ? cs_error_set(err, -at, "%s: reopen %s in the overlay", dest, subs[i].rel)
+                        : mnt_attach(subs[i].tree, at, subs[i].rel, dest, err);
         }
         submounts_free(subs, n_subs);
         if (r < 0)
@@ -229,7 +231,7 @@ static int mirror_dir(int dir, const struct stat *sb, uint64_t attrs, const char
         int r, rd;
 
         snprintf(modestr, sizeof(modestr), "%04o", (unsigned)(sb->st_mode & 07777));
-        r = mnt_new_fs("tmpfs", opts, attrs, &m);
+        r = mnt_new_fs("tmpfs", opts, attrs, &m, err);
         if (r < 0)
                 return cs_error_set(err, -r, "%s: create a tmpfs over its parent directory", dest);
         rd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -257,10 +259,10 @@ static int mirror_dir(int dir, const struct stat *sb, uint64_t attrs, const char
                         if (n < 0)
                                 continue;
                         target[n] = '\0';
-                        r = mnt_make_entry(m, e->d_name, MAKE_SYMLINK, target);
+                        r = mnt_make_entry(m, e->d_name, MAKE_SYMLINK, target, err);
                 } else {
                         r = mnt_make_entry(m, e->d_name,
-                                           S_ISDIR(esb.st_mode) ? MAKE_DIR : MAKE_FILE, NULL);
+                                           S_ISDIR(esb.st_mode) ? MAKE_DIR : MAKE_FILE, NULL, err);
                         if (r == 0)
                                 tree = open_tree(dirfd(d), e->d_name,
                                                  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |

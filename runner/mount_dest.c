@@ -24,45 +24,12 @@
 static int dest_open_at_depth(struct mnt_state *st, const char *dest, enum want want, bool optional,
                               int *ret_fd, int depth, struct cs_error *err);
 
-/* The two resolutions common/resolve.c offers (each with its walking fallback): inside a
- * root (RESOLVE_IN_ROOT, magic links refused), or beneath a dir with no link at all
- * (RESOLVE_BENEATH, which there always means RESOLVE_NO_SYMLINKS too). */
-int mnt_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
-{
-        if (resolve & RESOLVE_IN_ROOT)
-                return cs_open_in_root(dirfd, path, (int)flags);
-        if (resolve & RESOLVE_BENEATH)
-                return cs_open_beneath(dirfd, path, (int)flags);
-        errno = EINVAL;
-        return -1;
-}
-
-static int mount_id_of(int fd, uint64_t *ret)
-{
-        struct statx sx;
-
-        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &sx) < 0)
-                return -errno;
-        if (!(sx.stx_mask & STATX_MNT_ID))
-                return -ENOSYS;
-        *ret = sx.stx_mnt_id;
-        return 0;
-}
-
-void mnt_scratch_add(struct mnt_state *st, int fd)
-{
-        uint64_t id = 0;
-
-        if (st->n_scratch < sizeof(st->scratch) / sizeof(st->scratch[0]) &&
-            mount_id_of(fd, &id) == 0)
-                st->scratch[st->n_scratch++] = id;
-}
-
 static bool scratch_has(struct mnt_state *st, int fd)
 {
         uint64_t id = 0;
+        struct cs_error unknown;
 
-        if (mount_id_of(fd, &id) < 0)
+        if (mnt_mount_id(fd, &id, &unknown) < 0)
                 return false;
         for (size_t i = 0; i < st->n_scratch; i++)
                 if (st->scratch[i] == id)
@@ -72,7 +39,7 @@ static bool scratch_has(struct mnt_state *st, int fd)
 
 /* Where a symlink at dest points, as a path inside the root: relative targets against
  * dest's directory, ".." stopping at / as RESOLVE_IN_ROOT does. */
-static int symlink_dest(const char *dest, const char *target, char *out, size_t size)
+int mnt_symlink_dest(const char *dest, const char *target, char *out, size_t size)
 {
         char joined[2 * SPEC_PATH_MAX + 2];
         size_t o = 0;
@@ -118,40 +85,25 @@ static int symlink_dest(const char *dest, const char *target, char *out, size_t 
         return 0;
 }
 
-int mnt_make_entry(int parent, const char *name, enum make what, const char *target)
-{
-        int f;
-
-        switch (what) {
-        case MAKE_DIR:
-                return mkdirat(parent, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
-        case MAKE_SYMLINK:
-                return symlinkat(target, parent, name) < 0 ? -errno : 0;
-        default:
-                f = openat(parent, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
-                           0644);
-                if (f < 0)
-                        return -errno;
-                close(f);
-                return 0;
-        }
-}
-
 /* The root of the mount that fd is on: up through ".." until the mount changes. */
-static int mount_root_of(int fd)
+static int mount_root_of(int fd, struct cs_error *err)
 {
         int cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         uint64_t id = 0, pid = 0;
+        int r;
 
-        if (cur < 0 || mount_id_of(cur, &id) < 0)
-                goto fail;
-        for (int depth = 0; depth < SPEC_PATH_MAX / 2; depth++) {
+        if (cur < 0)
+                return cs_error_set(err, errno, "dup");
+        r = mnt_mount_id(cur, &id, err);
+        for (int depth = 0; r >= 0 && depth < SPEC_PATH_MAX / 2; depth++) {
                 struct stat a, b;
                 int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
-                if (up < 0)
-                        goto fail;
-                if (mount_id_of(up, &pid) < 0 || pid != id ||
+                if (up < 0) {
+                        r = cs_error_set(err, errno, "open a directory's parent");
+                        break;
+                }
+                if (mnt_mount_id(up, &pid, err) < 0 || pid != id ||
                     (fstat(up, &a) == 0 && fstat(cur, &b) == 0 && a.st_ino == b.st_ino &&
                      a.st_dev == b.st_dev)) {
                         close(up);
@@ -160,28 +112,27 @@ static int mount_root_of(int fd)
                 close(cur);
                 cur = up;
         }
-fail:
-        if (cur >= 0)
-                close(cur);
-        return -1;
+        close(cur);
+        return r < 0 ? r : cs_error_setx(err, ELOOP, "find the root of a directory's mount");
 }
 
 /* make_entry in a scratch layer; one of our read-only covers is made writable for it. */
-static int make_scratch_entry(int parent, const char *name, enum make what, const char *target)
+static int make_scratch_entry(int parent, const char *name, enum make what, const char *target,
+                              struct cs_error *err)
 {
         struct mount_attr clr = {.attr_clr = MOUNT_ATTR_RDONLY};
         struct mount_attr set = {.attr_set = MOUNT_ATTR_RDONLY};
         _cleanup_close_ int root = -1;
-        int r = mnt_make_entry(parent, name, what, target);
+        int r = mnt_make_entry(parent, name, what, target, err);
 
         if (r != -EROFS)
                 return r;
-        root = mount_root_of(parent);
+        root = mount_root_of(parent, err);
         if (root < 0 || mount_setattr(root, "", AT_EMPTY_PATH, &clr, sizeof(clr)) < 0)
-                return r;
-        r = mnt_make_entry(parent, name, what, target);
+                return cs_error_set(err, EROFS, "create %s", name);
+        r = mnt_make_entry(parent, name, what, target, err);
         if (mount_setattr(root, "", AT_EMPTY_PATH, &set, sizeof(set)) < 0 && r == 0)
-                r = -errno;
+                r = cs_error_set(err, errno, "make %s read-only again", name);
         return r;
 }
 
@@ -198,7 +149,7 @@ int mnt_create_entry(struct mnt_state *st, int *parent, const char *name, enum m
         int r, fd = -1;
 
         if (scratch_has(st, *parent)) {
-                r = make_scratch_entry(*parent, name, what, target);
+                r = make_scratch_entry(*parent, name, what, target, err);
                 if (r == 0)
                         return 0;
                 if (r != -EACCES && r != -EPERM && r != -EOVERFLOW)
@@ -224,12 +175,13 @@ int mnt_create_entry(struct mnt_state *st, int *parent, const char *name, enum m
                 return r;
         close(*parent);
         *parent = fd;
-        r = mnt_make_entry(fd, name, what, target);
+        r = mnt_make_entry(fd, name, what, target, err);
         if (r < 0)
                 return cs_error_set(err, -r, "%s: create %s", dest, name);
-        if (st->cover_ro[st->n_covers - 1] && mnt_set_tree_attrs(fd, MOUNT_ATTR_RDONLY, false) < 0)
-                return cs_error_set(err, errno, "%s: make the cover of its directory read-only",
-                                    dest);
+        if (st->cover_ro[st->n_covers - 1])
+                r = mnt_set_tree_attrs(fd, MOUNT_ATTR_RDONLY, false, err);
+        if (r < 0)
+                return cs_error_set(err, -r, "%s: make the cover of its directory read-only", dest);
         return 0;
 }
 
@@ -255,8 +207,8 @@ static int dest_parent_once(struct mnt_state *st, const char *dest, bool may_cov
                 memcpy(prefix, dest, n);
                 prefix[n] = '\0';
                 fd = mnt_openat2(st->root, prefix, O_PATH | O_CLOEXEC | O_DIRECTORY,
-                                 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-                if (fd < 0 && errno == ENOENT) {
+                                 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, err);
+                if (fd == -ENOENT) {
                         char comp[256];
                         size_t cn = (size_t)(slash - p);
                         struct stat sb;
@@ -279,7 +231,7 @@ static int dest_parent_once(struct mnt_state *st, const char *dest, bool may_cov
                                                              "the sandbox root",
                                                              dest, prefix);
                                 target[tn] = '\0';
-                                if (symlink_dest(prefix, target, head, sizeof(head)) < 0 ||
+                                if (mnt_symlink_dest(prefix, target, head, sizeof(head)) < 0 ||
                                     snprintf(rewrite, SPEC_PATH_MAX, "%s%s",
                                              strcmp(head, "/") == 0 ? "" : head,
                                              slash) >= SPEC_PATH_MAX)
@@ -291,9 +243,11 @@ static int dest_parent_once(struct mnt_state *st, const char *dest, bool may_cov
                             0)
                                 return -err->err;
                         fd = openat(cur, comp, O_PATH | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW);
+                        if (fd < 0)
+                                fd = -errno;
                 }
                 if (fd < 0)
-                        return cs_error_set(err, errno, "%s: resolve %s inside the sandbox root",
+                        return cs_error_set(err, -fd, "%s: resolve %s inside the sandbox root",
                                             dest, prefix);
                 close(cur);
                 cur = fd;
@@ -342,13 +296,13 @@ static int dest_open_at_depth(struct mnt_state *st, const char *dest, enum want 
         int fd, r;
 
         fd = mnt_openat2(st->root, dest, O_PATH | O_CLOEXEC,
-                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, err);
         if (fd >= 0) {
                 *ret_fd = fd;
                 return 0;
         }
-        if (errno != ENOENT)
-                return cs_error_set(err, errno, "%s: resolve it inside the sandbox root", dest);
+        if (fd != -ENOENT)
+                return cs_error_set(err, -fd, "%s: resolve it inside the sandbox root", dest);
         r = mnt_dest_parent(st, dest, !optional, path, &parent, &name, err);
         if (r < 0)
                 return optional && err->err == EROFS ? (*ret_fd = -1, 0) : r;
@@ -365,7 +319,7 @@ static int dest_open_at_depth(struct mnt_state *st, const char *dest, enum want 
                                              "sandbox root",
                                              dest);
                 target[n] = '\0';
-                if (symlink_dest(path, target, next, sizeof(next)) < 0)
+                if (mnt_symlink_dest(path, target, next, sizeof(next)) < 0)
                         return cs_error_setx(err, ENAMETOOLONG, "%s: symlink target too long",
                                              dest);
                 return dest_open_at_depth(st, next, want, optional, ret_fd, depth + 1, err);

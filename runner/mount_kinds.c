@@ -23,132 +23,6 @@
 
 const char *const mnt_dev_nodes[N_DEV_NODES] = {"null", "zero", "full", "random", "urandom", "tty"};
 
-int mnt_set_tree_attrs(int tree, uint64_t attrs, bool recursive)
-{
-        struct mount_attr a = {.attr_set = attrs};
-
-        return mount_setattr(tree, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a,
-                             sizeof(a));
-}
-
-/* A detached recursive clone of a host path, with binds' attributes applied. */
-int mnt_clone_tree(int dirfd, const char *path, unsigned flags, bool recursive, uint64_t attrs)
-{
-        int tree =
-            open_tree(dirfd, path,
-                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags | (recursive ? AT_RECURSIVE : 0));
-
-        if (tree < 0)
-                return -errno;
-        if (mnt_set_tree_attrs(tree, attrs, recursive) < 0) {
-                int e = errno;
-
-                close(tree);
-                return -e;
-        }
-        return tree;
-}
-
-int mnt_mkdir_stage(const char *path, mode_t mode, struct cs_error *err)
-{
-        if (mkdir(path, mode) < 0)
-                return cs_error_set(err, errno, "create %s", path);
-        return 0;
-}
-
-int mnt_fail(struct cs_error *err, enum mnt_result result, int errnum, const char *dest,
-             const char *source)
-{
-        const char *src = source ? source : "the mount";
-        int e = errnum;
-
-/* Each result's text, checked by the compiler; with the errno's text when there is one. */
-#define MNT_TEXT(own_errno, ...)                                                                   \
-        do {                                                                                       \
-                e = errnum ? errnum : (own_errno);                                                 \
-                if (errnum)                                                                        \
-                        cs_error_set(err, e, __VA_ARGS__);                                         \
-                else                                                                               \
-                        cs_error_setx(err, e, __VA_ARGS__);                                        \
-        } while (0)
-        switch (result) {
-        case MNT_SOURCE_GONE:
-                MNT_TEXT(ENOENT,
-                         "bind %s: find the source %s again in the sandbox's mount namespace (it "
-                         "changed since it was checked: launch again)",
-                         dest, src);
-                break;
-        case MNT_SOURCE_SWAPPED:
-                MNT_TEXT(ESTALE,
-                         "bind %s: the source %s was replaced between its check and the mount "
-                         "(something swapped it, or a directory on its way); refusing to mount "
-                         "what was not checked. Launch again",
-                         dest, src);
-                break;
-        case MNT_SOURCE_CLONE:
-                MNT_TEXT(EINVAL, "bind %s: clone the mount of %s", dest, src);
-                break;
-        case MNT_SOURCE_REPLACED_GONE:
-                MNT_TEXT(ENOENT, "bind %s: %s was replaced and its successor is gone; launch again",
-                         dest, src);
-                break;
-        case MNT_TARGET_NOT_DIR:
-                MNT_TEXT(ENOTDIR, "%s is not a directory inside the sandbox, but %s is", dest, src);
-                cs_error_hint(err,
-                              "The root the sandbox runs on (the image or the --rootfs tree), or "
-                              "a bind above it, has a file or a link to one at %s: make it a "
-                              "directory there (in an image's Containerfile: RUN rm -f %s && "
-                              "mkdir -p%s %s, then build and import it again)",
-                              dest, dest, strcmp(dest, "/tmp") == 0 ? " -m 1777" : "", dest);
-                break;
-        case MNT_TARGET_IS_DIR:
-                MNT_TEXT(EISDIR, "%s is a directory inside the sandbox, but %s is a file", dest,
-                         src);
-                cs_error_hint(err,
-                              "The root the sandbox runs on (the image or the --rootfs tree), or "
-                              "a bind above it, has a directory at %s: remove it there, or bind "
-                              "the file elsewhere",
-                              dest);
-                break;
-        case MNT_TARGET_STAT:
-                MNT_TEXT(EIO, "stat %s", dest);
-                break;
-        case MNT_ATTACH:
-                MNT_TEXT(EINVAL, "mount %s on %s", src, dest);
-                break;
-        }
-#undef MNT_TEXT
-        return -e;
-}
-
-int mnt_attach(int tree, int dst, const char *what, const char *dest, struct cs_error *err)
-{
-        if (move_mount(tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-                return mnt_fail(err, MNT_ATTACH, errno, dest, what);
-        return 0;
-}
-
-/* A new filesystem instance as a detached mount. */
-int mnt_new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd)
-{
-        _cleanup_close_ int fs = fsopen(type, FSOPEN_CLOEXEC);
-        int m;
-
-        if (fs < 0)
-                return -errno;
-        for (; opts && opts[0]; opts += 2)
-                if (fsconfig(fs, opts[1] ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG, opts[0],
-                             opts[1], 0) < 0)
-                        return -errno;
-        if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-                return -errno;
-        m = fsmount(fs, FSMOUNT_CLOEXEC, (unsigned)attrs);
-        if (m < 0)
-                return -errno;
-        *ret_fd = m;
-        return 0;
-}
-
 int mnt_tmpfs_at(struct mnt_state *st, int dst, mode_t mode, const char *dest, struct cs_error *err)
 {
         char modestr[16];
@@ -157,7 +31,7 @@ int mnt_tmpfs_at(struct mnt_state *st, int dst, mode_t mode, const char *dest, s
         int r;
 
         snprintf(modestr, sizeof(modestr), "%04o", (unsigned)mode);
-        r = mnt_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &m);
+        r = mnt_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &m, err);
         if (r < 0)
                 return cs_error_set(err, -r, "create a tmpfs for %s", dest);
         mnt_scratch_add(st, m);
@@ -175,7 +49,7 @@ int mnt_copy_at(struct mnt_state *st, int dst, const struct spec_mount *m, struc
         int r;
 
         snprintf(modestr, sizeof(modestr), "%04o", (unsigned)(m->mode ? m->mode : 0755));
-        r = mnt_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &tree);
+        r = mnt_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &tree, err);
         if (r < 0)
                 return cs_error_set(err, -r, "create a tmpfs for %s", m->dest);
         top = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -185,23 +59,21 @@ int mnt_copy_at(struct mnt_state *st, int dst, const struct spec_mount *m, struc
          * sandbox then lacks what is missing), never a failed launch. */
         r = cs_copy_tree(m->source_fd, top, &b);
         if (r < 0)
-                fprintf(stderr,
-                        "csandbox: warning: could not copy everything in %s into the sandbox "
-                        "(%s); inside, %s lacks what is missing\n",
-                        m->source, strerror(-r), m->dest);
+                runner_warn("csandbox: warning: could not copy everything in %s into the sandbox "
+                            "(%s); inside, %s lacks what is missing",
+                            m->source, strerror(-r), m->dest);
         else if (b.skipped)
-                fprintf(stderr,
-                        "csandbox: warning: %s holds %s, which the sandbox's copy leaves out\n",
-                        m->source, b.skipped);
+                runner_warn("csandbox: warning: %s holds %s, which the sandbox's copy leaves out",
+                            m->source, b.skipped);
         mnt_scratch_add(st, tree);
         return mnt_attach(tree, dst, "a copy", m->dest, err);
 }
 
-static int proc_bind(int *ret)
+static int proc_bind(int *ret, struct cs_error *err)
 {
-        int m = mnt_clone_tree(AT_FDCWD, "/proc", 0, true,
-                               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                   MOUNT_ATTR_NOEXEC);
+        int m = mnt_clone_tree(
+            AT_FDCWD, "/proc", 0, true,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
 
         if (m < 0)
                 return m;
@@ -222,19 +94,20 @@ int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error 
                 r = mnt_new_fs("tmpfs", empty,
                                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                                    MOUNT_ATTR_NOEXEC,
-                               &m);
+                               &m, err);
                 if (r < 0)
                         return cs_error_set(err, -r, "create an empty %s (--proc=none)", dest);
                 return mnt_attach(m, dst, "an empty proc", dest, err);
         }
         if (mode == SPEC_PROC_BIND) {
-                r = proc_bind(&m);
+                r = proc_bind(&m, err);
                 if (r < 0)
                         return cs_error_set(err, -r, "bind the existing /proc on %s (--proc=bind)",
                                             dest);
                 return mnt_attach(m, dst, "proc", dest, err);
         }
-        r = mnt_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &m);
+        r = mnt_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &m,
+                       err);
         if (r == -EPERM && mode == SPEC_PROC_FRESH) {
                 /* The kernel's own rule (mount_too_revealing), not a seccomp filter. */
                 cs_error_setx(
@@ -251,7 +124,7 @@ int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error 
         if (r == -EPERM) {
                 /* The kernel refuses a fresh proc when the visible one has locked
                  * overmounts (container engines mask /proc this way). */
-                r = proc_bind(&m);
+                r = proc_bind(&m, err);
                 if (r < 0)
                         return cs_error_set(err, -r, "bind the existing /proc on %s", dest);
                 runner_note(RUNNER_NOTE_PROC_BIND);
@@ -277,7 +150,7 @@ int mnt_sysfs(struct mnt_state *st, struct cs_error *err)
                 return r;
         r = mnt_new_fs("sysfs", NULL,
                        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                       &m);
+                       &m, err);
         if (r == 0)
                 return mnt_attach(m, dst, "sysfs", "/sys", err);
         for (size_t i = 0; i < sizeof(net_dirs) / sizeof(net_dirs[0]); i++) {
@@ -311,9 +184,9 @@ int mnt_dev_at(struct mnt_state *st, int dst, const char *dest, struct cs_error 
                 return r;
         /* dst still names the covered directory; reopen through the path to get the tmpfs. */
         dev = mnt_openat2(st->root, dest, O_PATH | O_DIRECTORY | O_CLOEXEC,
-                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, err);
         if (dev < 0)
-                return cs_error_set(err, errno, "open %s", dest);
+                return cs_error_set(err, -dev, "open %s", dest);
         for (size_t i = 0; i < N_DEV_NODES; i++) {
                 int f, node;
 
@@ -341,7 +214,7 @@ int mnt_dev_at(struct mnt_state *st, int dst, const char *dest, struct cs_error 
         pts = openat(dev, "pts", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (pts < 0)
                 return cs_error_set(err, errno, "open %s/pts", dest);
-        r = mnt_new_fs("devpts", pts_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, &m);
+        r = mnt_new_fs("devpts", pts_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, &m, err);
         if (r < 0)
                 return cs_error_set(err, -r, "mount devpts on %s/pts", dest);
         r = mnt_attach(m, pts, "devpts", dest, err);
@@ -369,7 +242,7 @@ int mnt_file_at(const struct spec_mount *m, int dst, struct cs_error *err)
         if (f < 0 || cs_write_all(f, m->data, m->data_len) < 0)
                 return cs_error_set(err, errno, "write the copy for %s", m->dest);
         tree = mnt_clone_tree(files, name, 0, false,
-                              MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                              MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
         if (tree < 0)
                 return cs_error_set(err, -tree, "clone the copy for %s", m->dest);
         return mnt_attach(tree, dst, "a file", m->dest, err);

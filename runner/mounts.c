@@ -35,28 +35,29 @@ static bool same_object(const struct stat *a, const struct stat *b)
  * A different inode is refused (ESTALE): something swapped a component in between. One
  * exception keeps concurrent launches of one profile working: a regular file that was
  * unlinked since (a staged copy replaced by rename) is taken as its successor when that is
- * a regular file of the same owner. Sets errno on failure. */
-static int source_find_again(int dirfd, const char *real, int want_fd, struct stat *ret_st)
+ * a regular file of the same owner (else -ESTALE). */
+static int source_find_again(int dirfd, const char *real, int want_fd, struct stat *ret_st,
+                             struct cs_error *err)
 {
         struct stat want;
-        int fd;
+        int fd, e;
 
         if (fstat(want_fd, &want) < 0)
-                return -1;
+                return cs_error_set(err, errno, "stat %s as it was opened", real);
         while (*real == '/')
                 real++;
         fd = cs_open_beneath(dirfd, real, O_PATH);
         if (fd < 0 || fstat(fd, ret_st) < 0) {
+                e = errno;
                 if (fd >= 0)
                         close(fd);
-                return -1;
+                return cs_error_set(err, e, "find /%s again", real);
         }
         if (!same_object(&want, ret_st) &&
             !(S_ISREG(want.st_mode) && want.st_nlink == 0 && S_ISREG(ret_st->st_mode) &&
               ret_st->st_uid == want.st_uid)) {
                 close(fd);
-                errno = ESTALE;
-                return -1;
+                return cs_error_setx(err, ESTALE, "/%s is not the object opened before", real);
         }
         return fd;
 }
@@ -72,16 +73,16 @@ static int bind_source_clone(int dirfd, const char *path, const struct spec_moun
         int tree;
 
         *ret_tree = -1;
-        src = source_find_again(dirfd, path, m->source_fd, &sb);
-        if (src < 0 && errno == ENOENT && (m->flags & SPEC_MOUNT_OPTIONAL))
+        src = source_find_again(dirfd, path, m->source_fd, &sb, err);
+        if (src == -ENOENT && (m->flags & SPEC_MOUNT_OPTIONAL))
                 return 0;
-        if (src < 0 && errno == ESTALE)
+        if (src == -ESTALE)
                 return mnt_fail(err, MNT_SOURCE_SWAPPED, 0, m->dest, m->source);
         if (src < 0)
-                return mnt_fail(err, MNT_SOURCE_GONE, errno, m->dest, m->source);
+                return mnt_fail(err, MNT_SOURCE_GONE, -src, m->dest, m->source);
         if (m->flags & SPEC_MOUNT_RO)
                 attrs |= MOUNT_ATTR_RDONLY;
-        tree = mnt_clone_tree(src, "", AT_EMPTY_PATH, true, attrs);
+        tree = mnt_clone_tree(src, "", AT_EMPTY_PATH, true, attrs, err);
         if (tree < 0)
                 return mnt_fail(err, MNT_SOURCE_CLONE, -tree, m->dest, m->source);
         *ret_tree = tree;
@@ -132,9 +133,9 @@ static int prepare(struct mnt_state *st, const struct sandbox_spec *s, struct cs
         if (s->root == SPEC_ROOT_DIR) {
                 struct stat sb;
 
-                st->root_dir = source_find_again(st->host_view, s->root_real, s->root_fd, &sb);
+                st->root_dir = source_find_again(st->host_view, s->root_real, s->root_fd, &sb, err);
                 if (st->root_dir < 0 || !S_ISDIR(sb.st_mode))
-                        return cs_error_set(err, st->root_dir < 0 ? errno : ENOTDIR,
+                        return cs_error_set(err, st->root_dir < 0 ? -st->root_dir : ENOTDIR,
                                             "find the root %s (%s) again in the sandbox's mount "
                                             "namespace",
                                             s->root_path, s->root_real);
@@ -144,27 +145,32 @@ static int prepare(struct mnt_state *st, const struct sandbox_spec *s, struct cs
                 for (size_t i = 0; i < s->n_lowers; i++) {
                         const struct spec_lower *l = &s->lowers[i];
 
-                        st->lower_dirs[i] = source_find_again(st->host_view, l->real, l->fd, &sb);
+                        st->lower_dirs[i] =
+                            source_find_again(st->host_view, l->real, l->fd, &sb, err);
                         if (st->lower_dirs[i] < 0 || !S_ISDIR(sb.st_mode))
-                                return cs_error_set(err, st->lower_dirs[i] < 0 ? errno : ENOTDIR,
-                                                    "find the root's layer %s (%s) again in the "
-                                                    "sandbox's mount namespace",
-                                                    l->path, l->real);
+                                return cs_error_set(
+                                    err, st->lower_dirs[i] < 0 ? -st->lower_dirs[i] : ENOTDIR,
+                                    "find the root's layer %s (%s) again in the "
+                                    "sandbox's mount namespace",
+                                    l->path, l->real);
                 }
         }
         close(st->host_view);
         st->host_view = -1;
         for (size_t i = 0; i < N_DEV_NODES; i++) {
+                /* Dropped: a node the host lacks is left out of the sandbox's /dev. */
+                struct cs_error missing;
                 char path[32];
 
                 snprintf(path, sizeof(path), "/dev/%s", mnt_dev_nodes[i]);
                 /* Device nodes need a mount without nodev. */
-                st->dev_trees[i] = mnt_clone_tree(AT_FDCWD, path, 0, false, MOUNT_ATTR_NOSUID);
+                st->dev_trees[i] =
+                    mnt_clone_tree(AT_FDCWD, path, 0, false, MOUNT_ATTR_NOSUID, &missing);
         }
         if (s->root == SPEC_ROOT_HOST) {
                 st->host_root =
                     mnt_clone_tree(AT_FDCWD, "/", 0, true,
-                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
                 if (st->host_root < 0)
                         return cs_error_set(err, -st->host_root, "clone the host's root");
         }
@@ -279,31 +285,32 @@ static int upper_prepare(struct mnt_state *st, const struct sandbox_spec *s, int
 }
 
 /* The overlay through the new mount API, one fsconfig("lowerdir+") a lower dir (Linux
- * 6.8), which no option-string length limits: 0 when attached at target, else -errno. */
+ * 6.8), which no option-string length limits: 0 when attached at target, else -errno
+ * with err set. */
 static int overlay_fsopen(struct mnt_state *st, const struct sandbox_spec *s, const char *upper,
-                          const char *work, const char *target)
+                          const char *work, const char *target, struct cs_error *err)
 {
         _cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
         _cleanup_close_ int m = -1;
         char lower[32];
 
         if (fs < 0)
-                return -errno;
+                return cs_error_set(err, errno, "open a new overlay");
         for (size_t i = 0; i < s->n_lowers + 1; i++) {
                 snprintf(lower, sizeof(lower), "/proc/self/fd/%d",
                          i ? st->lower_dirs[i - 1] : st->root_dir);
                 if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", lower, 0) < 0)
-                        return -errno;
+                        return cs_error_set(err, errno, "overlay: add the lower dir %zu", i);
         }
         if (upper && (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
                       fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0))
-                return -errno;
+                return cs_error_set(err, errno, "overlay: set the upper and work dirs");
         if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
             fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-                return -errno;
+                return cs_error_set(err, errno, "create an overlay");
         m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (m < 0 || move_mount(m, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                return -errno;
+                return cs_error_set(err, errno, "mount an overlay on %s", target);
         return 0;
 }
 
@@ -315,7 +322,7 @@ static int overlay_mount(struct mnt_state *st, const struct sandbox_spec *s, con
                          const char *work, const char *target, struct cs_error *err)
 {
         size_t n = s->n_lowers + 1, len;
-        int first = overlay_fsopen(st, s, upper, work, target);
+        int first = overlay_fsopen(st, s, upper, work, target, err);
         char opts[4096];
 
         if (first == 0)
@@ -577,9 +584,11 @@ static int assemble(struct mnt_state *st, const struct sandbox_spec *s, struct c
                         return cs_error_wrap(err, "%s on %s", spec_mount_kind_name(m->kind),
                                              m->dest);
         }
-        if (s->root == SPEC_ROOT_DIR && !s->writable && s->upper_fd < 0 &&
-            mnt_set_tree_attrs(st->root, MOUNT_ATTR_RDONLY, false) < 0)
-                return cs_error_set(err, errno, "make the root read-only");
+        if (s->root == SPEC_ROOT_DIR && !s->writable && s->upper_fd < 0) {
+                r = mnt_set_tree_attrs(st->root, MOUNT_ATTR_RDONLY, false, err);
+                if (r < 0)
+                        return cs_error_set(err, -r, "make the root read-only");
+        }
         if (fchdir(st->root) < 0)
                 return cs_error_set(err, errno, "enter the new root");
         if (syscall(SYS_pivot_root, ".", ".") < 0)

@@ -1,6 +1,9 @@
-/* Internal to the mount files (mounts.c, mount_dest.c, mount_cover.c, mount_kinds.c). */
+/* Internal to the mount files (mounts.c, mount_kinds.c, mount_dest.c, mount_cover.c, and
+ * their primitives in mount_util.c).
+ * One convention for every helper here: a negative errno on failure, with err saying what
+ * failed (a caller may say it again in its own words); an fd or 0 on success. */
 #pragma once
-#include "runner.h"
+#include "internal.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -59,13 +62,18 @@ struct mnt_state {
 /* The two resolutions common/resolve.c offers (each with its walking fallback): inside a
  * root (RESOLVE_IN_ROOT, magic links refused), or beneath a dir with no link at all
  * (RESOLVE_BENEATH, which there always means RESOLVE_NO_SYMLINKS too). */
-int mnt_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve);
+int mnt_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve,
+                struct cs_error *err);
 void mnt_scratch_add(struct mnt_state *st, int fd);
-int mnt_set_tree_attrs(int tree, uint64_t attrs, bool recursive);
+/* The id of the mount fd is on (statx). */
+int mnt_mount_id(int fd, uint64_t *ret, struct cs_error *err);
+int mnt_set_tree_attrs(int tree, uint64_t attrs, bool recursive, struct cs_error *err);
 /* A detached recursive clone of a host path, with binds' attributes applied. */
-int mnt_clone_tree(int dirfd, const char *path, unsigned flags, bool recursive, uint64_t attrs);
+int mnt_clone_tree(int dirfd, const char *path, unsigned flags, bool recursive, uint64_t attrs,
+                   struct cs_error *err);
 int mnt_mkdir_stage(const char *path, mode_t mode, struct cs_error *err);
-int mnt_make_entry(int parent, const char *name, enum make what, const char *target);
+int mnt_make_entry(int parent, const char *name, enum make what, const char *target,
+                   struct cs_error *err);
 /* Cover the directory dir so that a mountpoint can be created in it without writing the
  * host: an overlay whose lower layer is dir itself and whose upper layer lives on the
  * staging tmpfs (every entry of dir stays visible and live; mounts beneath are attached
@@ -88,11 +96,15 @@ int mnt_create_entry(struct mnt_state *st, int *parent, const char *name, enum m
  * (SPEC_PATH_MAX bytes) holds the path that was finally resolved; *ret_name points into it. */
 int mnt_dest_parent(struct mnt_state *st, const char *dest, bool may_cover, char *path, int *ret_fd,
                     const char **ret_name, struct cs_error *err);
+/* Where a symlink at dest points, as a path inside the root (out, size bytes): relative
+ * targets against dest's directory, ".." stopping at /. 0 or -ENAMETOOLONG. */
+int mnt_symlink_dest(const char *dest, const char *target, char *out, size_t size);
 int mnt_dest_open(struct mnt_state *st, const char *dest, enum want want, bool optional,
                   int *ret_fd, struct cs_error *err);
 int mnt_attach(int tree, int dst, const char *what, const char *dest, struct cs_error *err);
 /* A new filesystem instance as a detached mount. */
-int mnt_new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd);
+int mnt_new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd,
+               struct cs_error *err);
 int mnt_tmpfs_at(struct mnt_state *st, int dst, mode_t mode, const char *dest,
                  struct cs_error *err);
 /* SPEC_MOUNT_COPY: a tmpfs with the copy of m->source_fd, attached at dst. */

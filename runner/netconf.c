@@ -9,7 +9,7 @@
  * solicitation, a SYN) waits in the tap's queue: nothing is lost or refused, only delayed
  * until pasta is up. When the host's routes do not fit this (no gateway, a multipath
  * default), pasta configures the namespace itself as before and the payload waits for it. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"

@@ -2,7 +2,7 @@
  * namespace, and pasta started on it at once, so that pasta's own start-up (about 8 ms
  * until its tap exists) runs while the caller is still planning the launch. launch_run
  * then builds the sandbox inside those two namespaces (setns) instead of new ones. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/error.h"
 

@@ -1,6 +1,6 @@
 /* The sandbox's own network namespace: loopback up, the host's addresses unreachable, and
  * the user-mode helper (pasta) that gives it a network. */
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"

@@ -125,6 +125,13 @@ struct spec_rlimit {
         struct rlimit limit;
 };
 
+/* A package manager the broker may run: the base name a request names, and the image's
+ * program it runs for it. */
+struct spec_broker_manager {
+        char *name;
+        char *path;
+};
+
 struct sandbox_spec {
         enum spec_root root;
         char *root_path; /* SPEC_ROOT_DIR: the tree as given (--plan and messages only) */
@@ -156,9 +163,14 @@ struct sandbox_spec {
          * payload of uid 0. 0: none, as every session. */
         uint64_t payload_caps;
         /* The package broker (runner/broker.c) at SPEC_BROKER_SOCKET, which needs uid 0
-         * mapped: the range is then mapped when the caller has one; without one, a warning
-         * says why and the session has no broker. */
+         * mapped, so map_range. Whether the caller has a range is decided before the launch
+         * (runner_spec_complete): without one, a warning says why and the spec has no broker.
+         * The producer decides its capabilities (bit n: capability n) and the package
+         * managers it runs (policy/plan_broker.c); the runner changes none of it. */
         bool package_broker;
+        uint64_t broker_caps;
+        struct spec_broker_manager *broker_managers;
+        size_t n_broker_managers;
 
         char *hostname; /* NULL: keep "csandbox" */
         enum spec_net net;
@@ -190,6 +202,12 @@ struct sandbox_spec {
 
         uint64_t memory_max; /* bytes; 0: no limit */
         unsigned cpu_milli;  /* thousandths of a CPU; 0: no limit */
+
+        /* What the producers decided the user should hear before the launch (a fallback,
+         * something left out), one message each without a trailing newline; --plan shows
+         * them and the command line prints them. */
+        char **warnings;
+        size_t n_warnings;
 };
 
 #define SPEC_DEFAULT_PATH     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -275,6 +293,17 @@ int spec_parse_memory_mib(const char *what, const char *v, uint64_t *ret_bytes,
 int spec_parse_cpus(const char *what, const char *v, unsigned *ret_milli, struct cs_error *err);
 
 int spec_set_argv(struct sandbox_spec *s, int argc, char *const *argv, struct cs_error *err);
+
+/* Add a warning (see warnings); -ENOMEM with err set when it cannot be kept. */
+__attribute__((format(printf, 3, 4))) int spec_warn(struct sandbox_spec *s, struct cs_error *err,
+                                                    const char *fmt, ...);
+/* The broker may run name as path (both copied). */
+int spec_broker_allow(struct sandbox_spec *s, const char *name, const char *path,
+                      struct cs_error *err);
+/* The manager the broker runs for name (a base name), or NULL. */
+const char *spec_broker_manager(const struct sandbox_spec *s, const char *name);
+/* spec_free's part for the above. */
+void spec_decided_free(struct sandbox_spec *s);
 
 /* The spec as JSON (secrets redacted). Caller frees with cJSON_Delete. */
 /* Whether the spec holds together, before any namespace exists: every mount has what its kind

@@ -161,6 +161,17 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
                 cJSON_AddStringToObject(ids, "payload_caps", caps);
         }
         cJSON_AddBoolToObject(o, "package_broker", s->package_broker);
+        if (s->package_broker) {
+                cJSON *b = cJSON_AddObjectToObject(o, "broker");
+                cJSON *mg = cJSON_AddObjectToObject(b, "managers");
+                char caps[20];
+
+                snprintf(caps, sizeof(caps), "%016llx", (unsigned long long)s->broker_caps);
+                cJSON_AddStringToObject(b, "caps", caps);
+                for (size_t i = 0; i < s->n_broker_managers; i++)
+                        cJSON_AddStringToObject(mg, s->broker_managers[i].name,
+                                                s->broker_managers[i].path);
+        }
 
         cJSON_AddStringToObject(o, "hostname", s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME);
         cJSON_AddStringToObject(o, "net", spec_net_name(s->net));
@@ -235,6 +246,12 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
                         cJSON_AddNumberToObject(e, "hard", (double)s->rlimits[i].limit.rlim_max);
                         cJSON_AddItemToArray(rl, e);
                 }
+        }
+        {
+                cJSON *w = cJSON_AddArrayToObject(o, "warnings");
+
+                for (size_t i = 0; i < s->n_warnings; i++)
+                        cJSON_AddItemToArray(w, cJSON_CreateString(s->warnings[i]));
         }
         return o;
 }

@@ -3,6 +3,7 @@ to a broker that runs it as the sandbox's root (the subordinate range maps uid 0
 few capabilities and the payload's seccomp filter, and refuses anything else. Tested with a
 fake package manager that reports what it was given, and with the real apt-get of a Debian
 root (tests/setup-root builds it with mmdebstrap) installing from a local repository."""
+import json
 import os
 import subprocess
 import sys
@@ -164,6 +165,69 @@ def test_without_a_usable_range_sudo_says_why(store, tmp_path):
     assert "csandbox: sudo cannot install packages in this session" in r.stderr
     assert "no_new_privs" in r.stderr
     assert "sudo: this session cannot install packages" in r.stderr
+
+
+def in_a_sandbox(store, argv):
+    """argv run inside another csandbox: no_new_privs there, so no subordinate range."""
+    sudo = os.path.join(os.path.dirname(CSANDBOX), "csandbox-sudo")
+    return [CSANDBOX, "exec", "--net", "host", "--bind", store, store, "--setenv",
+            "XDG_DATA_HOME", store, "--ro-bind", CSANDBOX, CSANDBOX, "--ro-bind", sudo, sudo,
+            "--", *argv]
+
+
+SET_UP = ("cat /proc/self/uid_map; echo @@; cat /proc/self/gid_map; echo @@;"
+          " test -S /run/csandbox/packages.sock && echo socket || echo none; echo @@;"
+          " cat /proc/self/mountinfo")
+
+
+def id_map(text):
+    return [tuple(int(w) for w in line.split()) for line in text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("has_range", [True, False], ids=["range", "no-range"])
+def test_the_plan_is_what_pid_1_set_up(store, has_range):
+    """--plan prints what runs: for a broker launch with and without a subordinate range,
+    the plan's id maps, broker and mounts are those the payload finds."""
+    inner = [CSANDBOX, "exec", "--image", "fakepm", "--writable", "--uid", "1000", "--gid",
+             "1000", "--package-broker"]
+    wrap = (lambda a: a) if has_range else (lambda a: in_a_sandbox(store, a))
+
+    def run(*extra):
+        r = subprocess.run(wrap(inner + [*extra, "--", "/bin/sh", "-c", SET_UP]),
+                           env=base_env(XDG_DATA_HOME=store), capture_output=True, text=True,
+                           timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    p = run("--plan")
+    plan = json.loads(p.stdout)
+    r = run()
+    uid_map, gid_map, socket, mountinfo = r.stdout.split("@@\n")
+    ids = plan["ids"]
+    assert ids["map_range"] is has_range and plan["package_broker"] is has_range, plan
+    for got, inside, outside in ((id_map(uid_map), ids["uid"], ids["host_uid"]),
+                                 (id_map(gid_map), ids["gid"], ids["host_gid"])):
+        assert (inside, outside, 1) in got, got
+        if ids["map_range"]:
+            assert sum(n for _, _, n in got) == 65536, got
+        else:
+            assert got == [(inside, outside, 1)], got
+    assert socket.strip() == ("socket" if plan["package_broker"] else "none")
+    if plan["package_broker"]:
+        assert plan["broker"]["caps"] == BROKER_CAPS
+        assert plan["broker"]["managers"]["apt-get"] == "/usr/bin/apt-get"
+        assert plan["warnings"] == []
+    else:
+        assert "broker" not in plan
+        warned = [w for w in plan["warnings"] if "sudo cannot install packages" in w]
+        assert len(warned) == 1 and "no_new_privs" in warned[0], plan["warnings"]
+        # the launch says what the plan said, once, and the runner adds nothing of its own
+        assert r.stderr.count(warned[0]) == 1, r.stderr
+    points = {line.split()[4] for line in mountinfo.splitlines() if line.strip()}
+    for m in plan["mounts"]:
+        if m["kind"] in ("bind", "tmpfs", "proc", "dev", "copy") and not m["optional"]:
+            assert m["dest"] in points, (m, sorted(points))
+    assert "/run/csandbox" in points
 
 
 def test_package_broker_needs_a_root_of_its_own():

@@ -152,6 +152,13 @@ static void test_plan_of_a_profile_in_a_git_work_tree(void)
         }
         CHECK(stat(at("data/claude-profile/profiles/work/git-hooks"), &st) < 0);
         CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "net")), "pasta") == 0);
+        /* On the host's root the planner decides no package broker: no range is mapped for
+         * one, no rules are written, and the plan has nothing to warn of. */
+        CHECK(cJSON_IsFalse(cJSON_GetObjectItem(j, "package_broker")));
+        CHECK(!cJSON_GetObjectItem(j, "broker"));
+        CHECK(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "ids"), "map_range")));
+        CHECK(p.spec.broker_caps == 0 && p.spec.n_broker_managers == 0);
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "warnings")) == 0);
         cJSON_Delete(j);
         plan_free(&p);
         profile_config_free(&c);
