@@ -633,159 +633,6 @@ static int copy_tree(struct copy_ctx *x, int sfd, int dfd, const char *crel, con
 
 /* ---- ADD of a local tar ---- */
 
-/* The directory of a tar entry's parent (components of rel before its last), from the
- * destination directory, made when missing. */
-static int tar_parent(struct copy_ctx *x, int dest_fd, const char *dest, const char *rel,
-                      const char *shown)
-{
-        _cleanup_close_ int cur = fcntl(dest_fd, F_DUPFD_CLOEXEC, 3);
-        const char *p = rel;
-        const char *last = strrchr(rel, '/');
-
-        if (cur < 0)
-                return cs_error_set(x->err, errno, "%s: entry `%s`", x->c->what, shown);
-        while (last && p < last) {
-                const char *end = strchrnul(p, '/');
-                _cleanup_free_ char *comp = strndup(p, (size_t)(end - p));
-                _cleanup_free_ char *full = NULL;
-                bool made;
-                int next;
-
-                if (!comp || asprintf(&full, "%s/%.*s", dest, (int)(end - rel), rel) < 0)
-                        return cs_error_set(x->err, ENOMEM, "%s", x->c->what);
-                next = dest_dir(x, cur, comp, full, 0755, x->uid, x->gid, &made);
-                if (next < 0)
-                        return next;
-                close(cur);
-                cur = next;
-                p = end + 1;
-        }
-        return cs_take_fd(&cur);
-}
-
-struct tar_dir {
-        char *rel;
-        mode_t mode;
-        struct timespec mtime;
-};
-
-static int tar_entry(struct copy_ctx *x, struct archive *a, struct archive_entry *e, int dest_fd,
-                     const char *dest, struct tar_dir **dirs, size_t *n_dirs)
-{
-        const char *name = archive_entry_pathname(e), *hl = archive_entry_hardlink(e);
-        _cleanup_free_ char *rel = NULL;
-        _cleanup_close_ int pfd = -1, out = -1;
-        mode_t type = archive_entry_filetype(e), mode = archive_entry_perm(e) & 07777;
-        struct timespec mtime = {archive_entry_mtime(e), archive_entry_mtime_nsec(e)};
-        uid_t uid = x->chown_set ? x->uid : (uid_t)archive_entry_uid(e);
-        gid_t gid = x->chown_set ? x->gid : (gid_t)archive_entry_gid(e);
-        const char *base;
-        char shown[256];
-        int r;
-
-        layer_sanitize(name, shown, sizeof(shown));
-        while (name && *name == '/')
-                name++; /* docker puts an absolute name under the destination */
-        if (!name || !*name)
-                return 0;
-        r = layer_path_normalize(name, LAYER_DEFAULT_MAX_PATH, &rel, x->err);
-        if (r < 0)
-                return cs_error_wrap(x->err, "%s: the archive", x->c->what);
-        if (!*rel)
-                return 0;
-        r = budget(x, type == AE_IFREG && !hl ? (uint64_t)archive_entry_size(e) : 0, shown);
-        if (r < 0)
-                return r;
-        if (x->chmod_set)
-                mode = x->chmod;
-        base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
-        pfd = tar_parent(x, dest_fd, dest, rel, shown);
-        if (pfd < 0) {
-                r = pfd;
-        } else if (hl) {
-                _cleanup_free_ char *trel = NULL;
-                _cleanup_close_ int tfd = -1;
-                struct stat st;
-
-                r = layer_path_normalize(hl[0] == '/' ? hl + 1 : hl, LAYER_DEFAULT_MAX_PATH, &trel,
-                                         x->err);
-                if (r < 0)
-                        cs_error_wrap(x->err, "%s: the archive", x->c->what);
-                if (r == 0) {
-                        const char *tbase = strrchr(trel, '/') ? strrchr(trel, '/') + 1 : trel;
-
-                        tfd = tar_parent(x, dest_fd, dest, trel, shown);
-                        if (tfd < 0)
-                                r = tfd;
-                        else if (fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-                                 !S_ISREG(st.st_mode))
-                                r = cs_error_setx(x->err, ENOENT,
-                                                  "%s: hard link `%s` names no earlier file of "
-                                                  "the archive",
-                                                  x->c->what, shown);
-                        else if ((r = clear_at(x, pfd, base, false, shown)) == 0 &&
-                                 linkat(tfd, tbase, pfd, base, 0) < 0)
-                                r = cs_error_set(x->err, errno, "%s: hard link `%s`", x->c->what,
-                                                 shown);
-                }
-        } else if (type == AE_IFREG) {
-                int64_t size = archive_entry_size(e);
-
-                r = clear_at(x, pfd, base, false, shown);
-                if (r == 0 &&
-                    (out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                  0600)) < 0)
-                        r = cs_error_set(x->err, errno, "%s: create `%s`", x->c->what, shown);
-                if (r == 0 && archive_read_data_into_fd(a, out) < ARCHIVE_WARN)
-                        r = cs_error_setx(x->err, EIO, "%s: the archive, at `%s`: %s", x->c->what,
-                                          shown, archive_error_string(a));
-                if (r == 0 && ftruncate(out, size < 0 ? 0 : size) < 0)
-                        r = cs_error_set(x->err, errno, "%s: `%s`", x->c->what, shown);
-                if (r == 0)
-                        r = set_attrs(x, out, mode, &mtime, uid, gid, shown);
-        } else if (type == AE_IFDIR) {
-                _cleanup_free_ char *full = NULL;
-                struct tar_dir *nd;
-                bool made;
-
-                if (asprintf(&full, "%s/%s", dest, rel) < 0)
-                        r = cs_error_set(x->err, ENOMEM, "%s", x->c->what);
-                if (r == 0 && (out = dest_dir(x, pfd, base, full, mode, uid, gid, &made)) < 0)
-                        r = out;
-                if (r == 0 && !made)
-                        r = set_attrs(x, out, mode, NULL, uid, gid, shown);
-                nd = r == 0 ? realloc(*dirs, (*n_dirs + 1) * sizeof(**dirs)) : NULL;
-                if (r == 0 && !nd)
-                        r = cs_error_set(x->err, ENOMEM, "%s", x->c->what);
-                if (r == 0) {
-                        *dirs = nd;
-                        nd[(*n_dirs)++] = (struct tar_dir){cs_take_ptr(&rel), mode, mtime};
-                }
-        } else if (type == AE_IFLNK) {
-                const char *target = archive_entry_symlink(e);
-                struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, mtime};
-
-                if (!target || strlen(target) > LAYER_DEFAULT_MAX_PATH)
-                        r = cs_error_setx(x->err, ENAMETOOLONG,
-                                          "%s: symlink `%s` has no or a too long target",
-                                          x->c->what, shown);
-                if (r == 0)
-                        r = clear_at(x, pfd, base, false, shown);
-                if (r == 0 && symlinkat(target, pfd, base) < 0)
-                        r = cs_error_set(x->err, errno, "%s: symlink `%s`", x->c->what, shown);
-                if (r == 0 && fchownat(pfd, base, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-                        r = cs_error_set(x->err, errno, "%s: chown `%s`", x->c->what, shown);
-                if (r == 0)
-                        (void)utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW);
-        }
-        /* devices, fifos and sockets: not made (a user namespace cannot) */
-        if (r < 0 && x->err->err == EINVAL && strstr(x->err->msg, "chown"))
-                cs_error_hint(x->err, "the archive's owner is outside the ids the build's user "
-                                      "namespace maps (add a range for your user to /etc/subuid "
-                                      "and /etc/subgid, or ADD with --chown)");
-        return r;
-}
-
 /* The archive's bytes as libarchive reads them: its first `left` (the size it had when it
  * was opened), each hashed on the way when the copy is digested. */
 struct tar_src {
@@ -817,17 +664,57 @@ static la_ssize_t tar_src_read(struct archive *a, void *data, const void **ret)
         return n;
 }
 
+/* The archive's entries onto dest_fd by the layer extractor's rules (layer_tree_new_add),
+ * within what is left of the copy's limits. */
+static int unpack_entries(struct copy_ctx *x, struct archive *a, struct archive_entry *e, int ar,
+                          int dest_fd, const char *shown)
+{
+        struct layer_limits lim = LAYER_LIMITS_DEFAULT;
+        struct layer_add_opts opts = {.chown_set = x->chown_set,
+                                      .chmod_set = x->chmod_set,
+                                      .uid = x->uid,
+                                      .gid = x->gid,
+                                      .chmod = x->chmod};
+        struct layer_tree *t = NULL;
+        int r;
+
+        lim.max_size -= x->bytes;
+        lim.max_entries -= x->entries;
+        r = layer_tree_new_add(dest_fd, &lim, &opts, &t, x->err);
+        for (; r == 0 && ar != ARCHIVE_EOF; ar = archive_read_next_header(a, &e)) {
+                if (ar < ARCHIVE_WARN)
+                        r = cs_error_setx(x->err, EINVAL, "%s: the archive `%s`: %s", x->c->what,
+                                          shown, archive_error_string(a));
+                else if ((r = layer_tree_add_entry(t, a, e, x->err)) == -EIO)
+                        r = cs_error_setx(x->err, EIO, "%s: the archive `%s`: %s", x->c->what,
+                                          shown, archive_error_string(a));
+                else if (r < 0)
+                        cs_error_wrap(x->err, "%s: the archive `%s`", x->c->what, shown);
+        }
+        /* directories' modes and mtimes last: their entries are written by then */
+        if (r == 0)
+                r = layer_tree_add_finish(t, x->err);
+        if (t) {
+                x->bytes += layer_tree_stats(t)->size;
+                x->entries += layer_tree_stats(t)->entries;
+        }
+        layer_tree_free(t);
+        if (r < 0 && x->err->err == EINVAL && strstr(x->err->msg, "chown"))
+                cs_error_hint(x->err, "the archive's owner is outside the ids the build's user "
+                                      "namespace maps (add a range for your user to /etc/subuid "
+                                      "and /etc/subgid, or ADD with --chown)");
+        return r;
+}
+
 /* in (of size st->st_size) unpacked into dest_fd when it is a tar (plain, gz, bz2, xz,
  * zst): 0; 1 when it is no tar (then it is copied as a file). A digested copy hashes every
  * byte of it, those after the archive's end too, as a digest of the file would. */
-static int unpack_tar(struct copy_ctx *x, int in, const struct stat *st, int dest_fd,
-                      const char *dest, bool probe, const char *shown)
+static int unpack_tar(struct copy_ctx *x, int in, const struct stat *st, int dest_fd, bool probe,
+                      const char *shown)
 {
         struct archive *a = archive_read_new();
         _cleanup_free_ struct tar_src *src = malloc(sizeof(*src));
         struct archive_entry *e;
-        struct tar_dir *dirs = NULL;
-        size_t n_dirs = 0;
         int r = 0, ar;
 
         if (!a || !src) {
@@ -858,16 +745,7 @@ static int unpack_tar(struct copy_ctx *x, int in, const struct stat *st, int des
                 archive_read_free(a);
                 return 0;
         }
-        for (; ar != ARCHIVE_EOF; ar = archive_read_next_header(a, &e)) {
-                if (ar < ARCHIVE_WARN) {
-                        r = cs_error_setx(x->err, EINVAL, "%s: the archive `%s`: %s", x->c->what,
-                                          shown, archive_error_string(a));
-                        break;
-                }
-                r = tar_entry(x, a, e, dest_fd, dest, &dirs, &n_dirs);
-                if (r < 0)
-                        break;
-        }
+        r = unpack_entries(x, a, e, ar, dest_fd, shown);
         while (r == 0 && src->hash && src->left > 0) {
                 const void *ignored;
                 la_ssize_t n = tar_src_read(a, src, &ignored);
@@ -877,21 +755,6 @@ static int unpack_tar(struct copy_ctx *x, int in, const struct stat *st, int des
                                          x->c->what, shown,
                                          n < 0 ? "" : " (it changed while it was copied)");
         }
-        /* directories' modes and mtimes last: their entries are written by then */
-        for (size_t i = n_dirs; i-- > 0;) {
-                _cleanup_free_ char *full = NULL;
-                _cleanup_close_ int fd = -1;
-
-                if (r == 0 && asprintf(&full, "%s/%s", dest, dirs[i].rel) >= 0 &&
-                    (fd = cs_open_in_root(x->root_fd, full, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) >=
-                        0) {
-                        struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, dirs[i].mtime};
-                        (void)fchmod(fd, dirs[i].mode);
-                        (void)futimens(fd, ts);
-                }
-                free(dirs[i].rel);
-        }
-        free(dirs);
         archive_read_free(a);
         return r;
 }
@@ -1032,7 +895,7 @@ int build_copy_apply(int root_fd, const struct build_copy *c, char ret_digest[65
                         md_str(&x, srcs[i]);
                 }
                 if (S_ISDIR(st.st_mode) ||
-                    (c->add && unpack_tar(&x, in, &st, -1, NULL, true, shown) == 0)) {
+                    (c->add && unpack_tar(&x, in, &st, -1, true, shown) == 0)) {
                         dfd = r = dest_open_dirs(&x, dest, true);
                         if (r >= 0 && x.md && S_ISDIR(st.st_mode)) {
                                 md_str(&x, "D");
@@ -1046,7 +909,7 @@ int build_copy_apply(int root_fd, const struct build_copy *c, char ret_digest[65
                         if (r >= 0 && S_ISDIR(st.st_mode))
                                 r = copy_tree(&x, in, dfd, "", srcs[i], dest, 0);
                         else if (r >= 0)
-                                r = unpack_tar(&x, in, &st, dfd, dest, false, shown);
+                                r = unpack_tar(&x, in, &st, dfd, false, shown);
                         continue;
                 }
                 /* a file: into dest when it is a directory, else as dest (from its start:
@@ -1114,7 +977,7 @@ int build_copy_digest(const struct build_copy *c, char ret[65], struct cs_error 
                         r = copy_tree(&x, in, -1, "", srcs[i], "", 0);
                 } else {
                         /* ADD: whether it is unpacked is part of what it copies */
-                        if (c->add && unpack_tar(&x, in, &st, -1, NULL, true, shown) == 0)
+                        if (c->add && unpack_tar(&x, in, &st, -1, true, shown) == 0)
                                 md_str(&x, "A");
                         r = copy_file(&x, in, &st, -1, NULL, shown);
                 }
