@@ -1,6 +1,6 @@
 /* What a commit leaves out of the layer: the sandbox's own mountpoints and the directories
  * the step only copied up, each compared with the lower layers it came from. */
-#include "build-commit.h"
+#include "build-commit-ctx.h"
 
 #include "../../common/cleanup.h"
 #include "../../common/error.h"
@@ -215,4 +215,22 @@ int commit_prune_copied_up(struct commit_ctx *x, int dfd, const char *rel, int d
                 (void)futimens(dfd, ts);
         }
         return r;
+}
+
+/* The owner path has in the layer. A directory the step only passed through was copied up
+ * with the owner it has on disk (the caller's): it keeps the owner its layer recorded,
+ * unless the step was given that owner before it ran (then the disk says what it left). */
+void commit_entry_owner(struct commit_ctx *x, const char *path, const struct stat *st,
+                        uid_t *ret_uid, gid_t *ret_gid)
+{
+        uint32_t lmode, luid, lgid;
+
+        *ret_uid = st->st_uid;
+        *ret_gid = st->st_gid;
+        if (S_ISDIR(st->st_mode) && st->st_uid == x->uid && st->st_gid == x->gid &&
+            commit_lower_dir_record(x, path, &lmode, &luid, &lgid) &&
+            !((luid || lgid) && luid <= x->given_max && lgid <= x->given_max)) {
+                *ret_uid = luid;
+                *ret_gid = lgid;
+        }
 }

@@ -1,6 +1,6 @@
 /* A commit's tar form, streamed into its digest: headers, sorted xattrs, file data, and hard
  * links by inode (one file, then hard-link entries to its first name). */
-#include "build-commit.h"
+#include "build-commit-ctx.h"
 
 #include "../../common/cleanup.h"
 #include "../../common/error.h"

@@ -10,7 +10,7 @@
  * device) is an empty `.wh.NAME` file of mode 0 owned by 0:0, an opaque directory has a
  * `.wh..wh..opq` entry first. Files that are hard links of each other are one file and
  * hard-link entries to its first name. */
-#include "build-commit.h"
+#include "build-commit-ctx.h"
 #include "build-private.h"
 #include "../oci/digest.h"
 #include "../layer/layer.h"
@@ -32,37 +32,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-/* Whether an xattr belongs in a layer: not the overlay's bookkeeping, nor the host's
- * SELinux label (set on whatever the step created or copied up, and not the image's). */
-bool commit_layer_xattr(const char *name)
-{
-        return strncmp(name, "user.overlay.", 13) != 0 && strcmp(name, "security.selinux") != 0;
-}
-
-bool commit_is_opaque(int fd)
-{
-        char v[2];
-
-        return fgetxattr(fd, "user.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y';
-}
-
-bool commit_dir_is_empty(int fd)
-{
-        int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_closedir_ DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
-        struct dirent *de;
-
-        if (!d) {
-                if (dup_fd >= 0)
-                        close(dup_fd);
-                return false;
-        }
-        while ((de = readdir(d)))
-                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-                        return false;
-        return true;
-}
-
 /* The overlay's xattrs other than the opaque marker: bookkeeping of this mount (origin,
  * impure, redirect, metacopy), meaningless in a layer. */
 static void strip_overlay_xattrs(struct commit_ctx *x, int fd)
@@ -74,24 +43,6 @@ static void strip_overlay_xattrs(struct commit_ctx *x, int fd)
                 if (strncmp(list + i, "user.overlay.", 13) == 0 &&
                     strcmp(list + i, "user.overlay.opaque") != 0)
                         (void)fremovexattr(fd, list + i);
-}
-
-/* The owner path has in the layer. A directory the step only passed through was copied up
- * with the owner it has on disk (the caller's): it keeps the owner its layer recorded,
- * unless the step was given that owner before it ran (then the disk says what it left). */
-void commit_entry_owner(struct commit_ctx *x, const char *path, const struct stat *st,
-                        uid_t *ret_uid, gid_t *ret_gid)
-{
-        uint32_t lmode, luid, lgid;
-
-        *ret_uid = st->st_uid;
-        *ret_gid = st->st_gid;
-        if (S_ISDIR(st->st_mode) && st->st_uid == x->uid && st->st_gid == x->gid &&
-            commit_lower_dir_record(x, path, &lmode, &luid, &lgid) &&
-            !((luid || lgid) && luid <= x->given_max && lgid <= x->given_max)) {
-                *ret_uid = luid;
-                *ret_gid = lgid;
-        }
 }
 
 /* Record the entry (metadata line, tar entry), then give it to the caller (the ids the

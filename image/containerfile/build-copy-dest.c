@@ -1,6 +1,6 @@
 /* COPY and ADD's destination: resolved inside the step's root (a symlink taken while it
  * stays inside, as /lib -> usr/lib), missing directories made by fd. */
-#include "build-copy.h"
+#include "build-copy-ctx.h"
 #include "../layer/layer.h"
 
 #include "../../common/cleanup.h"

@@ -1,6 +1,6 @@
 /* COPY and ADD's sources: the words expanded (globs matched entry by entry, the ignore file
  * applied) and each opened beneath the build context or inside another stage's root. */
-#include "build-copy.h"
+#include "build-copy-ctx.h"
 #include "../layer/layer.h"
 
 #include "../../common/cleanup.h"

@@ -1,6 +1,6 @@
 /* ADD of a local tar: the archive read (plain, gz, bz2, xz, zst) and hashed as the copy's
  * digest wants it, its entries unpacked by the layer extractor's rules (layer.h). */
-#include "build-copy.h"
+#include "build-copy-ctx.h"
 #include "../layer/layer.h"
 
 #include "../../common/cleanup.h"

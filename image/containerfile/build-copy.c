@@ -5,7 +5,7 @@
  * following a link; the destination is resolved inside the root (RESOLVE_IN_ROOT, so
  * Debian's /lib -> usr/lib is taken) and every file is created by fd with O_EXCL|O_NOFOLLOW.
  * Hard links within a copied directory become separate files (as COPY without --link). */
-#include "build-copy.h"
+#include "build-copy-ctx.h"
 #include "../oci/digest.h"
 #include "../layer/layer.h"
 #include "../store/store.h"
@@ -28,11 +28,6 @@
 #include <unistd.h>
 
 #define PASSWD_MAX (4u << 20)
-
-void copy_md_add(struct copy_ctx *x, const void *p, size_t len)
-{
-        EVP_DigestUpdate(x->md, p, len);
-}
 
 static void md_str(struct copy_ctx *x, const char *s)
 {
@@ -80,17 +75,6 @@ static int budget(struct copy_ctx *x, uint64_t bytes, const char *shown)
                                      x->c->what, shown, (unsigned long long)LAYER_DEFAULT_MAX_SIZE);
         x->bytes += bytes;
         return 0;
-}
-
-char *copy_path_join(const char *a, const char *b)
-{
-        char *s = NULL;
-
-        if (strlen(a) + strlen(b) + 2 > LAYER_DEFAULT_MAX_PATH)
-                return NULL;
-        if (asprintf(&s, "%s%s%s", a, *a && *b ? "/" : "", b) < 0)
-                return NULL;
-        return s;
 }
 
 /* ---- copying ---- */

@@ -1,5 +1,6 @@
-/* Internal to image/containerfile/build-commit*.c: the state of one layer commit, shared by
- * the walk (build-commit.c), the pruning of what the step did not change
+/* Internal to image/containerfile/build-commit*.c: the state of one layer commit and the
+ * tests on the tree every part makes (build-commit-ctx.c), shared by the walk
+ * (build-commit.c), the pruning of what the step did not change
  * (build-commit-prune.c) and the layer's tar form (build-commit-tar.c). */
 #pragma once
 #include "build-private.h"

@@ -1,6 +1,7 @@
 /* Internal to image/containerfile/build-copy*.c: the state of one COPY or ADD, shared by its
- * sources (build-copy-sources.c), its destination (build-copy-dest.c), the archive ADD
- * unpacks (build-copy-tar.c) and the copy itself (build-copy.c). */
+ * small helpers (build-copy-ctx.c), its sources (build-copy-sources.c), its destination
+ * (build-copy-dest.c), the archive ADD unpacks (build-copy-tar.c) and the copy itself
+ * (build-copy.c). */
 #pragma once
 #include "build-private.h"
 #include "../oci/digest.h"
