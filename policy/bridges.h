@@ -8,25 +8,20 @@
 
 #include "bridge_paths.h"
 
+#include "../relay/relay.h"
 #include "../spec/spec.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-#define AGENT_RELAY_MAX     2            /* $SSH_AUTH_SOCK and 1Password's */
-#define AGENT_RELAY_MSG_MAX (256 * 1024) /* one agent message, either way */
-
-struct agent_relay; /* agent_relay.c */
+#define AGENT_RELAY_MAX RELAY_AGENT_MAX
 
 struct plan_bridges {
-        bool gpg;            /* the gpg-agent is forwarded: the git identity may sign */
-        int clipboard_fd;    /* the relay's listening socket, or -1 */
-        char *wl_paste;      /* the host's wl-paste the relay runs */
-        pid_t clipboard_pid; /* the relay, once started, or 0 */
-        int clipboard_dir;   /* the state dir holding its name until the session ends, or -1 */
-        char clipboard_name[64];
-        struct agent_relay *agents; /* the SSH agents' relay, or NULL */
+        bool gpg; /* the gpg-agent is forwarded: the git identity may sign */
+        /* The relays the plan made sockets for (relay_set_init'ed by the plan; started
+         * with relay_set_start once the sandbox runs, stopped by bridges_close). */
+        struct relay_set relays;
 };
 
 /* CLAUDE_PROFILE_SANDBOX_SSH_AGENT, _GPG and _CLIPBOARD into the spec (the clipboard's
@@ -34,14 +29,8 @@ struct plan_bridges {
 int plan_add_bridges(struct sandbox_spec *s, const struct profile_config *c,
                      const struct profile *p, struct plan_bridges *b, struct stage_warnings *warn,
                      struct cs_error *err);
-/* Serve the SSH agents and the clipboard (processes of their own, which end with
- * csandbox); 0 when there is nothing to serve. */
-int bridges_start(struct plan_bridges *b, struct cs_error *err);
 /* Stop the relays and close what the plan opened; again, nothing. */
 void bridges_close(struct plan_bridges *b);
-/* The clipboard's part of them (clipboard.c). */
-int clipboard_start(struct plan_bridges *b, struct cs_error *err);
-void clipboard_close(struct plan_bridges *b);
 
 /* CLAUDE_PROFILE_SANDBOX_CHROME: a warning when the profile's login lacks every OAuth scope
  * Claude in Chrome uses (§2.1). */
@@ -56,17 +45,12 @@ int plan_add_gh_token(struct sandbox_spec *s, const struct profile_config *c,
  * the sandbox with the wl-paste shim; an error when the host has no wl-paste. */
 int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_bridges *b,
                    struct cs_error *err);
-/* The SSH agents' part (agent_relay.c): a directory of the relay's own in the state dir
- * (0700, a random name), socket i in it bound into the sandbox at
- * BRIDGE_DIR/ssh-agent-<i>.sock, relaying to the agent whose checked O_PATH socket is
- * agent_fds[i] (taken, even on failure; paths name them). *ret is set whenever anything was made:
- * agent_relay_close() undoes it. */
+/* The SSH agents' part (agent_relay.c): the relay's sockets (relay_agents_listen) bound into
+ * the sandbox at BRIDGE_DIR/ssh-agent-<i>.sock, relaying to the agent whose checked O_PATH
+ * socket is agent_fds[i] (taken, even on failure; paths name them) under
+ * agent_request_allowed. Whatever was made is in a, which relay_set_close undoes. */
 int agent_relay_plan(struct sandbox_spec *s, const struct profile *p, int *agent_fds,
-                     char *const *paths, size_t n, struct agent_relay **ret, struct cs_error *err);
-/* Serve them: a process of its own, poll()-driven, at most 16 connections at once. */
-int agent_relay_start(struct agent_relay *r, struct cs_error *err);
-/* Stop the relay, remove its sockets and directory; *r becomes NULL. */
-void agent_relay_close(struct agent_relay **r);
+                     char *const *paths, size_t n, struct relay_agents *a, struct cs_error *err);
 /* The relay's rule: whether an agent request (its message, without the length) may reach
  * the agent. Listing, signing and the session-bind@openssh.com extension; nothing else. */
 bool agent_request_allowed(const unsigned char *msg, size_t len);
