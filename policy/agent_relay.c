@@ -4,7 +4,8 @@
  * the relay's sockets instead, and the relay forwards only what listing and signing need,
  * decided here: REQUEST_IDENTITIES, SIGN_REQUEST and the session-bind@openssh.com extension
  * that OpenSSH's client sends before it signs. */
-#include "bridges.h"
+#include "agent_relay.h"
+#include "bridge_paths.h"
 
 #include "common/cleanup.h"
 #include "common/error.h"

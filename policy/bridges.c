@@ -372,7 +372,9 @@ int plan_add_bridges(struct sandbox_spec *s, const struct profile_config *c,
         if (r >= 0 && c->gpg)
                 r = add_gpg(s, b, warn, err);
         if (r >= 0 && c->clipboard)
-                r = clipboard_plan(s, p, b, err);
+                r = bridge_dir(s, err);
+        if (r >= 0 && c->clipboard)
+                r = clipboard_plan(s, p, &b->relays.clipboard, err);
         return r;
 }
 

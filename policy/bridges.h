@@ -6,7 +6,10 @@
 #include "profile.h"
 #include "stage.h"
 
+#include "agent_relay.h"
 #include "bridge_paths.h"
+#include "clipboard.h"
+#include "packages.h"
 
 #include "../relay/relay.h"
 #include "../spec/spec.h"
@@ -41,31 +44,8 @@ int plan_chrome_scopes(const struct profile_config *c, const struct profile *p,
 int plan_add_gh_token(struct sandbox_spec *s, const struct profile_config *c,
                       struct stage_warnings *warn, struct cs_error *err);
 
-/* The clipboard's part of the plan (clipboard.c): the relay's socket, made and bound into
- * the sandbox with the wl-paste shim; an error when the host has no wl-paste. */
-int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_bridges *b,
-                   struct cs_error *err);
-/* The SSH agents' part (agent_relay.c): the relay's sockets (relay_agents_listen) bound into
- * the sandbox at BRIDGE_DIR/ssh-agent-<i>.sock, relaying to the agent whose checked O_PATH
- * socket is agent_fds[i] (taken, even on failure; paths name them) under
- * agent_request_allowed. Whatever was made is in a, which relay_set_close undoes. */
-int agent_relay_plan(struct sandbox_spec *s, const struct profile *p, int *agent_fds,
-                     char *const *paths, size_t n, struct relay_agents *a, struct cs_error *err);
-/* The relay's rule: whether an agent request (its message, without the length) may reach
- * the agent. Listing, signing and the session-bind@openssh.com extension; nothing else. */
-bool agent_request_allowed(const unsigned char *msg, size_t len);
 /* Ensure the sandbox's own BRIDGE_DIR (0700). */
 int bridge_dir(struct sandbox_spec *s, struct cs_error *err);
 
-/* One of csandbox's static helpers for inside (name, beside csandbox), opened once by fd and
- * checked: a regular executable only its owner can change. purpose starts the error. */
-int plan_shim_open(const char *name, const char *purpose, int *ret_fd, char **ret_path,
-                   struct cs_error *err);
-/* The package broker (runner/broker.c) with csandbox's sudo at SPEC_BROKER_DIR/sudo and,
- * when also_at is set, there too (a run's ~/.local/bin/sudo). */
-int packages_plan(struct sandbox_spec *s, const char *also_at, struct cs_error *err);
 /* A host socket of this user's, opened once (O_PATH) and checked; -errno. */
 int bridge_socket_open(const char *path);
-
-/* The relay's rule (reference §5): the wl-paste arguments a session may ask for. */
-bool clipboard_args_allowed(char *const *argv, size_t n, const char **ret_bad);

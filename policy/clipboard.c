@@ -4,7 +4,9 @@
  * the arguments decided here (a list of the types, or the content of one text/ or image/
  * type). Inside, the csandbox-wl-paste shim stands in for wl-paste, first on PATH, and talks
  * to it. */
-#include "bridges.h"
+#include "clipboard.h"
+#include "bridge_paths.h"
+#include "packages.h"
 #include "plan.h"
 
 #include "common/cleanup.h"
@@ -54,13 +56,12 @@ bool clipboard_args_allowed(char *const *argv, size_t n, const char **ret_bad)
         return true;
 }
 
-int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_bridges *b,
+int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct relay_clipboard *rc,
                    struct cs_error *err)
 {
         _cleanup_free_ char *wl = cs_find_program("wl-paste");
         _cleanup_free_ char *shim = NULL;
         _cleanup_close_ int shim_fd = -1, fd = -1;
-        struct relay_clipboard *rc = &b->relays.clipboard;
         int r;
 
         if (!wl)
@@ -78,9 +79,7 @@ int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_
         if (r < 0)
                 return cs_error_hint(err, "unset CLAUDE_PROFILE_SANDBOX_CLIPBOARD to launch "
                                           "without it");
-        r = bridge_dir(s, err);
-        if (r >= 0)
-                r = spec_add_bind(s, 0, &fd, "clipboard relay", BRIDGE_CLIPBOARD_SOCK, err);
+        r = spec_add_bind(s, 0, &fd, "clipboard relay", BRIDGE_CLIPBOARD_SOCK, err);
         if (r >= 0)
                 r = spec_add_bind(s, SPEC_MOUNT_RO, &shim_fd, shim,
                                   PLAN_HOME "/.local/bin/wl-paste", err);
