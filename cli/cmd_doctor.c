@@ -3,6 +3,7 @@
 #include "cmd_doctor.h"
 #include "cli.h"
 
+#include "../runner/probe.h"
 #include "../runner/runner.h"
 
 #include "cmd_exec.h"
@@ -20,12 +21,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static int problems;
@@ -37,27 +36,15 @@ static void report(bool ok, const char *what, const char *detail)
                 problems++;
 }
 
-/* A child that tries what a launch does first: a user namespace with a mount namespace. */
+/* What a launch does first: a user namespace with a mount namespace. */
 static void check_userns(void)
 {
         struct cs_error err = {0};
-        int status;
-        pid_t pid = fork();
 
-        if (pid == 0)
-                _exit(unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : (errno & 0x7f));
-        if (pid < 0 || waitpid(pid, &status, 0) < 0) {
-                report(false, "user namespaces", "cannot start a test process");
-                return;
-        }
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        if (runner_probe_userns(&err) < 0)
+                report(false, "user namespaces", err.msg);
+        else
                 report(true, "user namespaces", "a user and a mount namespace can be created");
-                return;
-        }
-        cs_error_set(&err, WIFEXITED(status) ? WEXITSTATUS(status) : EPERM,
-                     "cannot create a user namespace");
-        diagnose_userns(&err);
-        report(false, "user namespaces", err.msg);
 }
 
 /* A throwaway sandbox built by the `exec` flag parser and run by the launch code `run` uses:
@@ -112,8 +99,8 @@ static void print_notes(void)
         if (seen & RUNNER_NOTE_HOSTNAME)
                 printf("%-5s %-18s %s\n", "note", "hostname",
                        "setting the sandbox's hostname was refused (a container engine's "
-                       "seccomp profile, as podman's default, allows sethostname only with "
-                       "CAP_SYS_ADMIN), so sessions keep the container's hostname; nothing "
+                       "seccomp profile, as podman's default, allows sethostname only with the "
+                       "SYS_ADMIN capability), so sessions keep the container's hostname; nothing "
                        "else depends on it (podman: --cap-add SYS_ADMIN, or --security-opt "
                        "seccomp=unconfined, lets it be set)");
         if (seen & RUNNER_NOTE_PROC_BIND)
@@ -177,23 +164,18 @@ static void check_network(void)
 
 static void check_map_range(void)
 {
-        struct sandbox_spec s;
         struct cs_error err = {0};
-
-        spec_init(&s);
-        s.map_range = true;
-        s.host_uid = getuid();
         static const char *const args[] = {"--map-range", "--net", "none",  "--",
                                            "/bin/sh",     "-c",    "exit 0"};
 
         /* Only --map-range needs it: a note, not a failure. */
-        if (idmap_check_range(&s, &err) < 0 ||
+        if (runner_probe_map_range(&err) < 0 ||
             try_sandbox(args, sizeof(args) / sizeof(*args), &err) < 0)
                 printf("%-5s %-18s %s\n", "note", "--map-range", err.msg);
         else
                 report(true, "--map-range",
-                       "a throwaway sandbox with 65536 ids through newuidmap/newgidmap started");
-        spec_free(&s);
+                       "a throwaway sandbox with 65536 ids through the subordinate range "
+                       "started");
 }
 
 /* `run`'s verdict on the current directory's owner: its git work tree (else itself) is the

@@ -437,7 +437,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
                  * it; the journal judges every change while the session runs. */
                 r = run_trust_begin(&trust, &plan, &config, &err);
                 if (r >= 0)
-                        r = bridges_start(&plan.bridges, &err);
+                        r = relay_set_start(&plan.bridges.relays, &err);
                 if (r >= 0)
                         r = launch_run_early(&plan.spec, &filter, &early, &status, &err);
                 if (r < 0)

@@ -2,6 +2,7 @@
  * libcrypto load only there). Downloads into a flocked temporary OCI layout inside the
  * store's tmp/, then imports that layout with the import's own verification. */
 #include "cmd_image.h"
+#include "progress.h"
 #include "cli.h"
 #include "../runner/runner.h"
 

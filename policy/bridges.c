@@ -166,7 +166,7 @@ static int add_ssh_agents(struct sandbox_spec *s, const struct profile_config *c
                         fds[i] = cs_take_fd(&agents[i].fd);
                         names[i] = agents[i].path;
                 }
-                r = agent_relay_plan(s, p, fds, names, n, &b->agents, err);
+                r = agent_relay_plan(s, p, fds, names, n, &b->relays.agents, err);
         }
         if (r >= 0)
                 r = spec_env_set(s, "SSH_AUTH_SOCK", AGENT_DIR "/ssh-agent-0.sock", false, err);
@@ -372,21 +372,15 @@ int plan_add_bridges(struct sandbox_spec *s, const struct profile_config *c,
         if (r >= 0 && c->gpg)
                 r = add_gpg(s, b, warn, err);
         if (r >= 0 && c->clipboard)
-                r = clipboard_plan(s, p, b, err);
+                r = bridge_dir(s, err);
+        if (r >= 0 && c->clipboard)
+                r = clipboard_plan(s, p, &b->relays.clipboard, err);
         return r;
-}
-
-int bridges_start(struct plan_bridges *b, struct cs_error *err)
-{
-        int r = agent_relay_start(b->agents, err);
-
-        return r < 0 ? r : clipboard_start(b, err);
 }
 
 void bridges_close(struct plan_bridges *b)
 {
-        agent_relay_close(&b->agents);
-        clipboard_close(b);
+        relay_set_close(&b->relays);
 }
 
 #define CREDENTIALS_MAX (1 << 20)

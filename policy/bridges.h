@@ -6,27 +6,25 @@
 #include "profile.h"
 #include "stage.h"
 
+#include "agent_relay.h"
 #include "bridge_paths.h"
+#include "clipboard.h"
+#include "packages.h"
 
+#include "../relay/relay.h"
 #include "../spec/spec.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-#define AGENT_RELAY_MAX     2            /* $SSH_AUTH_SOCK and 1Password's */
-#define AGENT_RELAY_MSG_MAX (256 * 1024) /* one agent message, either way */
-
-struct agent_relay; /* agent_relay.c */
+#define AGENT_RELAY_MAX RELAY_AGENT_MAX
 
 struct plan_bridges {
-        bool gpg;            /* the gpg-agent is forwarded: the git identity may sign */
-        int clipboard_fd;    /* the relay's listening socket, or -1 */
-        char *wl_paste;      /* the host's wl-paste the relay runs */
-        pid_t clipboard_pid; /* the relay, once started, or 0 */
-        int clipboard_dir;   /* the state dir holding its name until the session ends, or -1 */
-        char clipboard_name[64];
-        struct agent_relay *agents; /* the SSH agents' relay, or NULL */
+        bool gpg; /* the gpg-agent is forwarded: the git identity may sign */
+        /* The relays the plan made sockets for (relay_set_init'ed by the plan; started
+         * with relay_set_start once the sandbox runs, stopped by bridges_close). */
+        struct relay_set relays;
 };
 
 /* CLAUDE_PROFILE_SANDBOX_SSH_AGENT, _GPG and _CLIPBOARD into the spec (the clipboard's
@@ -34,14 +32,8 @@ struct plan_bridges {
 int plan_add_bridges(struct sandbox_spec *s, const struct profile_config *c,
                      const struct profile *p, struct plan_bridges *b, struct stage_warnings *warn,
                      struct cs_error *err);
-/* Serve the SSH agents and the clipboard (processes of their own, which end with
- * csandbox); 0 when there is nothing to serve. */
-int bridges_start(struct plan_bridges *b, struct cs_error *err);
 /* Stop the relays and close what the plan opened; again, nothing. */
 void bridges_close(struct plan_bridges *b);
-/* The clipboard's part of them (clipboard.c). */
-int clipboard_start(struct plan_bridges *b, struct cs_error *err);
-void clipboard_close(struct plan_bridges *b);
 
 /* CLAUDE_PROFILE_SANDBOX_CHROME: a warning when the profile's login lacks every OAuth scope
  * Claude in Chrome uses (§2.1). */
@@ -52,36 +44,8 @@ int plan_chrome_scopes(const struct profile_config *c, const struct profile *p,
 int plan_add_gh_token(struct sandbox_spec *s, const struct profile_config *c,
                       struct stage_warnings *warn, struct cs_error *err);
 
-/* The clipboard's part of the plan (clipboard.c): the relay's socket, made and bound into
- * the sandbox with the wl-paste shim; an error when the host has no wl-paste. */
-int clipboard_plan(struct sandbox_spec *s, const struct profile *p, struct plan_bridges *b,
-                   struct cs_error *err);
-/* The SSH agents' part (agent_relay.c): a directory of the relay's own in the state dir
- * (0700, a random name), socket i in it bound into the sandbox at
- * BRIDGE_DIR/ssh-agent-<i>.sock, relaying to the agent whose checked O_PATH socket is
- * agent_fds[i] (taken, even on failure; paths name them). *ret is set whenever anything was made:
- * agent_relay_close() undoes it. */
-int agent_relay_plan(struct sandbox_spec *s, const struct profile *p, int *agent_fds,
-                     char *const *paths, size_t n, struct agent_relay **ret, struct cs_error *err);
-/* Serve them: a process of its own, poll()-driven, at most 16 connections at once. */
-int agent_relay_start(struct agent_relay *r, struct cs_error *err);
-/* Stop the relay, remove its sockets and directory; *r becomes NULL. */
-void agent_relay_close(struct agent_relay **r);
-/* The relay's rule: whether an agent request (its message, without the length) may reach
- * the agent. Listing, signing and the session-bind@openssh.com extension; nothing else. */
-bool agent_request_allowed(const unsigned char *msg, size_t len);
 /* Ensure the sandbox's own BRIDGE_DIR (0700). */
 int bridge_dir(struct sandbox_spec *s, struct cs_error *err);
 
-/* One of csandbox's static helpers for inside (name, beside csandbox), opened once by fd and
- * checked: a regular executable only its owner can change. purpose starts the error. */
-int plan_shim_open(const char *name, const char *purpose, int *ret_fd, char **ret_path,
-                   struct cs_error *err);
-/* The package broker (runner/broker.c) with csandbox's sudo at SPEC_BROKER_DIR/sudo and,
- * when also_at is set, there too (a run's ~/.local/bin/sudo). */
-int packages_plan(struct sandbox_spec *s, const char *also_at, struct cs_error *err);
 /* A host socket of this user's, opened once (O_PATH) and checked; -errno. */
 int bridge_socket_open(const char *path);
-
-/* The relay's rule (reference §5): the wl-paste arguments a session may ask for. */
-bool clipboard_args_allowed(char *const *argv, size_t n, const char **ret_bad);

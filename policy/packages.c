@@ -1,6 +1,6 @@
 /* Installing packages in an image session: the broker's directory, csandbox's sudo bound
  * where the session finds it, and the spec's word to the runner (runner/broker.c). */
-#include "bridges.h"
+#include "packages.h"
 #include "plan.h"
 
 #include "../common/cleanup.h"

@@ -527,7 +527,7 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         memset(p, 0, sizeof(*p));
         spec_init(s);
         p->profile.dir_fd = p->profile.state_fd = -1;
-        p->bridges.clipboard_fd = p->bridges.clipboard_dir = -1;
+        relay_set_init(&p->bridges.relays);
         p->image.lock_fd = -1;
         r = profile_open(c, req->name, &p->profile, err);
         if (r < 0)

@@ -55,7 +55,7 @@ struct plan {
         char *claude_copy;        /* the session's .claude.json, in the state dir (plan_report.c) */
         struct trust_watch watch; /* what the trust rules are made of (policy/trust.c) */
         struct image_ref image;   /* the image's lock is held until plan_free */
-        struct plan_bridges bridges; /* the clipboard relay, started by bridges_start */
+        struct plan_bridges bridges; /* the relays, started by relay_set_start */
         struct profile_env dotenv;   /* the profile's .env, the Agent Vault keys taken out */
         struct plan_vault vault;     /* VAULT_EXEC: no spec, run execs vault.exec_argv */
 

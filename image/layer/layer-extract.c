@@ -54,7 +54,7 @@ static int replace_existing(struct layer_tree *t, int pfd, const char *base, boo
         return cs_remove_at(pfd, base, err);
 }
 
-static void entry_rec(struct archive_entry *e, struct meta_rec *rec)
+static void entry_rec(struct layer_tree *t, struct archive_entry *e, struct meta_rec *rec)
 {
         memset(rec, 0, sizeof(*rec));
         rec->uid = (uint32_t)archive_entry_uid(e);
@@ -65,6 +65,22 @@ static void entry_rec(struct archive_entry *e, struct meta_rec *rec)
                 rec->mtime_sec = archive_entry_mtime(e);
                 rec->mtime_nsec = (int32_t)archive_entry_mtime_nsec(e);
         }
+        if (t->add && t->add_opts.chown_set) {
+                rec->uid = t->add_opts.uid;
+                rec->gid = t->add_opts.gid;
+        }
+        if (t->add && t->add_opts.chmod_set)
+                rec->mode = (rec->mode & S_IFMT) | (t->add_opts.chmod & 07777);
+}
+
+/* ADD: the owner set on the entry itself (a layer's owners go to its metadata file). */
+static int own_at(struct layer_tree *t, int pfd, const char *base, const struct meta_rec *rec,
+                  const char *shown, struct cs_error *err)
+{
+        if (t->add && fchownat(pfd, base, rec->uid, rec->gid, AT_SYMLINK_NOFOLLOW) < 0)
+                return cs_error_set(err, errno, "entry `%s`: chown to %u:%u", shown, rec->uid,
+                                    rec->gid);
+        return 0;
 }
 
 static void apply_xattrs(struct layer_tree *t, struct archive_entry *e, int fd)
@@ -83,8 +99,9 @@ static void apply_xattrs(struct layer_tree *t, struct archive_entry *e, int fd)
                         t->stats.skipped_xattrs++;
 }
 
-static int write_file(struct layer_tree *t, struct archive *a, struct archive_entry *e, int pfd,
-                      const char *base, const char *shown, struct cs_error *err)
+static int write_file(struct layer_tree *t, struct archive *a, struct archive_entry *e,
+                      const struct meta_rec *rec, int pfd, const char *base, const char *shown,
+                      struct cs_error *err)
 {
         _cleanup_close_ int fd = -1;
         int64_t size = archive_entry_size(e);
@@ -102,6 +119,8 @@ static int write_file(struct layer_tree *t, struct archive *a, struct archive_en
                     "of %llu unpacked bytes (--max-size)",
                     shown, (long long)size, (unsigned long long)t->lim.max_size);
         t->stats.size += (uint64_t)size;
+        if (t->add) /* a layer's stream counts its bytes as it is read */
+                atomic_fetch_add(&t->budget->stream, (uint64_t)size);
         fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return cs_error_set(err, errno, "entry `%s`: create the file", shown);
@@ -129,12 +148,15 @@ static int write_file(struct layer_tree *t, struct archive *a, struct archive_en
                 return cs_error_set(err, errno, "entry `%s`: set the size", shown);
         if (archive_entry_xattr_count(e) > 0)
                 apply_xattrs(t, e, fd);
-        if (fchmod(fd, archive_entry_perm(e) & 07777) < 0)
+        /* the owner first: chown clears setuid and setgid */
+        if (t->add && fchown(fd, rec->uid, rec->gid) < 0)
+                return cs_error_set(err, errno, "entry `%s`: chown to %u:%u", shown, rec->uid,
+                                    rec->gid);
+        if (fchmod(fd, rec->mode & 07777) < 0)
                 return cs_error_set(err, errno, "entry `%s`: chmod", shown);
-        if (archive_entry_mtime_is_set(e)) {
-                struct timespec ts[2] = {
-                    {.tv_nsec = UTIME_OMIT},
-                    {.tv_sec = archive_entry_mtime(e), .tv_nsec = archive_entry_mtime_nsec(e)}};
+        if (rec->mtime_set) {
+                struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
+                                         {.tv_sec = rec->mtime_sec, .tv_nsec = rec->mtime_nsec}};
                 (void)futimens(fd, ts);
         }
         return 0;
@@ -201,6 +223,12 @@ static int apply_whiteout(struct layer_tree *t, const char *parent, const char *
         return 0;
 }
 
+int layer_tree_add_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e,
+                         struct cs_error *err)
+{
+        return apply_entry(t, a, e, err);
+}
+
 int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e,
                 struct cs_error *err)
 {
@@ -218,6 +246,11 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
         if (!name)
                 name = archive_entry_pathname_utf8(e);
         layer_sanitize(name, shown, sizeof(shown));
+        /* ADD takes an absolute name under the destination, as docker does */
+        while (t->add && name && *name == '/')
+                name++;
+        if (t->add && (!name || !*name))
+                return 0;
         t->stats.entries++;
         if (atomic_fetch_add(&t->budget->entries, 1) + 1 > t->lim.max_entries)
                 return cs_error_setx(err, E2BIG,
@@ -226,7 +259,9 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
         r = layer_path_normalize(name, t->lim.max_path, &rel, err);
         if (r < 0)
                 return r;
-        entry_rec(e, &rec);
+        entry_rec(t, e, &rec);
+        if (!*rel && t->add)
+                return 0; /* the destination itself is the copy's, not the archive's */
         if (!*rel) {
                 /* the root itself ("./"): only its metadata matters */
                 if (type == AE_IFDIR && !hardlink)
@@ -237,7 +272,7 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
         if (!key)
                 return cs_error_set(err, ENOMEM, "entry `%s`", shown);
         split_path(rel, &parent, &base);
-        if (strncmp(base, ".wh.", 4) == 0)
+        if (!t->add && strncmp(base, ".wh.", 4) == 0)
                 return apply_whiteout(t, parent, base, shown, err);
 
         if (!hardlink && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
@@ -258,6 +293,8 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
                 struct stat st, cur;
                 _cleanup_close_ int tfd = -1;
 
+                while (t->add && *hardlink == '/')
+                        hardlink++;
                 r = layer_path_normalize(hardlink, t->lim.max_path, &target, err);
                 if (r < 0)
                         return cs_error_wrap(err, "hard link `%s`", shown);
@@ -271,6 +308,11 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
                 tfd = tree_open_dir(t, tparent, false, hardlink, err);
                 if (tfd < 0 && tfd != -ENOENT)
                         return cs_error_wrap(err, "hard link `%s`", shown);
+                if (t->add && (tfd < 0 || fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0))
+                        return cs_error_setx(err, ENOENT,
+                                             "hard link `%s` names no file of the destination "
+                                             "(an archive may only link to its earlier entries)",
+                                             shown);
                 if (tfd < 0 || fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                     is_whiteout(&st)) {
                         /* an overlay layer cannot link into another: the file is copied
@@ -302,7 +344,7 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
         case AE_IFREG:
                 r = replace_existing(t, pfd, base, false, &is_dir, err);
                 if (r == 0)
-                        r = write_file(t, a, e, pfd, base, shown, err);
+                        r = write_file(t, a, e, &rec, pfd, base, shown, err);
                 break;
         case AE_IFDIR: {
                 _cleanup_close_ int dfd = -1;
@@ -318,10 +360,12 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
                         r = cs_error_set(err, errno, "entry `%s`: create the directory", shown);
                         break;
                 }
-                if (opaque && (r = make_opaque(pfd, base, shown, err)) < 0)
+                if (opaque && !t->add && (r = make_opaque(pfd, base, shown, err)) < 0)
+                        break;
+                if ((r = own_at(t, pfd, base, &rec, shown, err)) < 0)
                         break;
                 /* u+rwx until the end, so later entries can be written into it */
-                if (fchmodat(pfd, base, (archive_entry_perm(e) & 07777) | 0700, 0) < 0) {
+                if (fchmodat(pfd, base, (rec.mode & 07777) | 0700, 0) < 0) {
                         r = cs_error_set(err, errno, "entry `%s`: chmod", shown);
                         break;
                 }
@@ -349,6 +393,8 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
                         r = cs_error_set(err, errno, "entry `%s`: create the symlink", shown);
                         break;
                 }
+                if ((r = own_at(t, pfd, base, &rec, shown, err)) < 0)
+                        break;
                 if (rec.mtime_set) {
                         struct timespec ts[2] = {
                             {.tv_nsec = UTIME_OMIT},

@@ -154,3 +154,57 @@ out:
                 r = cs_error_set(err, errno, "write the image metadata");
         return r;
 }
+
+static int longer_first(const void *a, const void *b)
+{
+        size_t la = strlen((*(const struct meta_rec *const *)a)->path);
+        size_t lb = strlen((*(const struct meta_rec *const *)b)->path);
+
+        return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+int layer_tree_add_finish(struct layer_tree *t, struct cs_error *err)
+{
+        _cleanup_free_ const struct meta_rec **dirs = NULL;
+        size_t n = 0;
+
+        cache_drop(t);
+        dirs = t->n ? calloc(t->n, sizeof(*dirs)) : NULL;
+        if (t->n && !dirs)
+                return cs_error_set(err, ENOMEM, "unpack the archive");
+        for (size_t i = 0; i < t->cap && n < t->n; i++)
+                if (t->slots[i].path && S_ISDIR(t->slots[i].mode) &&
+                    strcmp(t->slots[i].path, ".") != 0)
+                        dirs[n++] = &t->slots[i];
+        /* the deepest first: a parent's mode may take away what reaches its children */
+        if (n)
+                qsort(dirs, n, sizeof(*dirs), longer_first);
+        for (size_t i = 0; i < n; i++) {
+                const struct meta_rec *rec = dirs[i];
+                _cleanup_free_ char *rel = strdup(rec->path);
+                _cleanup_close_ int pfd = -1, fd = -1;
+                struct cs_error gone = {0};
+                const char *parent, *base;
+
+                if (!rel)
+                        return cs_error_set(err, ENOMEM, "unpack the archive");
+                split_path(rel, &parent, &base);
+                /* by fd, never through a symlink: a later entry may have replaced a parent
+                 * (then nothing of this directory is left to finish) */
+                pfd = tree_open_dir(t, parent, false, rec->path, &gone);
+                if (pfd >= 0)
+                        fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                if (fchmod(fd, rec->mode & 07777) < 0)
+                        return cs_error_set(err, errno, "chmod `%s`", rec->path);
+                if (rec->mtime_set) {
+                        struct timespec ts[2] = {
+                            {.tv_nsec = UTIME_OMIT},
+                            {.tv_sec = rec->mtime_sec, .tv_nsec = rec->mtime_nsec}};
+                        (void)futimens(fd, ts);
+                }
+        }
+        cache_drop(t);
+        return 0;
+}

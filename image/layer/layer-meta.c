@@ -36,6 +36,19 @@ int layer_tree_new(int root_fd, const struct layer_limits *lim, struct layer_tre
         return 0;
 }
 
+int layer_tree_new_add(int dest_fd, const struct layer_limits *lim,
+                       const struct layer_add_opts *opts, struct layer_tree **ret,
+                       struct cs_error *err)
+{
+        int r = layer_tree_new(dest_fd, lim, ret, err);
+
+        if (r < 0)
+                return r;
+        (*ret)->add = true;
+        (*ret)->add_opts = *opts;
+        return 0;
+}
+
 void cache_drop(struct layer_tree *t)
 {
         if (t->cache_fd >= 0)
@@ -118,6 +131,12 @@ int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char
                         if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
                                 return cs_error_set(err, errno, "entry `%s`: create `%s`", shown,
                                                     walked);
+                        /* ADD: a directory it makes is the copy's owner's */
+                        if (t->add && t->add_opts.chown_set &&
+                            fchownat(cur, comp, t->add_opts.uid, t->add_opts.gid,
+                                     AT_SYMLINK_NOFOLLOW) < 0)
+                                return cs_error_set(err, errno, "entry `%s`: chown `%s`", shown,
+                                                    walked);
                         r = meta_set(t, walked, &rec, err);
                         if (r < 0)
                                 return r;
@@ -133,9 +152,9 @@ int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char
                             S_ISLNK(st.st_mode))
                                 return cs_error_setx(
                                     err, ELOOP,
-                                    "entry `%s`: `%s` is a symlink; an image entry "
+                                    "entry `%s`: `%s` is a symlink; a tar entry "
                                     "may not be written through a symlink (it "
-                                    "could point outside the rootfs)",
+                                    "could point outside the tree it unpacks into)",
                                     shown, walked);
                         if (e == ENOTDIR)
                                 return cs_error_setx(err, ENOTDIR,

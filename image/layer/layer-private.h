@@ -51,6 +51,9 @@ struct layer_tree {
         struct layer_tree **lower_meta;
         struct pending_link *pending;
         size_t n_pending, cap_pending;
+        /* ADD of a local tar (layer_tree_new_add): the destination's rules, not a layer's */
+        bool add;
+        struct layer_add_opts add_opts;
 };
 
 /* The decompression pipeline: blob bytes -> libarchive raw format (gunzip/unzstd) ->

@@ -132,6 +132,30 @@ bool is_whiteout(const struct stat *st);
 int layer_meta_line(FILE *meta, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
                     struct cs_error *err);
 
+/* ADD of a local tar in a build step: the same extractor and rules unpack the archive into a
+ * directory of the step's root (dest_fd), with these differences: an absolute entry name is
+ * taken under the destination (as docker does), `.wh.` names are plain files (no whiteouts),
+ * a hard link must name a file already in the destination, and owners are set on the files
+ * themselves (the step's user namespace maps them) instead of a metadata file. */
+struct layer_add_opts {
+        bool chown_set, chmod_set; /* ADD --chown / --chmod: every entry's owner / mode */
+        uid_t uid;
+        gid_t gid;
+        mode_t chmod;
+};
+struct archive;
+struct archive_entry;
+
+/* dest_fd is borrowed (open until layer_tree_free); lim bounds this archive alone. */
+int layer_tree_new_add(int dest_fd, const struct layer_limits *lim,
+                       const struct layer_add_opts *opts, struct layer_tree **ret,
+                       struct cs_error *err);
+/* One entry of the archive a reads. */
+int layer_tree_add_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e,
+                         struct cs_error *err);
+/* After the last entry: directories get their modes and mtimes (kept u+rwx until then). */
+int layer_tree_add_finish(struct layer_tree *t, struct cs_error *err);
+
 /* Open path under dirfd without leaving it: openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS),
  * symlinks resolved as if dirfd were /. */
 int source_open_in_root(int dirfd, const char *path, int flags, struct cs_error *err);

@@ -357,6 +357,83 @@ static void write_tar_gz(const char *rel)
         archive_write_free(a);
 }
 
+/* One entry of a hostile archive: a file (no link), a symlink or a hard link to link. */
+struct tar_ent {
+        const char *name;
+        mode_t type;
+        const char *link;
+};
+
+static void write_tar(const char *rel, const struct tar_ent *ents, size_t n)
+{
+        char p[512];
+        struct archive *a = archive_write_new();
+        struct archive_entry *e = archive_entry_new();
+
+        snprintf(p, sizeof(p), "%s/%s", tmp, rel);
+        archive_write_set_format_pax_restricted(a);
+        archive_write_open_filename(a, p);
+        for (size_t i = 0; i < n; i++) {
+                archive_entry_clear(e);
+                archive_entry_set_pathname(e, ents[i].name);
+                archive_entry_set_filetype(e, ents[i].type);
+                archive_entry_set_perm(e, 0644);
+                if (ents[i].type == AE_IFLNK)
+                        archive_entry_set_symlink(e, ents[i].link);
+                else if (ents[i].link)
+                        archive_entry_set_hardlink(e, ents[i].link);
+                else
+                        archive_entry_set_size(e, 2);
+                archive_write_header(a, e);
+                if (ents[i].type == AE_IFREG && !ents[i].link)
+                        archive_write_data(a, "x\n", 2);
+        }
+        archive_entry_free(e);
+        archive_write_free(a);
+}
+
+/* ADD of archives that climb out of /dest/ by `..`, through a symlink they plant (absolute
+ * or relative) and by hard links: each refused, and nothing appears outside /dest. */
+static bool add_hostile_tars(int root)
+{
+        static const struct tar_ent dotdot[] = {{"../pwned", AE_IFREG, NULL}},
+                                    abs_link[] = {{"esc", AE_IFLNK, "/"},
+                                                  {"esc/pwned", AE_IFREG, NULL}},
+                                    rel_link[] = {{"up", AE_IFLNK, "../etc"},
+                                                  {"up/pwned", AE_IFREG, NULL}},
+                                    hard_up[] = {{"hl", AE_IFREG, "../etc/passwd"}},
+                                    hard_abs[] = {{"hl", AE_IFREG, "/etc/passwd"}};
+        static const struct {
+                const char *file;
+                const struct tar_ent *ents;
+                size_t n;
+        } cases[] = {{"evil-dotdot.tar", dotdot, 1},
+                     {"evil-abs-link.tar", abs_link, 2},
+                     {"evil-rel-link.tar", rel_link, 2},
+                     {"evil-hard-up.tar", hard_up, 1},
+                     {"evil-hard-abs.tar", hard_abs, 1}};
+        struct cs_error err = {0};
+        struct stat st;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *src[] = {cases[i].file};
+                char rel[64];
+
+                snprintf(rel, sizeof(rel), "ctx2/%s", cases[i].file);
+                write_tar(rel, cases[i].ents, cases[i].n);
+                if (copy_into(root, src, 1, "/dest/", true, NULL, NULL, &err) >= 0)
+                        return fail("ADD %s /dest/ was not refused", cases[i].file);
+                if (fstatat(root, "pwned", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+                    fstatat(root, "etc/pwned", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+                    fstatat(root, "dest/hl", &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        return fail("ADD %s wrote outside /dest/ (or linked out of it)",
+                                    cases[i].file);
+                if (fstatat(root, "etc/passwd", &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_nlink != 1)
+                        return fail("ADD %s linked /etc/passwd", cases[i].file);
+        }
+        return true;
+}
+
 static bool has_line(const char *text, const char *line)
 {
         size_t n = strlen(line);
@@ -456,6 +533,8 @@ static bool ns_scenario(void)
         if (copy_into(root, arch, 1, "/plain/", false, NULL, NULL, &err) < 0 ||
             fstatat(root, "plain/arch.tgz", &st, 0) < 0)
                 return fail("COPY of an archive must not unpack it: %s", err.msg);
+        if (!add_hostile_tars(root))
+                return false;
         if (copy_into(root, one, 1, "dst/", false, "nobody", NULL, &err) >= 0 ||
             !strstr(err.msg, "nobody"))
                 return fail("--chown=nobody resolved without a passwd entry");
