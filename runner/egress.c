@@ -51,10 +51,10 @@
 #define IP6T_SO_ORIGINAL_DST 80
 #endif
 
-#define EGRESS_ADDR4      "169.254.1.1" /* the session's own address (its source) */
-#define EGRESS_ADDR6      "fd00:c5b::1"
-#define EGRESS_PORT       15001
-#define EGRESS_DNS_PORT   15353
+#define EGRESS_ADDR4      SPEC_EGRESS_ADDR4 /* the session's own address (its source) */
+#define EGRESS_ADDR6      SPEC_EGRESS_ADDR6
+#define EGRESS_PORT       SPEC_EGRESS_PORT
+#define EGRESS_DNS_PORT   SPEC_EGRESS_DNS_PORT
 #define EGRESS_STR_(x)    #x
 #define EGRESS_STR(x)     EGRESS_STR_(x)
 #define EGRESS_MAX_CONNS  256   /* at once; more are refused */

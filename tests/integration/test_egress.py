@@ -200,6 +200,51 @@ def test_allowlist_without_entries_runs_a_session_and_reports(csb, tmp_path):
     assert plan["net_helper"] is None  # no pasta
 
 
+def children(pid):
+    """{pid: command name} of pid's children."""
+    got = {}
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                comm, rest = f.read().split(" (", 1)[1].rsplit(") ", 1)
+        except (OSError, ValueError, IndexError):
+            continue
+        if int(rest.split()[1]) == pid:
+            got[int(name)] = comm
+    return got
+
+
+def test_the_plan_shows_the_network_an_allowlist_session_gets(csb):
+    """Not pasta's: loopback only, with the plan's addresses, every route to it, the plan's
+    resolver; and no pasta runs beside the session."""
+    plan = csb.plan(["--egress", "allowlist", "--", "true"])
+    assert plan["net"] == "egress-proxy" and plan["net_helper"] is None, plan["net"]
+    net = plan["egress"]["network"]
+    assert net["pasta"] is False and net["interfaces"] == "lo only"
+    p = subprocess.Popen([csb.binary, "exec", "--egress", "allowlist", "--", "sh", "-c",
+                          "ls /sys/class/net; ip -o addr; ip route; ip -6 route; "
+                          "grep ^nameserver /etc/resolv.conf; echo up; read x"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=base_env())
+    out = []
+    for line in p.stdout:
+        out.append(line)
+        if line == "up\n":
+            break
+    kids = children(p.pid)
+    rest, err = p.communicate("\n", timeout=60)
+    assert p.returncode == 0, err
+    out = "".join(out)
+    assert "pasta" not in kids.values() and "slirp4netns" not in kids.values(), kids
+    assert out.split("\n")[0] == "lo", out  # the only interface
+    addrs = set(re.findall(r"inet6? ([0-9a-f.:]+)/", out))
+    assert addrs == set(net["loopback_addresses"]), (addrs, net)
+    assert re.search(r"^default dev lo .*src 169\.254\.1\.1", out, re.M), out
+    assert re.search(r"^default dev lo .*src fd00:c5b::1", out, re.M), out
+    nameserver = re.search(r"^nameserver (\S+)", out, re.M).group(1)
+    assert f"resolv.conf: {nameserver})" in net["dns"], (nameserver, net["dns"])
+
+
 def test_refusals_are_counted_on_stderr(csb, tmp_path):
     r, log = allowlist(csb, tmp_path, [], curl(f"http://{TEST_HOST}:8080/"))
     assert r.returncode != 0
