@@ -162,7 +162,7 @@ void runner_child_fail(int errfd, const struct cs_error *err)
 }
 
 /* SPEC_EGRESS_ALLOWLIST: pid 1's end of the socket that hands csandbox the proxy's
- * sockets (runner/egress.c); -1 otherwise. */
+ * sockets (runner/egress_ns.c); -1 otherwise. */
 static int egress_child_fd = -1;
 
 static void child_main(const struct sandbox_spec *s, const struct net_helper *net,

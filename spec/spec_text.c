@@ -41,7 +41,7 @@ static cJSON *json_str_or_null(const char *s)
         return s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
-/* What an allowlist session's network is, as runner/egress.c sets it up. */
+/* What an allowlist session's network is, as runner/egress_ns.c sets it up. */
 static void egress_network_json(cJSON *n, const struct sandbox_spec *s)
 {
         cJSON *lo = cJSON_AddArrayToObject(n, "loopback_addresses");

@@ -151,6 +151,34 @@ def test_dns_for_an_allowed_name_is_answered(csb, tmp_path):
     assert r.stdout.split() == ["0", "1"]
 
 
+# A query for a name whose lookup hangs (the test host never answers for *.slow.csandbox.test),
+# then one for an allowed name that resolves; prints the first answer's id, code, count.
+SLOW_DNS = r"""
+import socket, struct
+def query(qid, name):
+    q = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(x)]) + x.encode() for x in name.split(".")) + b"\0"
+    return q + struct.pack("!HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(60)
+s.sendto(query(1, "x.slow.csandbox.test"), ("169.254.1.3", 53))
+s.sendto(query(2, "ok.csandbox.test"), ("169.254.1.3", 53))
+a = s.recv(600)
+print(struct.unpack("!H", a[:2])[0], a[3] & 15, struct.unpack("!H", a[6:8])[0])
+"""
+
+
+def test_a_lookup_that_hangs_does_not_hold_up_another_name(csb, tmp_path):
+    """The resolver looks names up beside each other: the answer for ok.csandbox.test comes
+    first although its query came after one whose lookup never ends (answered in order, the
+    hanging one's SERVFAIL would come first, after the host resolver's time-outs)."""
+    r, log = allowlist(csb, tmp_path, ["ok.csandbox.test", "x.slow.csandbox.test"],
+                       ["python3", "-c", SLOW_DNS], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2", "0", "1"], (r.stdout, r.stderr)
+    assert log == [], log
+
+
 UDP = r"""
 import socket, sys
 s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
