@@ -22,8 +22,9 @@
 #define EGRESS_LOG_MAX     10000 /* lines; further refusals are only counted */
 #define EGRESS_STACK       (128 << 10)
 #define EGRESS_RELAY_BUF   16384
-#define EGRESS_DNS_WORKERS 8  /* host lookups at once */
-#define EGRESS_DNS_QUEUE   64 /* queries waiting for one; more are answered SERVFAIL */
+#define EGRESS_RELAY_PIPE  (64 << 10) /* spliced at once */
+#define EGRESS_DNS_WORKERS 8          /* host lookups at once */
+#define EGRESS_DNS_QUEUE   64         /* queries waiting for one; more are answered SERVFAIL */
 
 /* The sockets handed over, in this order: TCP IPv4, TCP IPv6, DNS IPv4, DNS IPv6. */
 #define EGRESS_FDS 4

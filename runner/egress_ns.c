@@ -25,6 +25,7 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
@@ -32,6 +33,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define EGRESS_STR_(x) #x
@@ -184,6 +186,50 @@ static int nft_load(struct cs_error *err)
         return 0;
 }
 
+/* nft_load in a child that exits once the rules are in: libnftables and its libraries are
+ * then never mapped in pid 1, which stays as small as any session's (about 1.7 MiB less). */
+static int nft_load_apart(struct cs_error *err)
+{
+        struct cs_error why = {0};
+        int p[2], status = 0;
+        ssize_t n;
+        pid_t pid;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return nft_load(err);
+        pid = fork();
+        if (pid == 0) {
+                close(p[0]);
+                if (nft_load(&why) < 0) {
+                        (void)!write(p[1], &why, sizeof(why));
+                        _exit(1);
+                }
+                _exit(0);
+        }
+        close(p[1]);
+        if (pid < 0) {
+                close(p[0]);
+                return nft_load(err);
+        }
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        do
+                n = read(p[0], &why, sizeof(why));
+        while (n < 0 && errno == EINTR);
+        close(p[0]);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                return 0;
+        if (n == (ssize_t)sizeof(why)) {
+                why.msg[sizeof(why.msg) - 1] = '\0';
+                *err = why;
+                return -(why.err ? why.err : EPERM);
+        }
+        return cs_error_setx(err, EPERM,
+                             "egress allowlist: loading the session's nftables rules failed "
+                             "(status %d), so csandbox does not start it",
+                             status);
+}
+
 static int listen_on(int family, int type, const char *text, int port)
 {
         union {
@@ -261,7 +307,7 @@ int egress_ns_setup(int sock, struct cs_error *err)
                 return cs_error_set(err, -r,
                                     "egress allowlist: route the session's network to its "
                                     "proxy (an address and a route on lo)");
-        r = nft_load(err);
+        r = nft_load_apart(err);
         if (r < 0)
                 return r;
         fds[0] = listen_on(AF_INET, SOCK_STREAM, "127.0.0.1", EGRESS_PORT);

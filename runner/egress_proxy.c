@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -116,38 +117,77 @@ void egress_refuse(const char *what, const char *name, int family, const void *a
                 (void)!write(log_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
 }
 
+/* One chunk from src to dst: through pipe (spliced, the bytes never copied to the proxy)
+ * when there is one, else through buf. 1 moved, 0 src ended, -1 an error. */
+static int relay_chunk(int src, int dst, const int pipe[2], uint8_t *buf)
+{
+        ssize_t n;
+
+        if (pipe[0] < 0) {
+                do
+                        n = read(src, buf, EGRESS_RELAY_BUF);
+                while (n < 0 && errno == EINTR);
+                if (n <= 0)
+                        return (int)n;
+                return cs_write_all(dst, buf, (size_t)n) < 0 ? -1 : 1;
+        }
+        do
+                n = splice(src, NULL, pipe[1], NULL, EGRESS_RELAY_PIPE, SPLICE_F_MOVE);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0)
+                return (int)n;
+        while (n > 0) {
+                ssize_t m = splice(pipe[0], NULL, dst, NULL, (size_t)n, SPLICE_F_MOVE);
+
+                if (m < 0 && errno == EINTR)
+                        continue;
+                if (m <= 0)
+                        return -1;
+                n -= m;
+        }
+        return 1;
+}
+
+/* Both ways until both ends are done. Spliced through a pipe per direction when the
+ * descriptors can be had (the payload's bytes then never pass through the proxy's
+ * memory), else read and written through buf. */
 static void relay(int a, int b, uint8_t *buf)
 {
-        int fd[2] = {a, b};
+        int fd[2] = {a, b}, pipes[2][2] = {{-1, -1}, {-1, -1}};
         bool open[2] = {true, true};
 
+        if (pipe2(pipes[0], O_CLOEXEC) < 0 || pipe2(pipes[1], O_CLOEXEC) < 0) {
+                for (int i = 0; i < 2; i++)
+                        for (int j = 0; j < 2; j++)
+                                if (pipes[i][j] >= 0)
+                                        close(pipes[i][j]);
+                pipes[0][0] = pipes[0][1] = pipes[1][0] = pipes[1][1] = -1;
+        }
         while (open[0] || open[1]) {
                 struct pollfd p[2] = {{open[0] ? a : -1, POLLIN, 0}, {open[1] ? b : -1, POLLIN, 0}};
+                int r = 0;
 
                 if (poll(p, 2, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return;
+                        break;
                 }
-                for (int i = 0; i < 2; i++) {
-                        ssize_t n;
-
+                for (int i = 0; i < 2 && r >= 0; i++) {
                         if (!open[i] || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
                                 continue;
-                        n = read(fd[i], buf, EGRESS_RELAY_BUF);
-                        if (n < 0 && errno == EINTR)
-                                continue;
-                        if (n <= 0) {
+                        r = relay_chunk(fd[i], fd[1 - i], pipes[i], buf);
+                        if (r == 0) {
                                 open[i] = false;
                                 shutdown(fd[1 - i], SHUT_WR);
-                                if (n < 0)
-                                        return;
-                                continue;
                         }
-                        if (cs_write_all(fd[1 - i], buf, (size_t)n) < 0)
-                                return;
                 }
+                if (r < 0)
+                        break;
         }
+        for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++)
+                        if (pipes[i][j] >= 0)
+                                close(pipes[i][j]);
 }
 
 /* Whether addr is the proxy's own address in the session (a program that uses
@@ -397,6 +437,16 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
         /* its own name, for whoever looks at the host's processes */
         prctl(PR_SET_NAME, "csandbox-egress");
         host_addrs_read();
+        {
+                /* two sockets and two pipes per connection, and a few of its own */
+                struct rlimit nofile;
+                rlim_t want = EGRESS_MAX_CONNS * 6 + 64;
+
+                if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < want) {
+                        nofile.rlim_cur = nofile.rlim_max < want ? nofile.rlim_max : want;
+                        setrlimit(RLIMIT_NOFILE, &nofile);
+                }
+        }
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, EGRESS_STACK);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

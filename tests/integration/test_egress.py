@@ -81,6 +81,18 @@ def test_allowed_name_reached_by_a_proxy_unaware_client_others_refused(csb, tmp_
     assert not any("ok.csandbox.test" in line for line in log), log
 
 
+def test_a_large_download_through_the_proxy_arrives_whole(csb, tmp_path):
+    """The relay (spliced through pipes) carries 64 MiB byte for byte."""
+    n = 64 << 20
+    r, log = allowlist(csb, tmp_path, ["big.csandbox.test"], [
+        "sh", "-c", f"curl -sS -m 60 --noproxy '*' http://big.csandbox.test:8080/big/{n} | "
+        "python3 -c 'import sys; d = sys.stdin.buffer.read(); print(len(d), d.count(0))'"],
+        timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(n), str(n)], (r.stdout, r.stderr)
+    assert log == []
+
+
 def test_a_raw_address_is_refused(csb, tmp_path):
     r, log = allowlist(csb, tmp_path, ["ok.csandbox.test"],
                        curl(f"http://{TEST_HOST}:8080/"))
