@@ -80,6 +80,27 @@ static struct dns_job *jobs; /* a ring of EGRESS_DNS_QUEUE */
 static size_t jobs_head, jobs_n;
 static unsigned workers, idle;
 static const pthread_attr_t *thread_attr;
+/* What each worker looks up now (NULL: nothing), so a client's retry of a query still being
+ * looked up takes no second worker: the first lookup answers it (a retry repeats its id). */
+static const struct dns_job *busy[EGRESS_DNS_WORKERS];
+
+static bool same_query(const struct dns_job *a, const struct dns_job *b)
+{
+        return a->fd == b->fd && a->plen == b->plen && memcmp(&a->peer, &b->peer, a->plen) == 0 &&
+               a->q.id == b->q.id && a->q.qtype == b->q.qtype && strcmp(a->q.name, b->q.name) == 0;
+}
+
+/* Under jobs_lock: whether j is queued or being looked up already. */
+static bool pending(const struct dns_job *j)
+{
+        for (size_t i = 0; i < jobs_n; i++)
+                if (same_query(&jobs[(jobs_head + i) % EGRESS_DNS_QUEUE], j))
+                        return true;
+        for (unsigned i = 0; i < workers; i++)
+                if (busy[i] && same_query(busy[i], j))
+                        return true;
+        return false;
+}
 
 static void answer(const struct dns_job *j, unsigned rcode, const uint8_t (*addrs)[16], size_t n)
 {
@@ -124,9 +145,9 @@ static void look_up(const struct dns_job *j)
 
 static void *worker_main(void *arg)
 {
+        unsigned slot = (unsigned)(uintptr_t)arg;
         struct dns_job j;
 
-        (void)arg;
         for (;;) {
                 pthread_mutex_lock(&jobs_lock);
                 idle++;
@@ -136,23 +157,29 @@ static void *worker_main(void *arg)
                 j = jobs[jobs_head];
                 jobs_head = (jobs_head + 1) % EGRESS_DNS_QUEUE;
                 jobs_n--;
+                busy[slot] = &j;
                 pthread_mutex_unlock(&jobs_lock);
                 look_up(&j);
+                pthread_mutex_lock(&jobs_lock);
+                busy[slot] = NULL;
+                pthread_mutex_unlock(&jobs_lock);
         }
         return NULL;
 }
 
-/* Queue j for a worker, starting one when none is idle and fewer than the bound run.
- * false: the queue is full. */
+/* Queue j for a worker, starting one when none is idle and fewer than the bound run; a
+ * repeat of a pending query is dropped (its first answers it). false: the queue is full. */
 static bool enqueue(const struct dns_job *j)
 {
         pthread_t t;
         bool queued = false;
 
         pthread_mutex_lock(&jobs_lock);
-        if (jobs_n < EGRESS_DNS_QUEUE) {
+        if (pending(j)) {
+                queued = true;
+        } else if (jobs_n < EGRESS_DNS_QUEUE) {
                 if (idle <= jobs_n && workers < EGRESS_DNS_WORKERS &&
-                    pthread_create(&t, thread_attr, worker_main, NULL) == 0)
+                    pthread_create(&t, thread_attr, worker_main, (void *)(uintptr_t)workers) == 0)
                         workers++;
                 if (workers > 0) {
                         jobs[(jobs_head + jobs_n) % EGRESS_DNS_QUEUE] = *j;

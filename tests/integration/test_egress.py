@@ -164,7 +164,9 @@ def test_dns_for_an_allowed_name_is_answered(csb, tmp_path):
 
 
 # A query for a name whose lookup hangs (the test host never answers for *.slow.csandbox.test),
-# then one for an allowed name that resolves; prints the first answer's id, code, count.
+# sent 12 times as a client's retries are (the same id), more than the resolver's 8 lookup
+# workers; then one for an allowed name that resolves; prints the first answer's id, code,
+# count.
 SLOW_DNS = r"""
 import socket, struct
 def query(qid, name):
@@ -173,7 +175,8 @@ def query(qid, name):
     return q + struct.pack("!HH", 1, 1)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(60)
-s.sendto(query(1, "x.slow.csandbox.test"), ("169.254.1.3", 53))
+for _ in range(12):
+    s.sendto(query(1, "x.slow.csandbox.test"), ("169.254.1.3", 53))
 s.sendto(query(2, "ok.csandbox.test"), ("169.254.1.3", 53))
 a = s.recv(600)
 print(struct.unpack("!H", a[:2])[0], a[3] & 15, struct.unpack("!H", a[6:8])[0])
@@ -181,9 +184,11 @@ print(struct.unpack("!H", a[:2])[0], a[3] & 15, struct.unpack("!H", a[6:8])[0])
 
 
 def test_a_lookup_that_hangs_does_not_hold_up_another_name(csb, tmp_path):
-    """The resolver looks names up beside each other: the answer for ok.csandbox.test comes
-    first although its query came after one whose lookup never ends (answered in order, the
-    hanging one's SERVFAIL would come first, after the host resolver's time-outs)."""
+    """The resolver looks names up beside each other, and a retry of a query being looked up
+    takes no second worker: the answer for ok.csandbox.test comes first although its query
+    came after one whose lookup never ends and its 11 retries (answered in order, or with
+    every worker taken by the retries, the hanging one's SERVFAIL would come first, after
+    the host resolver's time-outs)."""
     r, log = allowlist(csb, tmp_path, ["ok.csandbox.test", "x.slow.csandbox.test"],
                        ["python3", "-c", SLOW_DNS], timeout=120)
     assert r.returncode == 0, r.stderr
