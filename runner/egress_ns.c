@@ -5,8 +5,9 @@
  * The design (the relay is the session's network; no pasta, no tun): in the session's
  * network namespace, before its capabilities are dropped, pid 1 gives loopback the addresses
  * EGRESS_ADDR4/6, routes every destination (IPv4 and IPv6) to loopback, and loads nftables
- * rules: every outbound TCP connection is redirected to EGRESS_PORT and every DNS query (UDP
- * port 53) to EGRESS_DNS_PORT; anything else that is not loopback (other UDP, QUIC, ICMP)
+ * rules (through libnftables, in a child that exits, so pid 1 never maps it): every outbound
+ * TCP connection is redirected to EGRESS_PORT and every DNS query (UDP port 53) to
+ * EGRESS_DNS_PORT; anything else that is not loopback (other UDP, QUIC, ICMP)
  * is dropped. It then binds the listening sockets there and hands them to csandbox over a
  * unix socket. csandbox's proxy (a process of its own outside the session's namespaces,
  * non-dumpable) accepts on them, reads the first bytes of each connection (a TLS
