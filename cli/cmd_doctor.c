@@ -162,6 +162,28 @@ static void check_network(void)
         spec_free(&s);
 }
 
+/* An allowlist session, for real: libnftables opened, the rules loaded in a fresh user and
+ * network namespace, the proxy started. Not a problem for the exit status: `open`, the
+ * default, and `none` do not need it. */
+static void check_egress(void)
+{
+        static const char *const args[] = {"--egress", "allowlist", "--",
+                                           "/bin/sh",  "-c",        "exit 0"};
+        struct cs_error err = {0};
+        char line[5000];
+
+        if (try_sandbox(args, sizeof(args) / sizeof(*args), &err) < 0) {
+                snprintf(line, sizeof(line),
+                         "allowlist sessions cannot start here (open and none can): %s", err.msg);
+                printf("%-5s %-18s %s\n", "no", "egress (allowlist)", line);
+        } else {
+                report(true, "egress (allowlist)",
+                       "a throwaway allowlist session started: libnftables loaded, nftables "
+                       "rules accepted in its own network namespace, csandbox's proxy and "
+                       "resolver started");
+        }
+}
+
 static void check_map_range(void)
 {
         struct cs_error err = {0};
@@ -271,7 +293,10 @@ int cmd_doctor(int argc, char **argv)
                 puts("Usage: csandbox doctor\n\nChecks, by trying them, what csandbox needs on "
                      "this machine for this user: user namespaces, a throwaway sandbox through "
                      "the launch code `run` uses, openat2, pasta and /dev/net/tun (a sandbox "
-                     "with pasta), a subordinate id range (for --map-range only), whether `run` "
+                     "with pasta), an egress allowlist session (libnftables and nftables in the "
+                     "session's "
+                     "network namespace; not counted in the exit status), a subordinate id range "
+                     "(for --map-range only), whether `run` "
                      "takes the current "
                      "directory's work tree (another uid's only when git's safe.directory lists "
                      "it) and claude. "
@@ -285,6 +310,7 @@ int cmd_doctor(int argc, char **argv)
         check_sandbox();
         check_openat2();
         check_network();
+        check_egress();
         print_notes();
         check_map_range();
         check_work_tree();

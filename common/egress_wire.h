@@ -1,6 +1,6 @@
-/* The bytes csandbox's egress proxy and resolver read from a session (runner/egress.c):
- * the name a TCP connection's first bytes give (a TLS ClientHello's SNI, an HTTP/1 Host),
- * and a DNS query. Bounded, no allocation; everything in them is hostile. */
+/* The bytes csandbox's egress proxy and resolver (runner/egress_proxy.c, egress_dns.c)
+ * read from a session: the name a TCP connection's first bytes give (a TLS ClientHello's
+ * SNI, an HTTP/1 Host), and a DNS query. Bounded, no allocation; everything in them is hostile. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

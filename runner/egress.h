@@ -1,6 +1,7 @@
-/* SPEC_EGRESS_ALLOWLIST (runner/egress.c): the session's namespace routes everything to its
- * own loopback, where nftables hands TCP to csandbox's proxy and DNS to its resolver; both
- * listen on sockets made in the session's namespace and run outside it, in csandbox. */
+/* SPEC_EGRESS_ALLOWLIST (runner/egress_ns.c, egress_proxy.c, egress_dns.c): the session's namespace
+ * routes everything to its own loopback, where nftables hands TCP to csandbox's proxy and DNS to
+ * its resolver; both listen on sockets made in the session's namespace and run outside it, in
+ * csandbox. */
 #pragma once
 #include <stdbool.h>
 #include <sys/types.h>

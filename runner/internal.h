@@ -57,6 +57,8 @@ void runner_note(unsigned bit);
 /* The launch, before clone: which notes are due, and a fresh record for the child; after
  * the session: what it adapted to, and a marker for each note printed (notes.c). */
 void runner_notes_begin(void);
+/* Whether runner_notes_quiet() was called (doctor). */
+bool runner_notes_all_quiet(void);
 void runner_notes_end(void);
 
 /* A message for the user at run time (its text starts "csandbox: "), one line of stderr

@@ -299,7 +299,8 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 return r;
         }
         netns_helper_stop(&net);
-        proxy.report = true;
+        /* doctor's throwaway sessions (quiet) have no refusals worth a line */
+        proxy.report = !runner_notes_all_quiet();
         egress_proxy_stop(&proxy);
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
         if (runner_child_message(errp[0], err)) {

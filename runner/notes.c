@@ -41,6 +41,11 @@ void runner_notes_quiet(void)
         notes.all_quiet = true;
 }
 
+bool runner_notes_all_quiet(void)
+{
+        return notes.all_quiet;
+}
+
 unsigned runner_notes_seen(void)
 {
         return notes.seen;

@@ -61,7 +61,7 @@ enum spec_net {
         SPEC_NET_PASTA, /* own netns + pasta (the networking issue) */
 };
 
-/* Where the session's network may connect (spec/egress.c, runner/egress.c). */
+/* Where the session's network may connect (spec/egress.c, runner/egress_ns.c). */
 enum spec_egress {
         SPEC_EGRESS_OPEN,      /* anywhere (the network mode decides) */
         SPEC_EGRESS_ALLOWLIST, /* only the allowed hosts, through csandbox's proxy */
@@ -216,10 +216,16 @@ struct sandbox_spec {
 
 /* The user-mode network's fixed addresses inside (pasta and slirp4netns alike). */
 #define SPEC_NET_CIDR          "169.254.1.0/24"
-#define SPEC_NET_HOST_LOOPBACK "169.254.1.2"   /* the host's 127.0.0.1, when mapped */
-#define SPEC_NET_DNS           "169.254.1.3"   /* forwarded to the host's resolver */
-#define SPEC_BROKER_DIR        "/run/csandbox" /* a tmpfs with the broker's socket */
-#define SPEC_BROKER_SOCKET     SPEC_BROKER_DIR "/packages.sock"
+#define SPEC_NET_HOST_LOOPBACK "169.254.1.2" /* the host's 127.0.0.1, when mapped */
+#define SPEC_NET_DNS           "169.254.1.3" /* forwarded to the host's resolver */
+/* An egress allowlist session's own (runner/egress_ns.c): its loopback's addresses, its source
+ * for every destination, and the ports of csandbox's proxy and resolver there. */
+#define SPEC_EGRESS_ADDR4    "169.254.1.1"
+#define SPEC_EGRESS_ADDR6    "fd00:c5b::1"
+#define SPEC_EGRESS_PORT     15001
+#define SPEC_EGRESS_DNS_PORT 15353
+#define SPEC_BROKER_DIR      "/run/csandbox" /* a tmpfs with the broker's socket */
+#define SPEC_BROKER_SOCKET   SPEC_BROKER_DIR "/packages.sock"
 
 void spec_init(struct sandbox_spec *s);
 void spec_free(struct sandbox_spec *s);

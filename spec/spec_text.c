@@ -16,6 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define EGRESS_PORT_TEXT_(x)  #x
+#define EGRESS_PORT_TEXT_X(x) EGRESS_PORT_TEXT_(x)
+#define EGRESS_PORT_TEXT      EGRESS_PORT_TEXT_X(SPEC_EGRESS_PORT)
+
 const char *spec_net_name(enum spec_net n)
 {
         static const char *const names[] = {
@@ -35,6 +39,37 @@ const char *spec_seccomp_name(enum spec_seccomp k)
 static cJSON *json_str_or_null(const char *s)
 {
         return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+/* What an allowlist session's network is, as runner/egress_ns.c sets it up. */
+static void egress_network_json(cJSON *n, const struct sandbox_spec *s)
+{
+        cJSON *lo = cJSON_AddArrayToObject(n, "loopback_addresses");
+
+        cJSON_AddBoolToObject(n, "pasta", false);
+        cJSON_AddItemToArray(lo, cJSON_CreateString("127.0.0.1"));
+        cJSON_AddItemToArray(lo, cJSON_CreateString("::1"));
+        cJSON_AddItemToArray(lo, cJSON_CreateString(SPEC_EGRESS_ADDR4));
+        cJSON_AddItemToArray(lo, cJSON_CreateString(SPEC_EGRESS_ADDR6));
+        cJSON_AddStringToObject(n, "interfaces", "lo only");
+        cJSON_AddStringToObject(n, "routes", "every IPv4 and IPv6 destination to lo");
+        cJSON_AddStringToObject(
+            n, "tcp",
+            "every connection (IPv4 and IPv6) to csandbox's proxy (port " EGRESS_PORT_TEXT
+            " in the session, a process outside it), which connects "
+            "from the host's network only to allowed hosts");
+        cJSON_AddStringToObject(n, "dns",
+                                "every UDP port 53 query (resolv.conf: " SPEC_NET_DNS
+                                ") to csandbox's resolver, which answers allowed names only");
+        cJSON_AddStringToObject(n, "other", "other UDP (QUIC too) and ICMP: dropped");
+        cJSON_AddStringToObject(n, "http_proxy",
+                                "http://" SPEC_EGRESS_ADDR4 ":" EGRESS_PORT_TEXT
+                                " (CONNECT only; no proxy variable is set)");
+        cJSON_AddItemToObject(
+            n, "host_loopback",
+            s->map_host_loopback
+                ? cJSON_CreateString(SPEC_NET_HOST_LOOPBACK " (the host's 127.0.0.1, HTTP only)")
+                : cJSON_CreateNull());
 }
 
 static cJSON *spec_mount_to_json(const struct spec_mount *m)
@@ -174,7 +209,12 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
         }
 
         cJSON_AddStringToObject(o, "hostname", s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME);
-        cJSON_AddStringToObject(o, "net", spec_net_name(s->net));
+        /* an allowlist session's network is csandbox's proxy, not pasta's (spec->net stays
+         * pasta: a network namespace of the session's own) */
+        cJSON_AddStringToObject(o, "net",
+                                s->net == SPEC_NET_PASTA && s->egress == SPEC_EGRESS_ALLOWLIST
+                                    ? "egress-proxy"
+                                    : spec_net_name(s->net));
         if (s->net == SPEC_NET_PASTA) {
                 char *helper = spec_net_helper(s);
 
@@ -200,6 +240,7 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
                                 cJSON_AddItemToArray(s->egress_hosts[i].deny ? deny : hosts, h);
                         }
                         cJSON_AddItemToObject(eg, "log", json_str_or_null(s->egress_log));
+                        egress_network_json(cJSON_AddObjectToObject(eg, "network"), s);
                 }
         }
 

@@ -22,7 +22,7 @@ def test_doctor_passes_on_a_machine_that_can_run_sandboxes():
     r = doctor()
     assert r.returncode == 0, r.stdout + r.stderr
     got = lines(r)
-    for what in ("user", "openat2", "network", "--map-range", "claude"):
+    for what in ("user", "openat2", "network", "egress", "--map-range", "claude"):
         assert got[what].startswith("ok"), got[what]
 
 
@@ -108,3 +108,56 @@ def test_doctor_fails_the_network_where_the_sandbox_has_no_tun(csb):
     outer = [CSANDBOX, "exec", "--ro-bind", CSANDBOX, CSANDBOX, "--ro-bind", PROBE, PROBE, "--"]
     r = doctor(wrap=outer)
     assert lines(r)["network"].startswith("FAIL"), r.stdout
+
+
+def libnftables():
+    """Where this machine's libnftables.so.1 is (the file itself, not a link to it)."""
+    for d in ("/lib", "/usr/lib", "/lib64", "/usr/lib64"):
+        for root, _, files in os.walk(d):
+            if "libnftables.so.1" in files:
+                return os.path.realpath(os.path.join(root, "libnftables.so.1"))
+    raise AssertionError("libnftables.so.1 is not installed (tests/setup-root installs it)")
+
+
+def outer_launch(outer, args):
+    return subprocess.run([*outer, CSANDBOX, "exec", *args, "--", "/bin/sh", "-c", "exit 0"],
+                          capture_output=True, text=True, timeout=TIMEOUT, env=base_env(),
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("cell", ["as-is", "no-libnftables", "no-nftables"])
+def test_doctor_says_whether_an_allowlist_session_can_start_and_what_to_install(
+        csb, tmp_path, cell):
+    """The egress line is an allowlist launch's own outcome, tried in a throwaway session:
+    libnftables missing (an empty file bound over it) names the package; netfilter's
+    netlink socket refused (a container engine's filter) says nftables cannot be used.
+    Neither makes `open` sessions fail, so neither counts in the exit status."""
+    outer = [CSANDBOX, "exec", "--ro-bind", CSANDBOX, CSANDBOX, "--ro-bind", PROBE, PROBE]
+    if cell == "no-libnftables":
+        empty = tmp_path / "empty.so"
+        empty.write_bytes(b"")
+        outer += ["--ro-bind", str(empty), libnftables()]
+    elif cell == "no-nftables":
+        prof = tmp_path / "no-netfilter.json"
+        outer += ["--seccomp", str(prof)]
+        with open(prof, "w") as f:
+            json.dump({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+                {"names": ["socket"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1, "args": [
+                    {"index": 0, "value": 16, "op": "SCMP_CMP_EQ"},      # AF_NETLINK
+                    {"index": 2, "value": 12, "op": "SCMP_CMP_EQ"}]}]}, f)  # NETFILTER
+    outer.append("--")
+    r = doctor(wrap=outer)
+    line = lines(r)["egress"]
+    launch = outer_launch(outer, ["--egress", "allowlist"])
+    if cell == "as-is":
+        assert line.startswith("ok") and "nftables rules accepted" in line, r.stdout
+        assert launch.returncode == 0, launch.stderr
+        return
+    assert line.startswith("no ") and "allowlist sessions cannot start here" in line, r.stdout
+    assert launch.returncode == 125, launch.stderr
+    want = ("apt-get install libnftables1" if cell == "no-libnftables"
+            else "nftables cannot be used")
+    assert want in line and want in launch.stderr, (line, launch.stderr)
+    # an open session starts in the same place, and doctor's status does not count it
+    assert outer_launch(outer, ["--net", "none"]).returncode == 0
+    assert not any(l.startswith("FAIL") and "egress" in l for l in r.stdout.splitlines())

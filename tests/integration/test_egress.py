@@ -81,6 +81,18 @@ def test_allowed_name_reached_by_a_proxy_unaware_client_others_refused(csb, tmp_
     assert not any("ok.csandbox.test" in line for line in log), log
 
 
+def test_a_large_download_through_the_proxy_arrives_whole(csb, tmp_path):
+    """The relay (spliced through pipes) carries 64 MiB byte for byte."""
+    n = 64 << 20
+    r, log = allowlist(csb, tmp_path, ["big.csandbox.test"], [
+        "sh", "-c", f"curl -sS -m 60 --noproxy '*' http://big.csandbox.test:8080/big/{n} | "
+        "python3 -c 'import sys; d = sys.stdin.buffer.read(); print(len(d), d.count(0))'"],
+        timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(n), str(n)], (r.stdout, r.stderr)
+    assert log == []
+
+
 def test_a_raw_address_is_refused(csb, tmp_path):
     r, log = allowlist(csb, tmp_path, ["ok.csandbox.test"],
                        curl(f"http://{TEST_HOST}:8080/"))
@@ -151,6 +163,39 @@ def test_dns_for_an_allowed_name_is_answered(csb, tmp_path):
     assert r.stdout.split() == ["0", "1"]
 
 
+# A query for a name whose lookup hangs (the test host never answers for *.slow.csandbox.test),
+# sent 12 times as a client's retries are (the same id), more than the resolver's 8 lookup
+# workers; then one for an allowed name that resolves; prints the first answer's id, code,
+# count.
+SLOW_DNS = r"""
+import socket, struct
+def query(qid, name):
+    q = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(x)]) + x.encode() for x in name.split(".")) + b"\0"
+    return q + struct.pack("!HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(60)
+for _ in range(12):
+    s.sendto(query(1, "x.slow.csandbox.test"), ("169.254.1.3", 53))
+s.sendto(query(2, "ok.csandbox.test"), ("169.254.1.3", 53))
+a = s.recv(600)
+print(struct.unpack("!H", a[:2])[0], a[3] & 15, struct.unpack("!H", a[6:8])[0])
+"""
+
+
+def test_a_lookup_that_hangs_does_not_hold_up_another_name(csb, tmp_path):
+    """The resolver looks names up beside each other, and a retry of a query being looked up
+    takes no second worker: the answer for ok.csandbox.test comes first although its query
+    came after one whose lookup never ends and its 11 retries (answered in order, or with
+    every worker taken by the retries, the hanging one's SERVFAIL would come first, after
+    the host resolver's time-outs)."""
+    r, log = allowlist(csb, tmp_path, ["ok.csandbox.test", "x.slow.csandbox.test"],
+                       ["python3", "-c", SLOW_DNS], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2", "0", "1"], (r.stdout, r.stderr)
+    assert log == [], log
+
+
 UDP = r"""
 import socket, sys
 s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
@@ -198,6 +243,51 @@ def test_allowlist_without_entries_runs_a_session_and_reports(csb, tmp_path):
     assert plan["egress"]["mode"] == "allowlist"
     assert {"host": "api.anthropic.com:443", "builtin": True} in plan["egress"]["allow"]
     assert plan["net_helper"] is None  # no pasta
+
+
+def children(pid):
+    """{pid: command name} of pid's children."""
+    got = {}
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                comm, rest = f.read().split(" (", 1)[1].rsplit(") ", 1)
+        except (OSError, ValueError, IndexError):
+            continue
+        if int(rest.split()[1]) == pid:
+            got[int(name)] = comm
+    return got
+
+
+def test_the_plan_shows_the_network_an_allowlist_session_gets(csb):
+    """Not pasta's: loopback only, with the plan's addresses, every route to it, the plan's
+    resolver; and no pasta runs beside the session."""
+    plan = csb.plan(["--egress", "allowlist", "--", "true"])
+    assert plan["net"] == "egress-proxy" and plan["net_helper"] is None, plan["net"]
+    net = plan["egress"]["network"]
+    assert net["pasta"] is False and net["interfaces"] == "lo only"
+    p = subprocess.Popen([csb.binary, "exec", "--egress", "allowlist", "--", "sh", "-c",
+                          "ls /sys/class/net; ip -o addr; ip route; ip -6 route; "
+                          "grep ^nameserver /etc/resolv.conf; echo up; read x"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=base_env())
+    out = []
+    for line in p.stdout:
+        out.append(line)
+        if line == "up\n":
+            break
+    kids = children(p.pid)
+    rest, err = p.communicate("\n", timeout=60)
+    assert p.returncode == 0, err
+    out = "".join(out)
+    assert "pasta" not in kids.values() and "slirp4netns" not in kids.values(), kids
+    assert out.split("\n")[0] == "lo", out  # the only interface
+    addrs = set(re.findall(r"inet6? ([0-9a-f.:]+)/", out))
+    assert addrs == set(net["loopback_addresses"]), (addrs, net)
+    assert re.search(r"^default dev lo .*src 169\.254\.1\.1", out, re.M), out
+    assert re.search(r"^default dev lo .*src fd00:c5b::1", out, re.M), out
+    nameserver = re.search(r"^nameserver (\S+)", out, re.M).group(1)
+    assert f"resolv.conf: {nameserver})" in net["dns"], (nameserver, net["dns"])
 
 
 def test_refusals_are_counted_on_stderr(csb, tmp_path):

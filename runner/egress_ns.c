@@ -1,0 +1,334 @@
+/* SPEC_EGRESS_ALLOWLIST: the session reaches only the allowed hosts, every program alike.
+ * This file: the session's side (routes, rules, the sockets handed to csandbox); the proxy
+ * is egress_proxy.c, its resolver egress_dns.c.
+ *
+ * The design (the relay is the session's network; no pasta, no tun): in the session's
+ * network namespace, before its capabilities are dropped, pid 1 gives loopback the addresses
+ * EGRESS_ADDR4/6, routes every destination (IPv4 and IPv6) to loopback, and loads nftables
+ * rules (through libnftables, in a child that exits, so pid 1 never maps it): every outbound
+ * TCP connection is redirected to EGRESS_PORT and every DNS query (UDP port 53) to
+ * EGRESS_DNS_PORT; anything else that is not loopback (other UDP, QUIC, ICMP)
+ * is dropped. It then binds the listening sockets there and hands them to csandbox over a
+ * unix socket. csandbox's proxy (a process of its own outside the session's namespaces,
+ * non-dumpable) accepts on them, reads the first bytes of each connection (a TLS
+ * ClientHello's server name, an HTTP/1 Host), and connects out from the host's namespace
+ * only when the name is allowed and the connection's original destination
+ * (SO_ORIGINAL_DST) is an address its own resolver returned for that name, or an address
+ * range allows it. It never decrypts. Its resolver answers allowed names through the host's
+ * (getaddrinfo) and REFUSED for everything else, so DNS carries nothing out. */
+#include "egress.h"
+#include "egress_int.h"
+
+#include "runner.h"
+
+#include "../common/error.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netinet/in.h>
+#include <nftables/libnftables.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define EGRESS_STR_(x) #x
+#define EGRESS_STR(x)  EGRESS_STR_(x)
+
+/* clang-format off */
+static const char egress_rules[] =
+    "table inet csandbox_egress {\n"
+    " chain nat_out {\n"
+    "  type nat hook output priority -100; policy accept;\n"
+    "  ip daddr 127.0.0.0/8 return\n"
+    "  ip6 daddr ::1 return\n"
+    "  meta l4proto tcp redirect to :" EGRESS_STR(EGRESS_PORT) "\n"
+    "  udp dport 53 redirect to :" EGRESS_STR(EGRESS_DNS_PORT) "\n"
+    " }\n"
+    " chain filter_out {\n"
+    "  type filter hook output priority 0; policy drop;\n"
+    "  ct state established,related accept\n"
+    "  ip daddr { 127.0.0.0/8, " EGRESS_ADDR4 " } accept\n"
+    "  ip6 daddr { ::1, " EGRESS_ADDR6 " } accept\n"
+    " }\n"
+    "}\n";
+/* clang-format on */
+
+struct nl_req {
+        union {
+                struct nlmsghdr nh;
+                char raw[256];
+        };
+};
+
+static void *nl_start(struct nl_req *m, unsigned short type, size_t hdr)
+{
+        memset(m, 0, sizeof(*m));
+        m->nh.nlmsg_len = (unsigned)NLMSG_LENGTH(hdr);
+        m->nh.nlmsg_type = type;
+        m->nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL;
+        return NLMSG_DATA(&m->nh);
+}
+
+static void nl_put(struct nl_req *m, unsigned short type, const void *data, size_t len)
+{
+        struct rtattr *rta = (struct rtattr *)(m->raw + NLMSG_ALIGN(m->nh.nlmsg_len));
+
+        rta->rta_type = type;
+        rta->rta_len = (unsigned short)RTA_LENGTH(len);
+        memcpy(RTA_DATA(rta), data, len);
+        m->nh.nlmsg_len = NLMSG_ALIGN(m->nh.nlmsg_len) + (unsigned)RTA_ALIGN(rta->rta_len);
+}
+
+/* addr on lo (index 1), and a default route through lo with it as the source. */
+static int lo_address_and_route(int nl, int family, const char *text)
+{
+        unsigned char a[16];
+        size_t alen = family == AF_INET ? 4 : 16;
+        uint32_t lo = 1, flags = IFA_F_NODAD;
+        struct nl_req m;
+        struct ifaddrmsg *ifa;
+        struct rtmsg *rt;
+        int r;
+
+        inet_pton(family, text, a);
+        ifa = nl_start(&m, RTM_NEWADDR, sizeof(*ifa));
+        ifa->ifa_family = (unsigned char)family;
+        ifa->ifa_prefixlen = (unsigned char)(alen * 8);
+        ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+        ifa->ifa_index = lo;
+        nl_put(&m, IFA_LOCAL, a, alen);
+        nl_put(&m, IFA_ADDRESS, a, alen);
+        if (family == AF_INET6) {
+                ifa->ifa_flags = IFA_F_NODAD;
+                nl_put(&m, IFA_FLAGS, &flags, sizeof(flags));
+        }
+        r = netlink_request(nl, &m.nh);
+        if (r < 0)
+                return r;
+        rt = nl_start(&m, RTM_NEWROUTE, sizeof(*rt));
+        rt->rtm_family = (unsigned char)family;
+        rt->rtm_table = RT_TABLE_MAIN;
+        rt->rtm_protocol = RTPROT_BOOT;
+        rt->rtm_scope = RT_SCOPE_LINK;
+        rt->rtm_type = RTN_UNICAST;
+        nl_put(&m, RTA_OIF, &lo, sizeof(lo));
+        nl_put(&m, RTA_PREFSRC, a, alen);
+        return netlink_request(nl, &m.nh);
+}
+
+/* libnftables, opened only by the sessions that need it (every other launch stays as
+ * light as before). */
+static int nft_load(struct cs_error *err)
+{
+        __typeof__(nft_ctx_new) *ctx_new;
+        __typeof__(nft_ctx_buffer_error) *buffer_error;
+        __typeof__(nft_run_cmd_from_buffer) *run;
+        __typeof__(nft_ctx_get_error_buffer) *error_text;
+        __typeof__(nft_ctx_free) *ctx_free;
+        void *lib = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
+        struct nft_ctx *ctx;
+        int r, probe;
+
+        /* libnftables exits the process when it cannot open its netlink socket: find out
+         * first, and say why. */
+        probe = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        if (probe < 0) {
+                int e = errno;
+
+                return cs_error_setx(err, e,
+                                     "egress allowlist: nftables cannot be used in the "
+                                     "session's network namespace (a netfilter netlink "
+                                     "socket: %s), so csandbox cannot keep the session to "
+                                     "its allowed hosts and does not start it; without an "
+                                     "allowlist, choose egress open or none",
+                                     strerror(e));
+        }
+        close(probe);
+        if (!lib)
+                return cs_error_setx(err, ENOENT,
+                                     "egress allowlist: libnftables is not installed (%s); "
+                                     "install it with: sudo apt-get install libnftables1",
+                                     dlerror());
+        *(void **)&ctx_new = dlsym(lib, "nft_ctx_new");
+        *(void **)&buffer_error = dlsym(lib, "nft_ctx_buffer_error");
+        *(void **)&run = dlsym(lib, "nft_run_cmd_from_buffer");
+        *(void **)&error_text = dlsym(lib, "nft_ctx_get_error_buffer");
+        *(void **)&ctx_free = dlsym(lib, "nft_ctx_free");
+        if (!ctx_new || !buffer_error || !run || !error_text || !ctx_free)
+                return cs_error_setx(err, ENOENT, "egress allowlist: libnftables lacks %s",
+                                     "nft_run_cmd_from_buffer");
+        ctx = ctx_new(NFT_CTX_DEFAULT);
+        if (!ctx)
+                return cs_error_set(err, ENOMEM, "egress allowlist: nftables");
+        buffer_error(ctx);
+        r = run(ctx, egress_rules);
+        if (r != 0) {
+                const char *why = error_text(ctx);
+                size_t len = why ? strlen(why) : 0;
+
+                while (len && why[len - 1] == '\n')
+                        len--;
+                cs_error_setx(err, EPERM,
+                              "egress allowlist: the kernel refused the session's nftables "
+                              "rules (%.*s), so csandbox cannot keep the session to its "
+                              "allowed hosts and does not start it; without an allowlist, "
+                              "choose egress open or none",
+                              (int)(len > 400 ? 400 : len), why ? why : "no reason given");
+                ctx_free(ctx);
+                return -EPERM;
+        }
+        ctx_free(ctx);
+        return 0;
+}
+
+/* nft_load in a child that exits once the rules are in: libnftables and its libraries are
+ * then never mapped in pid 1, which stays as small as any session's (about 1.7 MiB less). */
+static int nft_load_apart(struct cs_error *err)
+{
+        struct cs_error why = {0};
+        int p[2], status = 0;
+        ssize_t n;
+        pid_t pid;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return nft_load(err);
+        pid = fork();
+        if (pid == 0) {
+                close(p[0]);
+                if (nft_load(&why) < 0) {
+                        (void)!write(p[1], &why, sizeof(why));
+                        _exit(1);
+                }
+                _exit(0);
+        }
+        close(p[1]);
+        if (pid < 0) {
+                close(p[0]);
+                return nft_load(err);
+        }
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        do
+                n = read(p[0], &why, sizeof(why));
+        while (n < 0 && errno == EINTR);
+        close(p[0]);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                return 0;
+        if (n == (ssize_t)sizeof(why)) {
+                why.msg[sizeof(why.msg) - 1] = '\0';
+                *err = why;
+                return -(why.err ? why.err : EPERM);
+        }
+        return cs_error_setx(err, EPERM,
+                             "egress allowlist: loading the session's nftables rules failed "
+                             "(status %d), so csandbox does not start it",
+                             status);
+}
+
+static int listen_on(int family, int type, const char *text, int port)
+{
+        union {
+                struct sockaddr_in in;
+                struct sockaddr_in6 in6;
+        } a = {0};
+        int fd = socket(family, type | SOCK_CLOEXEC, 0), one = 1;
+        socklen_t len;
+
+        if (fd < 0)
+                return -errno;
+        if (family == AF_INET) {
+                a.in.sin_family = AF_INET;
+                a.in.sin_port = htons((uint16_t)port);
+                inet_pton(AF_INET, text, &a.in.sin_addr);
+                len = sizeof(a.in);
+        } else {
+                a.in6.sin6_family = AF_INET6;
+                a.in6.sin6_port = htons((uint16_t)port);
+                inet_pton(AF_INET6, text, &a.in6.sin6_addr);
+                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+                len = sizeof(a.in6);
+        }
+        if (bind(fd, (struct sockaddr *)&a, len) < 0 ||
+            (type == SOCK_STREAM && listen(fd, 128) < 0)) {
+                int e = errno;
+
+                close(fd);
+                return -e;
+        }
+        return fd;
+}
+
+void egress_fds_msg(struct egress_fds_msg *m, const int *fds)
+{
+        memset(m, 0, sizeof(*m));
+        m->byte = 'e';
+        m->iov.iov_base = &m->byte;
+        m->iov.iov_len = 1;
+        m->msg.msg_iov = &m->iov;
+        m->msg.msg_iovlen = 1;
+        m->msg.msg_control = m->c.buf;
+        m->msg.msg_controllen = sizeof(m->c.buf);
+        m->c.h.cmsg_level = SOL_SOCKET;
+        m->c.h.cmsg_type = SCM_RIGHTS;
+        m->c.h.cmsg_len = CMSG_LEN(sizeof(int) * EGRESS_FDS);
+        if (fds)
+                memcpy(CMSG_DATA(&m->c.h), fds, sizeof(int) * EGRESS_FDS);
+}
+
+int egress_fds_take(struct egress_fds_msg *m, ssize_t n, int *fds)
+{
+        struct cmsghdr *h = n == 1 ? CMSG_FIRSTHDR(&m->msg) : NULL;
+
+        if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS ||
+            h->cmsg_len != CMSG_LEN(sizeof(int) * EGRESS_FDS))
+                return -1;
+        memcpy(fds, CMSG_DATA(h), sizeof(int) * EGRESS_FDS);
+        return 0;
+}
+
+int egress_ns_setup(int sock, struct cs_error *err)
+{
+        int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        int fds[EGRESS_FDS] = {-1, -1, -1, -1}, r;
+        struct egress_fds_msg m;
+
+        if (nl < 0)
+                return cs_error_set(err, errno, "egress allowlist: netlink");
+        r = lo_address_and_route(nl, AF_INET, EGRESS_ADDR4);
+        if (r >= 0)
+                r = lo_address_and_route(nl, AF_INET6, EGRESS_ADDR6);
+        close(nl);
+        if (r < 0)
+                return cs_error_set(err, -r,
+                                    "egress allowlist: route the session's network to its "
+                                    "proxy (an address and a route on lo)");
+        r = nft_load_apart(err);
+        if (r < 0)
+                return r;
+        fds[0] = listen_on(AF_INET, SOCK_STREAM, "127.0.0.1", EGRESS_PORT);
+        fds[1] = listen_on(AF_INET6, SOCK_STREAM, "::1", EGRESS_PORT);
+        fds[2] = listen_on(AF_INET, SOCK_DGRAM, "127.0.0.1", EGRESS_DNS_PORT);
+        fds[3] = listen_on(AF_INET6, SOCK_DGRAM, "::1", EGRESS_DNS_PORT);
+        for (int i = 0; i < EGRESS_FDS; i++)
+                if (fds[i] < 0) {
+                        r = fds[i];
+                        for (int j = 0; j < EGRESS_FDS; j++)
+                                if (fds[j] >= 0)
+                                        close(fds[j]);
+                        return cs_error_set(err, -r, "egress allowlist: the proxy's sockets");
+                }
+        egress_fds_msg(&m, fds);
+        r = sendmsg(sock, &m.msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+        for (int i = 0; i < EGRESS_FDS; i++)
+                close(fds[i]);
+        close(sock);
+        if (r < 0)
+                return cs_error_set(err, -r, "egress allowlist: hand the sockets to csandbox");
+        return 0;
+}

@@ -1,0 +1,578 @@
+/* The egress allowlist's proxy (SPEC_EGRESS_ALLOWLIST; the session's side is egress_ns.c,
+ * the resolver egress_dns.c): a process of csandbox's outside the session's namespaces,
+ * non-dumpable, serving the sockets made in the session's namespace. Each connection gets a
+ * thread (at most EGRESS_MAX_CONNS at once) that reads its first bytes (EGRESS_FIRST_WAIT
+ * seconds for all of them, however slowly they drip), decides, and relays; it never
+ * decrypts. */
+#include "egress.h"
+#include "egress_int.h"
+
+#include "runner.h"
+
+#include "../common/error.h"
+#include "../common/fileio.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <linux/netfilter_ipv4.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef IP6T_SO_ORIGINAL_DST
+#define IP6T_SO_ORIGINAL_DST 80
+#endif
+
+const struct sandbox_spec *egress_pol;
+static int log_fd = -1;
+static unsigned long *refused;
+static atomic_uint log_lines, conns;
+
+/* The host's own addresses (every interface), read when the proxy starts. */
+static struct net_host_addr *host_addrs;
+static size_t n_host_addrs;
+
+static void host_addrs_read(void)
+{
+        struct ifaddrs *list = NULL;
+        size_t n = 0;
+
+        if (getifaddrs(&list) < 0)
+                return;
+        for (struct ifaddrs *i = list; i; i = i->ifa_next)
+                n++;
+        host_addrs = calloc(n ? n : 1, sizeof(*host_addrs));
+        for (struct ifaddrs *i = list; i && host_addrs; i = i->ifa_next) {
+                struct net_host_addr *h = &host_addrs[n_host_addrs];
+
+                if (!i->ifa_addr ||
+                    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                        continue;
+                h->family = i->ifa_addr->sa_family;
+                if (h->family == AF_INET)
+                        memcpy(h->bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+                else
+                        memcpy(h->bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+                n_host_addrs++;
+        }
+        freeifaddrs(list);
+}
+
+/* Never the host itself: loopback, unspecified, link-local, multicast, and every address
+ * of the host's. */
+bool egress_addr_forbidden(int family, const unsigned char *a)
+{
+        static const unsigned char zero[16], loop6[16] = {[15] = 1};
+
+        for (size_t i = 0; i < n_host_addrs; i++)
+                if (host_addrs[i].family == family &&
+                    memcmp(host_addrs[i].bytes, a, family == AF_INET ? 4 : 16) == 0)
+                        return true;
+
+        if (family == AF_INET)
+                return a[0] == 127 || a[0] == 0 || (a[0] == 169 && a[1] == 254) || a[0] >= 224;
+        if (memcmp(a, zero, 16) == 0 || memcmp(a, loop6, 16) == 0 || a[0] == 0xff ||
+            (a[0] == 0xfe && (a[1] & 0xc0) == 0x80))
+                return true;
+        /* an IPv4-mapped address: judged as IPv4 */
+        if (memcmp(a, zero, 10) == 0 && a[10] == 0xff && a[11] == 0xff)
+                return egress_addr_forbidden(AF_INET, a + 12);
+        return false;
+}
+
+/* One line per refusal: time, what, name, address, port, reason. */
+void egress_refuse(const char *what, const char *name, int family, const void *addr, unsigned port,
+                   const char *reason)
+{
+        char line[512], text[INET6_ADDRSTRLEN] = "-", when[32];
+        time_t now = time(NULL);
+        struct tm tm;
+        int n;
+
+        __atomic_fetch_add(refused, 1, __ATOMIC_RELAXED);
+        if (log_fd < 0 || atomic_fetch_add(&log_lines, 1) >= EGRESS_LOG_MAX)
+                return;
+        if (addr)
+                inet_ntop(family, addr, text, sizeof(text));
+        gmtime_r(&now, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        n = snprintf(line, sizeof(line), "%s %s name=%s addr=%s port=%u refused: %s\n", when, what,
+                     name && *name ? name : "-", text, port, reason);
+        if (n > 0)
+                (void)!write(log_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
+}
+
+/* One chunk from src to dst: through pipe (spliced, the bytes never copied to the proxy)
+ * when there is one, else through buf. 1 moved, 0 src ended, -1 an error. */
+static int relay_chunk(int src, int dst, const int pipe[2], uint8_t *buf)
+{
+        ssize_t n;
+
+        if (pipe[0] < 0) {
+                do
+                        n = read(src, buf, EGRESS_RELAY_BUF);
+                while (n < 0 && errno == EINTR);
+                if (n <= 0)
+                        return (int)n;
+                return cs_write_all(dst, buf, (size_t)n) < 0 ? -1 : 1;
+        }
+        do
+                n = splice(src, NULL, pipe[1], NULL, EGRESS_RELAY_PIPE, SPLICE_F_MOVE);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0)
+                return (int)n;
+        while (n > 0) {
+                ssize_t m = splice(pipe[0], NULL, dst, NULL, (size_t)n, SPLICE_F_MOVE);
+
+                if (m < 0 && errno == EINTR)
+                        continue;
+                if (m <= 0)
+                        return -1;
+                n -= m;
+        }
+        return 1;
+}
+
+/* Both ways until both ends are done. Spliced through a pipe per direction when the
+ * descriptors can be had (the payload's bytes then never pass through the proxy's
+ * memory), else read and written through buf. */
+static void relay(int a, int b, uint8_t *buf)
+{
+        int fd[2] = {a, b}, pipes[2][2] = {{-1, -1}, {-1, -1}};
+        bool open[2] = {true, true};
+
+        if (pipe2(pipes[0], O_CLOEXEC) < 0 || pipe2(pipes[1], O_CLOEXEC) < 0) {
+                for (int i = 0; i < 2; i++)
+                        for (int j = 0; j < 2; j++)
+                                if (pipes[i][j] >= 0)
+                                        close(pipes[i][j]);
+                pipes[0][0] = pipes[0][1] = pipes[1][0] = pipes[1][1] = -1;
+        }
+        while (open[0] || open[1]) {
+                struct pollfd p[2] = {{open[0] ? a : -1, POLLIN, 0}, {open[1] ? b : -1, POLLIN, 0}};
+                int r = 0;
+
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                for (int i = 0; i < 2 && r >= 0; i++) {
+                        if (!open[i] || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                                continue;
+                        r = relay_chunk(fd[i], fd[1 - i], pipes[i], buf);
+                        if (r == 0) {
+                                open[i] = false;
+                                shutdown(fd[1 - i], SHUT_WR);
+                        }
+                }
+                if (r < 0)
+                        break;
+        }
+        for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++)
+                        if (pipes[i][j] >= 0)
+                                close(pipes[i][j]);
+}
+
+/* Whether addr is the proxy's own address in the session (a program that uses
+ * HTTPS_PROXY=http://EGRESS_ADDR4:EGRESS_PORT connects there). */
+static bool own_addr(int family, const unsigned char *a)
+{
+        unsigned char own[16];
+
+        return inet_pton(family, family == AF_INET ? EGRESS_ADDR4 : EGRESS_ADDR6, own) == 1 &&
+               memcmp(own, a, family == AF_INET ? 4 : 16) == 0;
+}
+
+/* A request to the proxy itself: CONNECT name:port, the name allowed on the port, resolved
+ * by the host's resolver to an address the proxy may connect to (never the host's own, nor
+ * a denied range). The request's head is answered here, not passed on: *sa becomes the
+ * target, and 0 means connect, relay, and say "200" first (the caller's connect). -1: refused
+ * (answered 403, logged). */
+static int proxied(int c, uint8_t *buf, size_t have, struct sockaddr *sa, socklen_t *salen)
+{
+        static const char forbidden[] = "HTTP/1.1 403 Forbidden (csandbox egress allowlist)\r\n"
+                                        "Content-Length: 0\r\nConnection: close\r\n\r\n";
+        struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+        char target[EGRESS_NAME_MAX] = "";
+        uint16_t tport = 0;
+        const char *why = NULL;
+        int t = egress_proxy_target(buf, have, target, &tport);
+
+        if (t != 1 || have < 8 || memcmp(buf, "CONNECT ", 8) != 0 ||
+            !memmem(buf, have, "\r\n\r\n", 4))
+                why = "a request to the proxy itself that is not a whole CONNECT";
+        else if (!spec_egress_name_allowed(egress_pol, target, tport))
+                why = "name not allowed";
+        else if (getaddrinfo(target, NULL, &hints, &res) != 0)
+                why = "the name does not resolve";
+        if (!why) {
+                why = "the name resolves only to the host's own or denied addresses";
+                for (struct addrinfo *a = res; a; a = a->ai_next) {
+                        const unsigned char *b =
+                            a->ai_family == AF_INET
+                                ? (const unsigned char *)&((struct sockaddr_in *)a->ai_addr)
+                                      ->sin_addr
+                                : (const unsigned char *)&((struct sockaddr_in6 *)a->ai_addr)
+                                      ->sin6_addr;
+
+                        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+                            egress_addr_forbidden(a->ai_family, b) ||
+                            spec_egress_addr_denied(egress_pol, a->ai_family, b))
+                                continue;
+                        memcpy(sa, a->ai_addr, a->ai_addrlen);
+                        *salen = a->ai_addrlen;
+                        if (a->ai_family == AF_INET)
+                                ((struct sockaddr_in *)sa)->sin_port = htons(tport);
+                        else
+                                ((struct sockaddr_in6 *)sa)->sin6_port = htons(tport);
+                        why = NULL;
+                        break;
+                }
+        }
+        if (res)
+                freeaddrinfo(res);
+        if (why) {
+                egress_refuse("tcp", target, AF_INET, NULL, tport, why);
+                (void)!write(c, forbidden, sizeof(forbidden) - 1);
+                return -1;
+        }
+        return 0;
+}
+
+/* read(2) of what arrives before deadline (CLOCK_MONOTONIC): the first bytes get
+ * EGRESS_FIRST_WAIT seconds in all, so a client dripping a byte at a time holds its slot
+ * no longer than one that sends nothing. 0 when the time is up. */
+static ssize_t read_by(int c, uint8_t *buf, size_t len, const struct timespec *deadline)
+{
+        for (;;) {
+                struct timespec now;
+                struct pollfd p = {c, POLLIN, 0};
+                long long ms;
+                ssize_t n;
+
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                ms = (long long)(deadline->tv_sec - now.tv_sec) * 1000 +
+                     (deadline->tv_nsec - now.tv_nsec) / 1000000;
+                if (ms <= 0)
+                        return 0;
+                if (poll(&p, 1, (int)ms) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -1;
+                }
+                if (!p.revents)
+                        continue;
+                n = read(c, buf, len);
+                if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                return n;
+        }
+}
+
+static void *conn_main(void *arg)
+{
+        int c = (int)(intptr_t)arg, out = -1;
+        union {
+                struct sockaddr sa;
+                struct sockaddr_in in;
+                struct sockaddr_in6 in6;
+        } dst = {0};
+        socklen_t dlen = sizeof(dst);
+        struct timeval tv = {EGRESS_FIRST_WAIT, 0};
+        struct timespec deadline;
+        uint8_t *buf = malloc(EGRESS_FIRST_MAX);
+        char name[EGRESS_NAME_MAX] = "";
+        enum egress_first kind = EGRESS_FIRST_MORE;
+        const unsigned char *addr;
+        size_t have = 0;
+        unsigned port;
+        int family;
+        bool is_proxied = false;
+
+        if (!buf)
+                goto out;
+        if (getsockopt(c, SOL_IP, SO_ORIGINAL_DST, &dst, &dlen) < 0) {
+                dlen = sizeof(dst);
+                if (getsockopt(c, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &dst, &dlen) < 0) {
+                        egress_refuse("tcp", NULL, AF_INET, NULL, 0, "no original destination");
+                        goto out;
+                }
+        }
+        family = dst.sa.sa_family;
+        addr = family == AF_INET ? (const unsigned char *)&dst.in.sin_addr
+                                 : (const unsigned char *)&dst.in6.sin6_addr;
+        port = ntohs(family == AF_INET ? dst.in.sin_port : dst.in6.sin6_port);
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += EGRESS_FIRST_WAIT;
+        while (kind == EGRESS_FIRST_MORE && have < EGRESS_FIRST_MAX) {
+                ssize_t n = read_by(c, buf + have, EGRESS_FIRST_MAX - have, &deadline);
+
+                if (n <= 0)
+                        break;
+                have += (size_t)n;
+                kind = egress_first_name(buf, have, name);
+        }
+        if (port == EGRESS_PORT && own_addr(family, addr)) {
+                /* a CONNECT's head may take more reads than its Host did */
+                while (have < EGRESS_FIRST_MAX && !memmem(buf, have, "\r\n\r\n", 4)) {
+                        ssize_t n = read_by(c, buf + have, EGRESS_FIRST_MAX - have, &deadline);
+
+                        if (n <= 0)
+                                break;
+                        have += (size_t)n;
+                }
+                is_proxied = true;
+                if (proxied(c, buf, have, &dst.sa, &dlen))
+                        goto out;
+                family = dst.sa.sa_family;
+                goto connect;
+        }
+        if (egress_pol->map_host_loopback && family == AF_INET &&
+            memcmp(addr, (const unsigned char[]){169, 254, 1, 2}, 4) == 0) {
+                /* The host's loopback, mapped for the launch's own loopback hooks and for a
+                 * proxy of the user's there (Agent Vault's), which connects wherever it is
+                 * asked: HTTP only, and a request asking it to connect somewhere (CONNECT,
+                 * an absolute URI) must name an allowed host. */
+                char target[EGRESS_NAME_MAX];
+                uint16_t tport;
+                int t = egress_proxy_target(buf, have, target, &tport);
+
+                if (t != 0 && t != 1) {
+                        egress_refuse("tcp", NULL, family, addr, port,
+                                      "the host's loopback takes HTTP requests only");
+                        goto out;
+                }
+                if (t == 1 && !spec_egress_name_allowed(egress_pol, target, tport)) {
+                        egress_refuse("tcp", target, family, addr, port,
+                                      "a proxy request for a name not allowed");
+                        goto out;
+                }
+                dst.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                goto connect;
+        }
+        if (egress_addr_forbidden(family, addr)) {
+                egress_refuse("tcp", name, family, addr, port,
+                              "the host's own, a loopback or a link-local address");
+                goto out;
+        }
+        if (spec_egress_addr_denied(egress_pol, family, addr)) {
+                egress_refuse("tcp", name, family, addr, port, "address in a denied range");
+                goto out;
+        }
+        if (!spec_egress_addr_allowed(egress_pol, family, addr, (uint16_t)port)) {
+                const char *why = NULL;
+
+                if (kind == EGRESS_FIRST_MORE)
+                        why = have ? "no server name in the first bytes" : "nothing sent";
+                else if (kind == EGRESS_FIRST_NO_NAME)
+                        why = "a TLS ClientHello without a server name (or encrypted)";
+                else if (kind == EGRESS_FIRST_UNKNOWN)
+                        why = "neither TLS with a server name nor HTTP with a Host";
+                else if (!spec_egress_name_allowed(egress_pol, name, (uint16_t)port))
+                        why = "name not allowed";
+                else if (!egress_seen_has(name, family, addr))
+                        why = "address not one the session's resolver gave for the name";
+                if (why) {
+                        egress_refuse("tcp", name, family, addr, port, why);
+                        goto out;
+                }
+        }
+connect:
+        tv.tv_sec = EGRESS_FIRST_WAIT;
+        out = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (out < 0)
+                goto out;
+        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(out, &dst.sa, family == AF_INET ? sizeof(dst.in) : sizeof(dst.in6)) < 0)
+                goto out;
+        tv.tv_sec = 0;
+        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (is_proxied) {
+                /* the head was for us: answer it; what followed it is the tunnel's */
+                static const uint8_t ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+                const uint8_t *end = memmem(buf, have, "\r\n\r\n", 4) + 4;
+
+                if (cs_write_all(c, ok, sizeof(ok) - 1) == 0 &&
+                    cs_write_all(out, end, have - (size_t)(end - buf)) == 0)
+                        relay(c, out, buf);
+        } else if (cs_write_all(out, buf, have) == 0)
+                relay(c, out, buf);
+out:
+        if (out >= 0)
+                close(out);
+        close(c);
+        free(buf);
+        atomic_fetch_sub(&conns, 1);
+        return NULL;
+}
+
+static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
+{
+        pthread_attr_t attr;
+        pthread_t t;
+        sigset_t all;
+
+        sigemptyset(&all);
+        sigprocmask(SIG_SETMASK, &all, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        prctl(PR_SET_DUMPABLE, 0);
+        /* its own name, for whoever looks at the host's processes */
+        prctl(PR_SET_NAME, "csandbox-egress");
+        host_addrs_read();
+        {
+                /* two sockets and two pipes per connection, and a few of its own */
+                struct rlimit nofile;
+                rlim_t want = EGRESS_MAX_CONNS * 6 + 64;
+
+                if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < want) {
+                        nofile.rlim_cur = nofile.rlim_max < want ? nofile.rlim_max : want;
+                        setrlimit(RLIMIT_NOFILE, &nofile);
+                }
+        }
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, EGRESS_STACK);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (egress_dns_start(fds + 2, &attr) < 0)
+                _exit(1);
+        for (;;) {
+                struct pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+
+                if (poll(p, 2, -1) < 0)
+                        continue;
+                for (int i = 0; i < 2; i++) {
+                        int c;
+
+                        if (!(p[i].revents & POLLIN))
+                                continue;
+                        c = accept4(fds[i], NULL, NULL, SOCK_CLOEXEC);
+                        if (c < 0)
+                                continue;
+                        if (atomic_fetch_add(&conns, 1) >= EGRESS_MAX_CONNS ||
+                            pthread_create(&t, &attr, conn_main, (void *)(intptr_t)c) != 0) {
+                                atomic_fetch_sub(&conns, 1);
+                                egress_refuse("tcp", NULL, AF_INET, NULL, 0,
+                                              "too many connections");
+                                close(c);
+                        }
+                }
+        }
+}
+
+int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_proxy *p,
+                       struct cs_error *err)
+{
+        int fds[EGRESS_FDS] = {-1, -1, -1, -1}, keep[EGRESS_FDS + 1];
+        struct egress_fds_msg m;
+        ssize_t n;
+
+        p->pid = -1;
+        p->log_path = s->egress_log;
+        egress_fds_msg(&m, NULL);
+        do
+                n = recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (egress_fds_take(&m, n, fds) < 0)
+                return cs_error_setx(err, EIO,
+                                     "egress allowlist: the session's network was "
+                                     "not set up");
+        refused =
+            mmap(NULL, sizeof(*refused), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (refused == MAP_FAILED) {
+                refused = NULL;
+                for (int i = 0; i < EGRESS_FDS; i++)
+                        close(fds[i]);
+                return cs_error_set(err, errno, "egress allowlist: the proxy");
+        }
+        p->refused = refused;
+        log_fd = -1;
+        if (s->egress_log) {
+                log_fd =
+                    open(s->egress_log,
+                         O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+                if (log_fd < 0)
+                        fprintf(stderr,
+                                "csandbox: egress: cannot write the log %s (%s); "
+                                "refusals are only counted\n",
+                                s->egress_log, strerror(errno));
+        }
+        fflush(NULL);
+        p->pid = fork();
+        if (p->pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() == 1)
+                        _exit(0);
+                egress_pol = s;
+                /* nothing of csandbox's but these: the session's pipes and terminal stay
+                 * csandbox's */
+                memcpy(keep, fds, sizeof(fds));
+                keep[EGRESS_FDS] = log_fd;
+                for (int i = 0; i <= EGRESS_FDS; i++)
+                        for (int j = i + 1; j <= EGRESS_FDS; j++)
+                                if (keep[j] < keep[i]) {
+                                        int t = keep[i];
+                                        keep[i] = keep[j];
+                                        keep[j] = t;
+                                }
+                {
+                        int from = 3;
+
+                        for (int i = 0; i <= EGRESS_FDS; i++) {
+                                if (keep[i] < from)
+                                        continue;
+                                if (keep[i] > from)
+                                        close_range((unsigned)from, (unsigned)keep[i] - 1, 0);
+                                from = keep[i] + 1;
+                        }
+                        close_range((unsigned)from, ~0u, 0);
+                }
+                proxy_main(fds);
+        }
+        for (int i = 0; i < EGRESS_FDS; i++)
+                close(fds[i]);
+        if (log_fd >= 0)
+                close(log_fd);
+        if (p->pid < 0)
+                return cs_error_set(err, errno, "egress allowlist: start the proxy");
+        return 0;
+}
+
+void egress_proxy_stop(struct egress_proxy *p)
+{
+        if (p->pid > 0) {
+                kill(p->pid, SIGKILL);
+                while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                if (!p->report)
+                        ;
+                else if (p->log_path)
+                        fprintf(stderr,
+                                "csandbox: egress: %lu connection(s) or queries refused; "
+                                "each is in %s\n",
+                                *p->refused, p->log_path);
+                else
+                        fprintf(stderr, "csandbox: egress: %lu connection(s) or queries refused\n",
+                                *p->refused);
+        }
+        if (p->refused)
+                munmap(p->refused, sizeof(*p->refused));
+        p->refused = NULL;
+        p->pid = -1;
+}
