@@ -19,7 +19,7 @@
 #include "egress.h"
 #include "egress_int.h"
 
-#include "runner.h"
+#include "internal.h"
 
 #include "../common/error.h"
 

@@ -120,8 +120,3 @@ void netns_helper_stop(struct net_helper *h);
 
 /* Append the likely reason user namespaces are unavailable, and its fix, to err. */
 void diagnose_userns(struct cs_error *err);
-
-/* runner/ only (netconf.c, egress.c): one netlink request answered by an acknowledgement,
- * 0 or -errno. Here rather than in internal.h until runner/egress.c includes that. */
-struct nlmsghdr;
-int netlink_request(int nl, struct nlmsghdr *req);
