@@ -34,10 +34,9 @@
 struct egress_fds_msg {
         char byte;
         struct iovec iov;
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * EGRESS_FDS)];
-        } c;
+        /* a cmsghdr's room, aligned as one (not a union with it: its flexible array
+         * member may not sit inside this struct) */
+        _Alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * EGRESS_FDS)];
         struct msghdr msg;
 };
 

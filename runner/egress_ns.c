@@ -266,19 +266,22 @@ static int listen_on(int family, int type, const char *text, int port)
 
 void egress_fds_msg(struct egress_fds_msg *m, const int *fds)
 {
+        struct cmsghdr *h;
+
         memset(m, 0, sizeof(*m));
         m->byte = 'e';
         m->iov.iov_base = &m->byte;
         m->iov.iov_len = 1;
         m->msg.msg_iov = &m->iov;
         m->msg.msg_iovlen = 1;
-        m->msg.msg_control = m->c.buf;
-        m->msg.msg_controllen = sizeof(m->c.buf);
-        m->c.h.cmsg_level = SOL_SOCKET;
-        m->c.h.cmsg_type = SCM_RIGHTS;
-        m->c.h.cmsg_len = CMSG_LEN(sizeof(int) * EGRESS_FDS);
+        m->msg.msg_control = m->cbuf;
+        m->msg.msg_controllen = sizeof(m->cbuf);
+        h = CMSG_FIRSTHDR(&m->msg);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int) * EGRESS_FDS);
         if (fds)
-                memcpy(CMSG_DATA(&m->c.h), fds, sizeof(int) * EGRESS_FDS);
+                memcpy(CMSG_DATA(h), fds, sizeof(int) * EGRESS_FDS);
 }
 
 int egress_fds_take(struct egress_fds_msg *m, ssize_t n, int *fds)
