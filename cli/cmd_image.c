@@ -47,6 +47,8 @@ static const char usage_image[] =
     "                            has no TLS (default: https verified against the system's CA\n"
     "                            store and containers/certs.d/HOST/*.crt)\n"
     "      --platform OS/ARCH[/VARIANT]  from a multi-platform image (default: this machine)\n"
+    "      --missing             an image already stored under REF's name is not asked for\n"
+    "                            again (no network)\n"
     "      --quiet               no progress output\n"
     "  build [OPTIONS] CONTEXT  build an image from CONTEXT/Containerfile (else Dockerfile):\n"
     "                        FROM (a stored image, else pulled as `pull` does), RUN (in\n"

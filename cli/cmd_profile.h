@@ -8,3 +8,5 @@ int cmd_list(int argc, char **argv);
 int cmd_sandbox(int argc, char **argv);
 /* cmd_add.c */
 int cmd_add(int argc, char **argv);
+/* cmd_cache.c: `csandbox sandbox-cache PROFILE` */
+int cmd_sandbox_cache(int argc, char **argv);

@@ -24,6 +24,7 @@ static const char usage_main[] =
     "  add NAME [--sandbox]               create a profile (see csandbox add --help)\n"
     "  list                               the profiles, their login and sandbox marker\n"
     "  sandbox NAME [--on|--off]          show or set a profile's sandbox marker\n"
+    "  sandbox-cache NAME                 pull the images of its container MCP servers\n"
     "  doctor                             check what this machine and user can run\n"
     "  egress-log PROFILE                 the refusals of its newest allowlist session\n"
     "  help                               show this text\n"
@@ -53,6 +54,8 @@ int main(int argc, char **argv)
                 return cmd_doctor(argc - 2, argv + 2);
         if (strcmp(argv[1], "sandbox") == 0)
                 return cmd_sandbox(argc - 2, argv + 2);
+        if (strcmp(argv[1], "sandbox-cache") == 0)
+                return cmd_sandbox_cache(argc - 2, argv + 2);
         if (strcmp(argv[1], "add") == 0)
                 return cmd_add(argc - 2, argv + 2);
         if (strcmp(argv[1], "run") == 0)

@@ -177,7 +177,7 @@ int cmd_image_pull(int argc, char **argv)
         struct image_store s;
         struct cs_error err = {0};
         const char *arg = NULL;
-        bool quiet = false;
+        bool quiet = false, missing = false;
         int r;
 
         oci_platform_host(&po.platform);
@@ -186,6 +186,8 @@ int cmd_image_pull(int argc, char **argv)
 
                 if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
                         quiet = true;
+                } else if (strcmp(a, "--missing") == 0) {
+                        missing = true;
                 } else if (strncmp(a, "--tls-verify", 12) == 0 && (!a[12] || a[12] == '=')) {
                         if (parse_tls_verify(argc, argv, &i, &po.tls_verify) != 0)
                                 return CS_EXIT_SETUP;
@@ -215,6 +217,18 @@ int cmd_image_pull(int argc, char **argv)
         r = store_open(NULL, &s, &err);
         if (r < 0)
                 return cli_fail(&err);
+        if (missing) {
+                /* An image already stored under its name is not asked for again: no network. */
+                char digest[OCI_DIGEST_LEN + 1];
+                struct cs_error ignored = {0};
+
+                if (store_resolve(&s, ref.name, digest, &ignored) == 0) {
+                        pull_display_end(disp, &o);
+                        store_close(&s);
+                        printf("already stored %s %s: not pulled again\n", ref.name, digest);
+                        return 0;
+                }
+        }
         r = store_pull(&s, &ref, &po, &o, &res, &err);
         pull_display_end(disp, &o);
         store_close(&s);

@@ -261,7 +261,7 @@ static int write_claude_json(int dirfd, const cJSON *j, struct cs_error *err)
         return cs_write_file_atomic(dirfd, ".claude.json", text, strlen(text), 0600, err);
 }
 
-static cJSON *read_claude_json(int dirfd, const char *name, char **ret_why)
+cJSON *plan_claude_json_read(int dirfd, const char *name, char **ret_why)
 {
         _cleanup_free_ char *raw = NULL;
         struct cs_error e;
@@ -288,7 +288,7 @@ void plan_claude_json_writeback(struct plan *p, struct plan_trust *found)
         if (asprintf(&path, "%s/.claude.json", p->profile.dir) < 0 ||
             asprintf(&kind, "MCP servers and approvals in %s", path) < 0)
                 return;
-        session = read_claude_json(p->profile.state_fd, p->claude_copy, &why);
+        session = plan_claude_json_read(p->profile.state_fd, p->claude_copy, &why);
         if (!session) {
                 /* Kept out of the host's file, and kept for the user to look at. */
                 {
@@ -306,7 +306,7 @@ void plan_claude_json_writeback(struct plan *p, struct plan_trust *found)
                 return;
         }
         /* The host's file now (another launch may have written it since), else as staged. */
-        host = read_claude_json(p->profile.dir_fd, ".claude.json", &hwhy);
+        host = plan_claude_json_read(p->profile.dir_fd, ".claude.json", &hwhy);
         if (host)
                 claude_json_items(&before, host);
         claude_json_items(&after, session);
@@ -384,8 +384,8 @@ int plan_claude_json_accept(struct plan *p, struct cs_error *err)
                 qsort(names, n, sizeof(char *), name_cmp);
         for (size_t i = 0; i < n && r >= 0; i++) {
                 _cleanup_free_ char *why = NULL, *hwhy = NULL;
-                cJSON *prop = read_claude_json(dirfd(d), names[i], &why);
-                cJSON *host = read_claude_json(p->profile.dir_fd, ".claude.json", &hwhy);
+                cJSON *prop = plan_claude_json_read(dirfd(d), names[i], &why);
+                cJSON *host = plan_claude_json_read(p->profile.dir_fd, ".claude.json", &hwhy);
 
                 if (prop && !host)
                         host = cJSON_CreateObject();

@@ -9,6 +9,9 @@
  * the same way (duplicate keys, a NUL escape, trailing bytes, nesting deeper than csandbox's
  * parser takes, not an object): claude could then see what csandbox does not. */
 int plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len, char **ret_why);
+/* dirfd/name read as .claude.json is read everywhere: bounded (CLAUDE_JSON_MAX), a symlink
+ * refused, then that one parser. NULL with *ret_why (to free) saying why. */
+cJSON *plan_claude_json_read(int dirfd, const char *name, char **ret_why);
 
 /* The session's own copy of the profile's .claude.json (state dir, bound over it inside),
  * canonical (csandbox's parser, csandbox's printer). The host's file is created ({}) when
