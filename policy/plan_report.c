@@ -2,6 +2,7 @@
  * parser can read it otherwise. */
 #include "plan.h"
 #include "plan_report.h"
+#include "claude_json.h"
 
 #include "trust.h"
 
@@ -26,136 +27,6 @@
 #include <unistd.h>
 
 #define CLAUDE_JSON_MAX (32u << 20)
-
-static int name_cmp(const void *a, const void *b)
-{
-        return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Whether an object anywhere in j has a name twice: cJSON keeps the first, JSON.parse the
- * last, so the two would read different servers. */
-static bool has_duplicates(const cJSON *j)
-{
-        const cJSON *e;
-        size_t n = 0, i = 0;
-        bool dup = false;
-
-        cJSON_ArrayForEach(e, j)
-        {
-                n++;
-                if (has_duplicates(e))
-                        return true;
-        }
-        if (!cJSON_IsObject(j) || n < 2)
-                return false;
-        {
-                _cleanup_free_ const char **names = calloc(n, sizeof(*names));
-
-                if (!names)
-                        return true;
-                cJSON_ArrayForEach(e, j) names[i++] = e->string ? e->string : "";
-                qsort(names, n, sizeof(*names), name_cmp);
-                for (i = 1; i < n && !dup; i++)
-                        dup = strcmp(names[i - 1], names[i]) == 0;
-        }
-        return dup;
-}
-
-static void trust_servers(struct plan_trust *t, const char *scope, const cJSON *servers)
-{
-        const cJSON *e;
-
-        if (!cJSON_IsObject(servers))
-                return;
-        cJSON_ArrayForEach(e, servers)
-        {
-                char kind[PATH_MAX + 32];
-
-                snprintf(kind, sizeof(kind), "MCP server (%s)", scope);
-                trust_add(t, kind, e->string, e);
-        }
-}
-
-static void trust_strings(struct plan_trust *t, const char *kind, const char *scope,
-                          const cJSON *list)
-{
-        const cJSON *x;
-
-        cJSON_ArrayForEach(x, list)
-        {
-                if (cJSON_IsString(x)) {
-                        char k[PATH_MAX + 64];
-
-                        snprintf(k, sizeof(k), "%s (%s)", kind, scope);
-                        trust_add(t, k, x->valuestring, NULL);
-                }
-        }
-}
-
-static void trust_scope(struct plan_trust *t, const char *scope, const cJSON *o)
-{
-        trust_servers(t, scope, cJSON_GetObjectItemCaseSensitive(o, "mcpServers"));
-        trust_strings(t, "approved .mcp.json server", scope,
-                      cJSON_GetObjectItemCaseSensitive(o, "enabledMcpjsonServers"));
-        trust_strings(t, "tool allowed without asking", scope,
-                      cJSON_GetObjectItemCaseSensitive(o, "allowedTools"));
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "enableAllProjectMcpServers")))
-                trust_add(t, "all .mcp.json servers approved", scope, NULL);
-}
-
-/* The one reading of a .claude.json: cJSON, with what JSON.parse would read otherwise
- * refused. NULL with *ret_why. */
-static cJSON *claude_json_parse(const char *raw, size_t len, char **ret_why)
-{
-        const char *end = NULL;
-        cJSON *j;
-
-        *ret_why = NULL;
-        /* A \u0000 ends a name for cJSON, not for JSON.parse. */
-        if (memmem(raw, len, "\\u0000", 6)) {
-                *ret_why = strdup("a \\u0000 escape, which two parsers read differently");
-                return NULL;
-        }
-        j = cJSON_ParseWithLengthOpts(raw, len, &end, false);
-        while (j && end && end < raw + len && isspace((unsigned char)*end))
-                end++;
-        if (!cJSON_IsObject(j) || (end && end < raw + len && *end)) {
-                cJSON_Delete(j);
-                *ret_why = strdup("not one JSON object csandbox's parser reads whole (nesting "
-                                  "deeper than 1000, trailing bytes, or invalid JSON)");
-                return NULL;
-        }
-        if (has_duplicates(j)) {
-                cJSON_Delete(j);
-                *ret_why = strdup("a key given twice in one object, which two parsers read "
-                                  "differently");
-                return NULL;
-        }
-        return j;
-}
-
-static void claude_json_items(struct plan_trust *t, const cJSON *j)
-{
-        const cJSON *e;
-
-        trust_scope(t, "user", j);
-        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "projects"))
-        {
-                if (e->string)
-                        trust_scope(t, e->string, e);
-        }
-}
-
-int plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len, char **ret_why)
-{
-        cJSON *j = claude_json_parse(raw, len, ret_why);
-
-        if (!j)
-                return -EINVAL;
-        claude_json_items(t, j);
-        cJSON_Delete(j);
-        return 0;
-}
 
 /* ---- the session's own copy, and what is written back ---- */
 
@@ -381,7 +252,7 @@ int plan_claude_json_accept(struct plan *p, struct cs_error *err)
                 if (de->d_name[0] != '.' && strv_push_dup(&names, &n, de->d_name) < 0)
                         return cs_error_set(err, ENOMEM, "accept");
         if (n)
-                qsort(names, n, sizeof(char *), name_cmp);
+                qsort(names, n, sizeof(char *), claude_json_name_cmp);
         for (size_t i = 0; i < n && r >= 0; i++) {
                 _cleanup_free_ char *why = NULL, *hwhy = NULL;
                 cJSON *prop = plan_claude_json_read(dirfd(d), names[i], &why);

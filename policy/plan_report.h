@@ -3,12 +3,8 @@
 #pragma once
 #include "plan.h"
 #include "trust_rules.h"
+#include "claude_json.h"
 
-/* Add what a .claude.json's len bytes make the host run (MCP servers, approvals, allowed
- * tools) to *t. -EINVAL, with *ret_why, when the text is not one that every JSON parser reads
- * the same way (duplicate keys, a NUL escape, trailing bytes, nesting deeper than csandbox's
- * parser takes, not an object): claude could then see what csandbox does not. */
-int plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len, char **ret_why);
 /* dirfd/name read as .claude.json is read everywhere: bounded (CLAUDE_JSON_MAX), a symlink
  * refused, then that one parser. NULL with *ret_why (to free) saying why. */
 cJSON *plan_claude_json_read(int dirfd, const char *name, char **ret_why);

@@ -3,7 +3,7 @@
  * fd without following links (but where git follows them: a gitfile, a commondir), read
  * with O_NONBLOCK (a FIFO planted as a config does not hang the host) and bounded. */
 #include "trust_rules.h"
-#include "plan_report.h"
+#include "claude_json.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"

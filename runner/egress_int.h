@@ -45,8 +45,13 @@ void egress_fds_msg(struct egress_fds_msg *m, const int *fds);
 /* After recvmsg returned n into m: the descriptors into fds, 0; -1 when m holds none. */
 int egress_fds_take(struct egress_fds_msg *m, ssize_t n, int *fds);
 
-/* The proxy's (egress_proxy.c). */
+/* Shared by the proxy and the resolver (egress_rules.c): the policy, the log (-1: none)
+ * and the refusal count (a page csandbox reads at the end). */
 extern const struct sandbox_spec *egress_pol;
+extern int egress_log_fd;
+extern unsigned long *egress_refused;
+/* The host's own addresses, read once when the proxy starts. */
+void egress_host_addrs_read(void);
 /* One line in the session's log (time, what, name, address, port, reason), and the count. */
 void egress_refuse(const char *what, const char *name, int family, const void *addr, unsigned port,
                    const char *reason);

@@ -38,84 +38,7 @@
 #define IP6T_SO_ORIGINAL_DST 80
 #endif
 
-const struct sandbox_spec *egress_pol;
-static int log_fd = -1;
-static unsigned long *refused;
-static atomic_uint log_lines, conns;
-
-/* The host's own addresses (every interface), read when the proxy starts. */
-static struct net_host_addr *host_addrs;
-static size_t n_host_addrs;
-
-static void host_addrs_read(void)
-{
-        struct ifaddrs *list = NULL;
-        size_t n = 0;
-
-        if (getifaddrs(&list) < 0)
-                return;
-        for (struct ifaddrs *i = list; i; i = i->ifa_next)
-                n++;
-        host_addrs = calloc(n ? n : 1, sizeof(*host_addrs));
-        for (struct ifaddrs *i = list; i && host_addrs; i = i->ifa_next) {
-                struct net_host_addr *h = &host_addrs[n_host_addrs];
-
-                if (!i->ifa_addr ||
-                    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
-                        continue;
-                h->family = i->ifa_addr->sa_family;
-                if (h->family == AF_INET)
-                        memcpy(h->bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-                else
-                        memcpy(h->bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-                n_host_addrs++;
-        }
-        freeifaddrs(list);
-}
-
-/* Never the host itself: loopback, unspecified, link-local, multicast, and every address
- * of the host's. */
-bool egress_addr_forbidden(int family, const unsigned char *a)
-{
-        static const unsigned char zero[16], loop6[16] = {[15] = 1};
-
-        for (size_t i = 0; i < n_host_addrs; i++)
-                if (host_addrs[i].family == family &&
-                    memcmp(host_addrs[i].bytes, a, family == AF_INET ? 4 : 16) == 0)
-                        return true;
-
-        if (family == AF_INET)
-                return a[0] == 127 || a[0] == 0 || (a[0] == 169 && a[1] == 254) || a[0] >= 224;
-        if (memcmp(a, zero, 16) == 0 || memcmp(a, loop6, 16) == 0 || a[0] == 0xff ||
-            (a[0] == 0xfe && (a[1] & 0xc0) == 0x80))
-                return true;
-        /* an IPv4-mapped address: judged as IPv4 */
-        if (memcmp(a, zero, 10) == 0 && a[10] == 0xff && a[11] == 0xff)
-                return egress_addr_forbidden(AF_INET, a + 12);
-        return false;
-}
-
-/* One line per refusal: time, what, name, address, port, reason. */
-void egress_refuse(const char *what, const char *name, int family, const void *addr, unsigned port,
-                   const char *reason)
-{
-        char line[512], text[INET6_ADDRSTRLEN] = "-", when[32];
-        time_t now = time(NULL);
-        struct tm tm;
-        int n;
-
-        __atomic_fetch_add(refused, 1, __ATOMIC_RELAXED);
-        if (log_fd < 0 || atomic_fetch_add(&log_lines, 1) >= EGRESS_LOG_MAX)
-                return;
-        if (addr)
-                inet_ntop(family, addr, text, sizeof(text));
-        gmtime_r(&now, &tm);
-        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        n = snprintf(line, sizeof(line), "%s %s name=%s addr=%s port=%u refused: %s\n", when, what,
-                     name && *name ? name : "-", text, port, reason);
-        if (n > 0)
-                (void)!write(log_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line));
-}
+static atomic_uint conns;
 
 /* One chunk from src to dst: through pipe (spliced, the bytes never copied to the proxy)
  * when there is one, else through buf. 1 moved, 0 src ended, -1 an error. */
@@ -203,8 +126,8 @@ static bool own_addr(int family, const unsigned char *a)
 /* A request to the proxy itself: CONNECT name:port, the name allowed on the port, resolved
  * by the host's resolver to an address the proxy may connect to (never the host's own, nor
  * a denied range). The request's head is answered here, not passed on: *sa becomes the
- * target, and 0 means connect, relay, and say "200" first (the caller's connect). -1: refused
- * (answered 403, logged). */
+ * target, and 0 means connect, relay, and say "200" first (the caller's connect). -1:
+ * refused (answered 403, logged). */
 static int proxied(int c, uint8_t *buf, size_t have, struct sockaddr *sa, socklen_t *salen)
 {
         static const char forbidden[] = "HTTP/1.1 403 Forbidden (csandbox egress allowlist)\r\n"
@@ -436,7 +359,7 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
         prctl(PR_SET_DUMPABLE, 0);
         /* its own name, for whoever looks at the host's processes */
         prctl(PR_SET_NAME, "csandbox-egress");
-        host_addrs_read();
+        egress_host_addrs_read();
         {
                 /* two sockets and two pipes per connection, and a few of its own */
                 struct rlimit nofile;
@@ -493,21 +416,21 @@ int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_pro
                 return cs_error_setx(err, EIO,
                                      "egress allowlist: the session's network was "
                                      "not set up");
-        refused =
-            mmap(NULL, sizeof(*refused), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (refused == MAP_FAILED) {
-                refused = NULL;
+        egress_refused = mmap(NULL, sizeof(*egress_refused), PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (egress_refused == MAP_FAILED) {
+                egress_refused = NULL;
                 for (int i = 0; i < EGRESS_FDS; i++)
                         close(fds[i]);
                 return cs_error_set(err, errno, "egress allowlist: the proxy");
         }
-        p->refused = refused;
-        log_fd = -1;
+        p->refused = egress_refused;
+        egress_log_fd = -1;
         if (s->egress_log) {
-                log_fd =
+                egress_log_fd =
                     open(s->egress_log,
                          O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-                if (log_fd < 0)
+                if (egress_log_fd < 0)
                         fprintf(stderr,
                                 "csandbox: egress: cannot write the log %s (%s); "
                                 "refusals are only counted\n",
@@ -523,7 +446,7 @@ int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_pro
                 /* nothing of csandbox's but these: the session's pipes and terminal stay
                  * csandbox's */
                 memcpy(keep, fds, sizeof(fds));
-                keep[EGRESS_FDS] = log_fd;
+                keep[EGRESS_FDS] = egress_log_fd;
                 for (int i = 0; i <= EGRESS_FDS; i++)
                         for (int j = i + 1; j <= EGRESS_FDS; j++)
                                 if (keep[j] < keep[i]) {
@@ -547,8 +470,8 @@ int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_pro
         }
         for (int i = 0; i < EGRESS_FDS; i++)
                 close(fds[i]);
-        if (log_fd >= 0)
-                close(log_fd);
+        if (egress_log_fd >= 0)
+                close(egress_log_fd);
         if (p->pid < 0)
                 return cs_error_set(err, errno, "egress allowlist: start the proxy");
         return 0;
