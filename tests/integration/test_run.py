@@ -1559,8 +1559,7 @@ def test_diff_a_profile_dir_that_is_not_yours_is_refused(profiles):
     assert "profile 'lib': /usr/lib is not yours" in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("command", ["remove", "links", "env", "build", "sandbox-skill",
-                                     "sandbox-cache"])
+@pytest.mark.parametrize("command", ["remove", "links", "env", "build", "sandbox-skill"])
 def test_diff_claude_profiles_other_commands_are_not_csandboxs(profiles, command):
     profiles.add()
     r = subprocess.run([CSANDBOX, command, "work"], env=profiles.env(), capture_output=True,
