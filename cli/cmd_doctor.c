@@ -99,8 +99,8 @@ static void print_notes(void)
         if (seen & RUNNER_NOTE_HOSTNAME)
                 printf("%-5s %-18s %s\n", "note", "hostname",
                        "setting the sandbox's hostname was refused (a container engine's "
-                       "seccomp profile, as podman's default, allows sethostname only with the "
-                       "SYS_ADMIN capability), so sessions keep the container's hostname; nothing "
+                       "seccomp profile, as podman's default, allows sethostname only with "
+                       "CAP_SYS_ADMIN), so sessions keep the container's hostname; nothing "
                        "else depends on it (podman: --cap-add SYS_ADMIN, or --security-opt "
                        "seccomp=unconfined, lets it be set)");
         if (seen & RUNNER_NOTE_PROC_BIND)

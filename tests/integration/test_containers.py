@@ -45,7 +45,7 @@ def test_refused_sethostname_keeps_the_outer_hostname_said_by_doctor_only(csb):
     assert "hostname," not in sandbox[0] and "not the hostname" in sandbox[0], sandbox
     notes = [l for l in lines if l.split()[:2] == ["note", "hostname"]]
     assert len(notes) == 1, r.stdout
-    assert "refused" in notes[0] and "SYS_ADMIN capability" in notes[0], notes
+    assert "refused" in notes[0] and "CAP_SYS_ADMIN" in notes[0], notes
     assert "hostname" not in r.stderr, r.stderr
     # Without the refusal the name is set as asked, and doctor notes nothing of it.
     r = nested(csb, ["--hostname", "boxy", "--", "/bin/cat", "/proc/sys/kernel/hostname"])
