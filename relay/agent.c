@@ -106,7 +106,7 @@ static uint32_t be32(const unsigned char *p)
 /* One connection: the session's end, the agent's, and the one message in flight. */
 struct conn {
         int client, agent; /* client -1: the slot is free */
-        enum { READ_REQUEST, WRITE_AGENT, READ_REPLY, WRITE_CLIENT } phase;
+        enum conn_phase { READ_REQUEST, WRITE_AGENT, READ_REPLY, WRITE_CLIENT } phase;
         unsigned char *buf; /* 4 + RELAY_AGENT_MSG_MAX */
         size_t len, off;    /* bytes in buf; of them, written */
 };
@@ -151,6 +151,23 @@ static int frame_write(int fd, struct conn *c)
         return 1;
 }
 
+/* c's current phase on fd: read toward the frame or write it out. Once that is done, c goes
+ * on to next (a frame written leaves the buffer empty). What frame_read or frame_write
+ * returns. */
+static int conn_advance(struct conn *c, int fd, enum conn_phase next)
+{
+        bool out = c->phase == WRITE_AGENT || c->phase == WRITE_CLIENT;
+        int r = out ? frame_write(fd, c) : frame_read(fd, c);
+
+        if (r > 0) {
+                if (out)
+                        c->len = 0;
+                c->off = 0;
+                c->phase = next;
+        }
+        return r;
+}
+
 static void conn_close(struct conn *c)
 {
         close(c->client);
@@ -163,17 +180,12 @@ static void conn_close(struct conn *c)
 static bool conn_step(struct conn *c, relay_agent_rule allowed)
 {
         for (;;) {
-                int r;
+                int r = -1;
 
                 switch (c->phase) {
                 case READ_REQUEST:
-                        r = frame_read(c->client, c);
-                        if (r <= 0)
-                                return r == 0;
-                        c->off = 0;
-                        if (allowed(c->buf + 4, c->len - 4)) {
-                                c->phase = WRITE_AGENT;
-                        } else {
+                        r = conn_advance(c, c->client, WRITE_AGENT);
+                        if (r > 0 && !allowed(c->buf + 4, c->len - 4)) {
                                 static const unsigned char failure[] = {0, 0, 0, 1,
                                                                         SSH_AGENT_FAILURE};
 
@@ -183,27 +195,17 @@ static bool conn_step(struct conn *c, relay_agent_rule allowed)
                         }
                         break;
                 case WRITE_AGENT:
-                        r = frame_write(c->agent, c);
-                        if (r <= 0)
-                                return r == 0;
-                        c->len = 0;
-                        c->phase = READ_REPLY;
+                        r = conn_advance(c, c->agent, READ_REPLY);
                         break;
                 case READ_REPLY:
-                        r = frame_read(c->agent, c);
-                        if (r <= 0)
-                                return r == 0;
-                        c->off = 0;
-                        c->phase = WRITE_CLIENT;
+                        r = conn_advance(c, c->agent, WRITE_CLIENT);
                         break;
                 case WRITE_CLIENT:
-                        r = frame_write(c->client, c);
-                        if (r <= 0)
-                                return r == 0;
-                        c->len = 0;
-                        c->phase = READ_REQUEST;
+                        r = conn_advance(c, c->client, READ_REQUEST);
                         break;
                 }
+                if (r <= 0)
+                        return r == 0;
         }
 }
 

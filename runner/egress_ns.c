@@ -20,6 +20,7 @@
 #include "egress_int.h"
 
 #include "internal.h"
+#include "netlink.h"
 
 #include "../common/error.h"
 
@@ -59,66 +60,28 @@ static const char egress_rules[] =
     "}\n";
 /* clang-format on */
 
-struct nl_req {
-        union {
-                struct nlmsghdr nh;
-                char raw[256];
-        };
-};
-
-static void *nl_start(struct nl_req *m, unsigned short type, size_t hdr)
-{
-        memset(m, 0, sizeof(*m));
-        m->nh.nlmsg_len = (unsigned)NLMSG_LENGTH(hdr);
-        m->nh.nlmsg_type = type;
-        m->nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL;
-        return NLMSG_DATA(&m->nh);
-}
-
-static void nl_put(struct nl_req *m, unsigned short type, const void *data, size_t len)
-{
-        struct rtattr *rta = (struct rtattr *)(m->raw + NLMSG_ALIGN(m->nh.nlmsg_len));
-
-        rta->rta_type = type;
-        rta->rta_len = (unsigned short)RTA_LENGTH(len);
-        memcpy(RTA_DATA(rta), data, len);
-        m->nh.nlmsg_len = NLMSG_ALIGN(m->nh.nlmsg_len) + (unsigned)RTA_ALIGN(rta->rta_len);
-}
-
 /* addr on lo (index 1), and a default route through lo with it as the source. */
 static int lo_address_and_route(int nl, int family, const char *text)
 {
         unsigned char a[16];
         size_t alen = family == AF_INET ? 4 : 16;
-        uint32_t lo = 1, flags = IFA_F_NODAD;
-        struct nl_req m;
-        struct ifaddrmsg *ifa;
+        uint32_t lo = 1;
+        struct nl_msg m;
         struct rtmsg *rt;
         int r;
 
         inet_pton(family, text, a);
-        ifa = nl_start(&m, RTM_NEWADDR, sizeof(*ifa));
-        ifa->ifa_family = (unsigned char)family;
-        ifa->ifa_prefixlen = (unsigned char)(alen * 8);
-        ifa->ifa_scope = RT_SCOPE_UNIVERSE;
-        ifa->ifa_index = lo;
-        nl_put(&m, IFA_LOCAL, a, alen);
-        nl_put(&m, IFA_ADDRESS, a, alen);
-        if (family == AF_INET6) {
-                ifa->ifa_flags = IFA_F_NODAD;
-                nl_put(&m, IFA_FLAGS, &flags, sizeof(flags));
-        }
-        r = netlink_request(nl, &m.nh);
+        r = netlink_addr_add(nl, (int)lo, family, a, (unsigned char)(alen * 8));
         if (r < 0)
                 return r;
-        rt = nl_start(&m, RTM_NEWROUTE, sizeof(*rt));
+        rt = netlink_begin(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, sizeof(*rt));
         rt->rtm_family = (unsigned char)family;
         rt->rtm_table = RT_TABLE_MAIN;
         rt->rtm_protocol = RTPROT_BOOT;
         rt->rtm_scope = RT_SCOPE_LINK;
         rt->rtm_type = RTN_UNICAST;
-        nl_put(&m, RTA_OIF, &lo, sizeof(lo));
-        nl_put(&m, RTA_PREFSRC, a, alen);
+        netlink_attr(&m, RTA_OIF, &lo, sizeof(lo));
+        netlink_attr(&m, RTA_PREFSRC, a, alen);
         return netlink_request(nl, &m.nh);
 }
 

@@ -140,8 +140,3 @@ __attribute__((noreturn)) void runner_child_fail(int errfd, const struct cs_erro
 /* csandbox's side: the message a failed child left on errfd, if any, into err (with its
  * status); false when it left none. */
 bool runner_child_message(int errfd, struct cs_error *err);
-
-/* One netlink request answered by an acknowledgement, 0 or -errno (netconf.c; netns.c and
- * egress_ns.c use it too). */
-struct nlmsghdr;
-int netlink_request(int nl, struct nlmsghdr *req);

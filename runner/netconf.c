@@ -10,6 +10,7 @@
  * until pasta is up. When the host's routes do not fit this (no gateway, a multipath
  * default), pasta configures the namespace itself as before and the payload waits for it. */
 #include "internal.h"
+#include "netlink.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -28,14 +29,7 @@
 
 #define NET_TAP_MTU 65520
 
-struct nl_msg {
-        union {
-                struct nlmsghdr nh;
-                char raw[320];
-        };
-};
-
-static void *nl_begin(struct nl_msg *m, unsigned short type, unsigned short flags, size_t hdr)
+void *netlink_begin(struct nl_msg *m, unsigned short type, unsigned short flags, size_t hdr)
 {
         memset(m, 0, sizeof(*m));
         m->nh.nlmsg_len = (unsigned)NLMSG_LENGTH(hdr);
@@ -44,7 +38,7 @@ static void *nl_begin(struct nl_msg *m, unsigned short type, unsigned short flag
         return NLMSG_DATA(&m->nh);
 }
 
-static void nl_attr(struct nl_msg *m, unsigned short type, const void *data, size_t len)
+void netlink_attr(struct nl_msg *m, unsigned short type, const void *data, size_t len)
 {
         struct rtattr *rta = (struct rtattr *)(m->raw + NLMSG_ALIGN(m->nh.nlmsg_len));
 
@@ -78,7 +72,7 @@ static int nl_dump(int nl, unsigned short type, unsigned char family,
                    void (*fn)(const struct nlmsghdr *nh, void *opaque), void *opaque)
 {
         struct nl_msg m;
-        struct rtgenmsg *g = nl_begin(&m, type, NLM_F_DUMP, sizeof(*g));
+        struct rtgenmsg *g = netlink_begin(&m, type, NLM_F_DUMP, sizeof(*g));
         _Alignas(struct nlmsghdr) char buf[16384];
 
         g->rtgen_family = family;
@@ -275,24 +269,25 @@ static int tap_wait(const struct net_tap_conf *c, int watch, struct cs_error *er
         }
 }
 
-static int addr_add(int nl, int idx, int family, const unsigned char *addr, unsigned char prefix)
+int netlink_addr_add(int nl, int idx, int family, const unsigned char *addr, unsigned char prefix)
 {
         struct nl_msg m;
-        struct ifaddrmsg *ifa = nl_begin(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifa));
+        struct ifaddrmsg *ifa =
+            netlink_begin(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifa));
         size_t alen = family == AF_INET ? 4 : 16;
 
         ifa->ifa_family = (unsigned char)family;
         ifa->ifa_prefixlen = prefix;
         ifa->ifa_scope = RT_SCOPE_UNIVERSE;
         ifa->ifa_index = (unsigned)idx;
-        nl_attr(&m, IFA_LOCAL, addr, alen);
-        nl_attr(&m, IFA_ADDRESS, addr, alen);
+        netlink_attr(&m, IFA_LOCAL, addr, alen);
+        netlink_attr(&m, IFA_ADDRESS, addr, alen);
         if (family == AF_INET6) {
                 /* No duplicate detection: the address is usable at once, as pasta's is. */
                 uint32_t flags = IFA_F_NODAD;
 
                 ifa->ifa_flags = IFA_F_NODAD;
-                nl_attr(&m, IFA_FLAGS, &flags, sizeof(flags));
+                netlink_attr(&m, IFA_FLAGS, &flags, sizeof(flags));
         }
         return netlink_request(nl, &m.nh);
 }
@@ -300,7 +295,7 @@ static int addr_add(int nl, int idx, int family, const unsigned char *addr, unsi
 static int default_route_add(int nl, int idx, int family, const unsigned char *gw)
 {
         struct nl_msg m;
-        struct rtmsg *rt = nl_begin(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, sizeof(*rt));
+        struct rtmsg *rt = netlink_begin(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, sizeof(*rt));
         uint32_t oif = (uint32_t)idx;
 
         rt->rtm_family = (unsigned char)family;
@@ -311,22 +306,22 @@ static int default_route_add(int nl, int idx, int family, const unsigned char *g
         /* The gateway need not be in the address's prefix (169.254.1.2 when the host's
          * loopback is mapped, a /32 address): pasta answers for every address on the link. */
         rt->rtm_flags = RTNH_F_ONLINK;
-        nl_attr(&m, RTA_GATEWAY, gw, family == AF_INET ? 4 : 16);
-        nl_attr(&m, RTA_OIF, &oif, sizeof(oif));
+        netlink_attr(&m, RTA_GATEWAY, gw, family == AF_INET ? 4 : 16);
+        netlink_attr(&m, RTA_OIF, &oif, sizeof(oif));
         return netlink_request(nl, &m.nh);
 }
 
 static int link_up(int nl, int idx)
 {
         struct nl_msg m;
-        struct ifinfomsg *ifi = nl_begin(&m, RTM_NEWLINK, 0, sizeof(*ifi));
+        struct ifinfomsg *ifi = netlink_begin(&m, RTM_NEWLINK, 0, sizeof(*ifi));
         uint32_t mtu = NET_TAP_MTU;
 
         ifi->ifi_family = AF_UNSPEC;
         ifi->ifi_index = idx;
         ifi->ifi_flags = IFF_UP;
         ifi->ifi_change = IFF_UP;
-        nl_attr(&m, IFLA_MTU, &mtu, sizeof(mtu));
+        netlink_attr(&m, IFLA_MTU, &mtu, sizeof(mtu));
         return netlink_request(nl, &m.nh);
 }
 
@@ -346,11 +341,11 @@ int netconf_tap_up(const struct net_tap_conf *c, int watch, struct cs_error *err
         r = link_up(nl, idx);
         if (r >= 0 && c->has4) {
                 step = "add its IPv4 address";
-                r = addr_add(nl, idx, AF_INET, c->addr4, c->prefix4);
+                r = netlink_addr_add(nl, idx, AF_INET, c->addr4, c->prefix4);
         }
         if (r >= 0 && c->has6) {
                 step = "add its IPv6 address";
-                r = addr_add(nl, idx, AF_INET6, c->addr6, c->prefix6);
+                r = netlink_addr_add(nl, idx, AF_INET6, c->addr6, c->prefix6);
         }
         if (r >= 0 && c->has4) {
                 step = "add its IPv4 default route";

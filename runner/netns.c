@@ -1,6 +1,7 @@
 /* The sandbox's own network namespace: loopback up, the host's addresses unreachable, and
  * the user-mode helper (pasta) that gives it a network. */
 #include "internal.h"
+#include "netlink.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -104,33 +105,17 @@ static int host_addrs_gather(const struct sandbox_spec *s, struct net_helper *h,
 static int rule_add_unreachable(int nl, const struct net_host_addr *a, uint32_t seq)
 {
         size_t alen = a->family == AF_INET ? 4 : 16;
-        union {
-                struct nlmsghdr nh;
-                char buf[NLMSG_SPACE(sizeof(struct fib_rule_hdr)) + RTA_SPACE(16) +
-                         RTA_SPACE(sizeof(uint32_t))];
-        } req = {0};
         uint32_t priority = 1; /* right after the local table: the sandbox's own addresses */
-        struct fib_rule_hdr *frh = NLMSG_DATA(&req.nh);
-        struct rtattr *rta;
+        struct nl_msg m;
+        struct fib_rule_hdr *frh = netlink_begin(&m, RTM_NEWRULE, NLM_F_CREATE, sizeof(*frh));
 
-        req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(*frh));
-        req.nh.nlmsg_type = RTM_NEWRULE;
-        req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE;
-        req.nh.nlmsg_seq = seq;
+        m.nh.nlmsg_seq = seq;
         frh->family = (unsigned char)a->family;
         frh->dst_len = (unsigned char)(alen * 8);
         frh->action = FR_ACT_UNREACHABLE;
-        rta = (struct rtattr *)(req.buf + NLMSG_ALIGN(req.nh.nlmsg_len));
-        rta->rta_type = FRA_DST;
-        rta->rta_len = (unsigned short)RTA_LENGTH(alen);
-        memcpy(RTA_DATA(rta), a->bytes, alen);
-        req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
-        rta = (struct rtattr *)(req.buf + req.nh.nlmsg_len);
-        rta->rta_type = FRA_PRIORITY;
-        rta->rta_len = (unsigned short)RTA_LENGTH(sizeof(priority));
-        memcpy(RTA_DATA(rta), &priority, sizeof(priority));
-        req.nh.nlmsg_len += RTA_ALIGN(rta->rta_len);
-        return netlink_request(nl, &req.nh);
+        netlink_attr(&m, FRA_DST, a->bytes, alen);
+        netlink_attr(&m, FRA_PRIORITY, &priority, sizeof(priority));
+        return netlink_request(nl, &m.nh);
 }
 
 /* Inside the new netns, before the payload exists: every host address unreachable. Rules

@@ -6,25 +6,12 @@ import json
 import os
 import sys
 
-import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from test_run import Profiles  # noqa: E402
+from test_claude import profiles  # noqa: F401 (the fixture)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 import mcp_server  # noqa: E402
 
-CLAUDE = os.environ.get("CSANDBOX_TEST_CLAUDE")
 SERVER = "csbt-mcp"
-
-
-@pytest.fixture
-def profiles(tmp_path):
-    assert CLAUDE and os.access(CLAUDE, os.X_OK), (
-        "set CSANDBOX_TEST_CLAUDE to the pinned claude (tests/run installs it)")
-    p = Profiles(tmp_path)
-    p.claude = CLAUDE
-    return p
 
 
 def server_line(out):
