@@ -112,9 +112,9 @@ unsigned long long podman_proc_starttime(long long pid)
         p = strrchr(buf, ')');
         if (!p)
                 return 0;
-        /* after "pid (comm)": state is field 3, starttime field 22 */
+        /* after "pid (comm)" p is at the space before field 3 (state); starttime is 22 */
         p++;
-        for (int field = 2; field < 22 && p; field++)
+        for (int field = 3; field < 22 && p; field++)
                 p = strchr(p + 1, ' ');
         if (!p || buf[0] == '\0')
                 return 0;
