@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -910,24 +911,26 @@ int podman_rm(const char *prog, int argc, char **argv)
         return status;
 }
 
+/* The signals kill can deliver: KILL (to the supervisor, which takes the container with it)
+ * and those the supervisor forwards to the container (runner/internal.h). A number or a
+ * name, with or without SIG; -1 for any other. */
 static int parse_signal(const char *v)
 {
         static const struct {
                 const char *name;
                 int sig;
-        } sigs[] = {{"KILL", SIGKILL}, {"TERM", SIGTERM}, {"INT", SIGINT},
-                    {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
-                    {"USR2", SIGUSR2}, {"STOP", SIGSTOP}, {"CONT", SIGCONT}};
+        } sigs[] = {{"KILL", SIGKILL}, {"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},
+                    {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"WINCH", SIGWINCH}};
         char *end;
         long n;
 
-        if (strncmp(v, "SIG", 3) == 0)
+        if (strncasecmp(v, "SIG", 3) == 0)
                 v += 3;
-        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-                if (strcasecmp(v, sigs[i].name) == 0)
-                        return sigs[i].sig;
         n = strtol(v, &end, 10);
-        return end != v && !*end && n > 0 && n < 65 ? (int)n : -1;
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+                if (strcasecmp(v, sigs[i].name) == 0 || (end != v && !*end && n == sigs[i].sig))
+                        return sigs[i].sig;
+        return -1;
 }
 
 int podman_kill(const char *prog, int argc, char **argv)
@@ -942,8 +945,11 @@ int podman_kill(const char *prog, int argc, char **argv)
                 if (opt_value(argc, argv, &i, "--signal", 's', &v)) {
                         sig = v ? parse_signal(v) : -1;
                         if (sig < 0) {
-                                fprintf(stderr, "%s: kill: --signal `%s`: not a signal\n", prog,
-                                        v ? v : "");
+                                fprintf(stderr,
+                                        "%s: kill: --signal `%s` is not supported by "
+                                        "csandbox's podman (KILL, TERM, INT, HUP, QUIT, USR1, "
+                                        "USR2, WINCH are)\n",
+                                        prog, v ? v : "");
                                 return CS_EXIT_SETUP;
                         }
                 } else

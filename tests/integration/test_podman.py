@@ -339,3 +339,31 @@ def test_docker_symlink_dispatches(data_home, tmp_path):
     p = subprocess.run([CSANDBOX, "docker", "run", "-p", "1", BB], capture_output=True, text=True,
                        env=docker.env(), timeout=TIMEOUT)
     assert p.returncode == 125 and p.stderr.startswith("docker: run: -p")
+
+
+def test_kill_forwards_a_signal_and_refuses_one_it_cannot_deliver(podman):
+    podman.ok("run", "-d", "--name", "trapper", BB, "sh", "-c", LOOP)
+    assert wait_until(lambda: "started" in podman.run("logs", "trapper").stdout)
+    p = podman.run("kill", "-s", "STOP", "trapper")
+    assert p.returncode == 125 and "STOP" in p.stderr
+    podman.ok("kill", "--signal=SIGTERM", "trapper")
+    assert podman.ok("wait", "trapper").stdout == "3\n"
+    assert podman.ok("logs", "trapper").stdout == "started\nbye\n"
+
+
+# ---- inside a session ----
+
+def test_inside_a_session_containers_get_the_sessions_network(data_home):
+    """podman inside a csandbox sandbox (its default network: loopback only): the default
+    network of a container is the session's, and -d keeps its records in the session."""
+    script = (f"{CSANDBOX} podman run --rm {BB} cat /proc/net/dev | tail -n +3 | cut -d: -f1; "
+              f"{CSANDBOX} podman run -d --name inner {BB} sleep 60 >/dev/null && "
+              f"{CSANDBOX} podman ps --format '{{{{.Names}}}}' && "
+              f"{CSANDBOX} podman rm -f inner >/dev/null && {CSANDBOX} podman ps -a -q")
+    p = subprocess.run([CSANDBOX, "exec", "--bind", data_home, data_home,
+                        "--ro-bind", CSANDBOX, CSANDBOX, "--setenv", "XDG_DATA_HOME", data_home,
+                        "--", "sh", "-c", script],
+                       capture_output=True, text=True, env=base_env(), timeout=TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert [l.strip() for l in p.stdout.splitlines()] == ["lo", "inner"], p.stdout + p.stderr
