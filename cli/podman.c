@@ -382,8 +382,13 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
                 if (!s.cwd)
                         ret = cs_error_set(&err, ENOMEM, "run");
         }
-        if (ret >= 0 && !r.home_set && !image_sets_home(&img))
-                ret = spec_env_set(&s, "HOME", s.uid == 0 ? "/root" : "/", false, &err);
+        if (ret >= 0 && !r.home_set && !image_sets_home(&img)) {
+                /* exec's default HOME (the caller's) unless an --env-file gave another */
+                const char *caller = getenv("HOME"), *now = spec_env_get(&s, "HOME");
+
+                if (!now || strcmp(now, caller && caller[0] == '/' ? caller : "/") == 0)
+                        ret = spec_env_set(&s, "HOME", s.uid == 0 ? "/root" : "/", false, &err);
+        }
         if (ret >= 0)
                 ret = runner_spec_complete(&s, &err);
         if (ret < 0)

@@ -88,18 +88,23 @@ def test_env_workdir_user_map_onto_the_container(podman):
     env = podman.env(FROM_CALLER="caller-value")
     p = podman.ok("run", "--rm", "-e", "A=1", "--env=B=two", "-e", "FROM_CALLER", "-e", "UNSET_X",
                   "-w", "/etc", "-u", "1234:5678", BB,
-                  "sh", "-c", 'echo "$A $B $FROM_CALLER ${UNSET_X-unset}"; pwd; id -u; id -g',
+                  "sh", "-c",
+                  'echo "$A $B $FROM_CALLER ${UNSET_X-unset}"; pwd; id -u; id -g; echo $HOME',
                   env=env)
-    assert p.stdout.splitlines() == ["1 two caller-value unset", "/etc", "1234", "5678"]
+    # HOME is podman's for a user the image does not name: /, never the caller's
+    assert p.stdout.splitlines() == ["1 two caller-value unset", "/etc", "1234", "5678", "/"]
 
 
 def test_env_file_and_default_workdir_and_user(podman, tmp_path):
     f = tmp_path / "env"
     f.write_text("K1=v1\nK2=v 2\n")
-    p = podman.ok("run", "--env-file", str(f), BB, "sh", "-c", 'echo "$K1|$K2"; pwd; id -u',
-                  cwd=str(tmp_path))
+    p = podman.ok("run", "--env-file", str(f), BB, "sh", "-c",
+                  'echo "$K1|$K2"; pwd; id -u; echo $HOME', cwd=str(tmp_path))
     # the caller's directory is not the container's: the image's WorkingDir (/), its user (0)
-    assert p.stdout.splitlines() == ["v1|v 2", "/", "0"]
+    assert p.stdout.splitlines() == ["v1|v 2", "/", "0", "/root"]
+    f.write_text("HOME=/from-file\n")
+    assert podman.ok("run", "--env-file", str(f), BB, "sh", "-c",
+                     "echo $HOME").stdout == "/from-file\n"
 
 
 def test_user_by_name_from_the_images_passwd(podman):
