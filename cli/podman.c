@@ -466,7 +466,10 @@ int podman_main(int argc, char **argv)
         if (strcmp(cmd, "pull") == 0 || strcmp(cmd, "build") == 0 || strcmp(cmd, "images") == 0 ||
             strcmp(cmd, "rmi") == 0 || strcmp(cmd, "inspect") == 0 || strcmp(cmd, "tag") == 0)
                 return podman_images_main(prog, argc - 1, argv + 1);
-        fprintf(stderr, "%s: `%s` is not a command of csandbox's podman; see `%s --help`\n", prog,
-                cmd, prog);
+        if (cmd[0] == '-')
+                fprintf(stderr, "%s: %s is not supported by csandbox's podman\n", prog, cmd);
+        else
+                fprintf(stderr, "%s: `%s` is not a command of csandbox's podman; see `%s --help`\n",
+                        prog, cmd, prog);
         return CS_EXIT_SETUP;
 }

@@ -221,6 +221,8 @@ def test_unsupported_options_fail_naming_them(podman, args, named):
 def test_unknown_subcommand_and_help(podman):
     p = podman.run("frobnicate")
     assert p.returncode == 125 and "frobnicate" in p.stderr
+    p = podman.run("--log-level=debug", "run", BB, "true")
+    assert p.returncode == 125 and "--log-level=debug is not supported" in p.stderr
     assert "run" in podman.ok("--help").stdout
     assert "--volume" in podman.ok("run", "--help").stdout
     assert "csandbox" in podman.ok("version").stdout
@@ -372,3 +374,11 @@ def test_inside_a_session_containers_get_the_sessions_network(data_home):
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     assert [l.strip() for l in p.stdout.splitlines()] == ["lo", "inner"], p.stdout + p.stderr
+
+
+def test_tty_only_with_t(podman):
+    # stdout is a pipe here: without -t the container has no terminal, with -t one of its own
+    p = podman.run("run", BB, "tty")
+    assert p.returncode != 0 and "not a tty" in p.stdout
+    p = podman.ok("run", "-t", BB, "tty")
+    assert p.stdout.strip().startswith("/dev/pts/"), p.stdout
