@@ -226,7 +226,7 @@ static _Noreturn void detached_child(int rootfd, struct podman_ctr *c, struct sa
 }
 
 static int run_detached(const char *prog, const struct podman_run *r, int rootfd,
-                        struct sandbox_spec *s)
+                        struct sandbox_spec *s, const char *id)
 {
         struct podman_ctr c = {0};
         struct cs_error err = {0};
@@ -234,6 +234,7 @@ static int run_detached(const char *prog, const struct podman_run *r, int rootfd
         int pipefd[2], ret;
         pid_t pid;
 
+        snprintf(c.id, sizeof(c.id), "%s", id);
         if (!r->name)
                 default_name(name, sizeof(name));
         c.name = strdup(r->name ? r->name : name);
@@ -291,8 +292,8 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
         struct sandbox_spec s;
         struct image_ref img = {.lock_fd = -1};
         struct cs_error err = {0};
-        char **ev = NULL, hostname[13];
-        unsigned char rnd[6];
+        char **ev = NULL, id[65], hostname[13];
+        unsigned char rnd[32];
         size_t en = 0;
         bool plan, help, spec_made = false;
         int rootfd = -1, status = CS_EXIT_SETUP, ret;
@@ -325,11 +326,17 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
                 status = CS_EXIT_SETUP;
         }
 
-        /* The exec flags podman's options and defaults stand for. */
-        if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-                memset(rnd, 0, sizeof(rnd));
+        /* The container's ID (a detached one's record takes it), its short form the
+         * default hostname, as podman's. */
+        if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+                cs_error_set(&err, errno, "run: getrandom");
+                goto fail;
+        }
         for (size_t i = 0; i < sizeof(rnd); i++)
-                snprintf(hostname + 2 * i, 3, "%02x", rnd[i]);
+                snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+        snprintf(hostname, sizeof(hostname), "%.12s", id);
+
+        /* The exec flags podman's options and defaults stand for. */
         ret = 0;
         ret |= push(&ev, &en, "--image");
         ret |= push(&ev, &en, r.image);
@@ -396,7 +403,7 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
         cli_print_warnings(&s);
 
         if (r.detach) {
-                status = run_detached(prog, &r, rootfd, &s);
+                status = run_detached(prog, &r, rootfd, &s, id);
                 goto out;
         }
         if (!r.interactive) {

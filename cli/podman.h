@@ -68,8 +68,8 @@ struct podman_ctr {
 /* The state directory ($XDG_RUNTIME_DIR/csandbox/containers, else
  * /tmp/csandbox-containers-UID), created 0700 and checked to be ours; an O_DIRECTORY fd. */
 int podman_state_open(int *ret_fd, struct cs_error *err);
-/* Reserve c->name (unique, else -EEXIST naming it) and a fresh id in c->id, and write the
- * record; under the state dir's lock. */
+/* Reserve c->name (unique, else -EEXIST naming it) and c->id (64 hex digits, made here when
+ * c->id holds none), and write the record; under the state dir's lock. */
 int podman_ctr_create(int rootfd, struct podman_ctr *c, struct cs_error *err);
 /* Rewrite the record, atomically. */
 int podman_ctr_save(int rootfd, const struct podman_ctr *c, struct cs_error *err);

@@ -303,12 +303,14 @@ int podman_ctr_create(int rootfd, struct podman_ctr *c, struct cs_error *err)
         r = podman_name_check(rootfd, c->name, err);
         if (r < 0)
                 goto out;
-        if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
-                r = cs_error_set(err, errno, "getrandom");
-                goto out;
+        if (!id_like(c->id)) {
+                if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+                        r = cs_error_set(err, errno, "getrandom");
+                        goto out;
+                }
+                for (size_t i = 0; i < sizeof(rnd); i++)
+                        snprintf(c->id + 2 * i, 3, "%02x", rnd[i]);
         }
-        for (size_t i = 0; i < sizeof(rnd); i++)
-                snprintf(c->id + 2 * i, 3, "%02x", rnd[i]);
         if (mkdirat(rootfd, c->id, 0700) < 0) {
                 r = cs_error_set(err, errno, "create the container's state dir");
                 goto out;

@@ -282,6 +282,15 @@ def test_detach_rm_removes_the_container_when_it_exits(podman):
     assert wait_until(lambda: os.listdir(containers_dir(podman)) == [])
 
 
+def test_detached_hostname_is_its_short_id(podman):
+    cid = podman.ok("run", "-d", BB, "hostname").stdout.strip()
+    assert podman.ok("wait", cid[:12]).stdout == "0\n"
+    assert podman.ok("logs", cid).stdout == cid[:12] + "\n"
+    # a name of podman's kind when none is given
+    name = podman.ok("ps", "-a", "--format", "{{.Names}}").stdout.strip()
+    assert name and name.replace("_", "").isalnum(), name
+
+
 def test_detach_failure_is_recorded_as_its_status(podman):
     podman.ok("run", "-d", "--name", "nocmd", BB, "/no/such/command")
     assert podman.ok("wait", "nocmd").stdout == "127\n"
