@@ -7,6 +7,7 @@
 #include "cmd_profile.h"
 
 #include "../common/cleanup.h"
+#include "../common/engine.h"
 #include "../common/error.h"
 #include "../common/path.h"
 #include "../policy/mcp_images.h"
@@ -224,7 +225,7 @@ static int cache_pull(const char *helper, const char *image, bool tls_verify)
         if (pid < 0)
                 return -errno;
         if (pid == 0) {
-                execv(helper, v);
+                cs_engine_execv(helper, v);
                 fprintf(stderr, "csandbox: sandbox-cache: cannot run %s: %s\n", helper,
                         strerror(errno));
                 _exit(CS_EXIT_SETUP);

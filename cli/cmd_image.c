@@ -8,6 +8,7 @@
 #include "../common/error.h"
 #include "../common/fileio.h"
 #include "../common/path.h"
+#include "../common/engine.h"
 #include "../image/store/store.h"
 
 #include <errno.h>
@@ -199,7 +200,7 @@ static int image_import_helper(const char *what, int argc, char **argv)
                 v[1] = (char *)what;
         for (int i = 0; i < argc; i++)
                 v[i + 1 + (what != NULL)] = argv[i];
-        execv(helper, v);
+        cs_engine_execv(helper, v);
         fprintf(stderr,
                 "csandbox: image import: cannot run %s: %s; it is built and installed beside "
                 "csandbox (ninja -C build builds both)\n",

@@ -1,6 +1,7 @@
 /* A claude-profile launch as a struct sandbox_spec. What goes in, and why, follows the
  * reference's mount table (§2.4) in order; the runner sorts parents before children. */
 #include "plan.h"
+#include "containers.h"
 #include "egress_file.h"
 #include "bridges.h"
 #include "plan_report.h"
@@ -589,6 +590,10 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 if (r >= 0)
                         r = spec_env_set(s, "DISABLE_AUTOUPDATER", "1", false, err);
         }
+        /* podman and docker: csandbox's engine, the host's images read-only. */
+        if (r >= 0)
+                r = containers_plan(s, PLAN_HOME "/.local/bin", PLAN_HOME, p->profile.state_fd,
+                                    p->profile.state_dir, err);
         /* #12 ancestor .mcp.json files. */
         if (r >= 0)
                 r = worktree_ancestor_mcp(&w, &mcp, &n_mcp, &p->warnings, err);
