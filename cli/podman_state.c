@@ -222,21 +222,32 @@ int podman_ctr_save(int rootfd, const struct podman_ctr *c, struct cs_error *err
         return r;
 }
 
+/* A listing of the state dir from its start: a fresh open file description (a dup would
+ * share the offset a previous listing left at its end). */
+static DIR *open_listing(int rootfd, struct cs_error *err)
+{
+        int dfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+
+        if (!d) {
+                cs_error_set(err, errno, "the container state dir");
+                if (dfd >= 0)
+                        close(dfd);
+        }
+        return d;
+}
+
 /* Every recorded container, calling fn until it returns nonzero. */
 static int ctr_each(int rootfd, int (*fn)(struct podman_ctr *c, void *data), void *data,
                     struct cs_error *err)
 {
-        int dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
         DIR *d;
         struct dirent *de;
         int r = 0;
 
-        if (dfd < 0 || !(d = fdopendir(dfd))) {
-                if (dfd >= 0)
-                        close(dfd);
-                return cs_error_set(err, errno, "the container state dir");
-        }
-        rewinddir(d);
+        d = open_listing(rootfd, err);
+        if (!d)
+                return err->err ? -err->err : -EIO;
         while ((de = readdir(d)) && r == 0) {
                 struct podman_ctr c;
                 struct cs_error ignored = {0};
@@ -264,13 +275,10 @@ int podman_name_check(int rootfd, const char *name, struct cs_error *err)
         struct name_find f = {name};
         DIR *d;
         struct dirent *de;
-        int dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
 
-        if (dfd < 0 || !(d = fdopendir(dfd))) {
-                if (dfd >= 0)
-                        close(dfd);
-                return cs_error_set(err, errno, "the container state dir");
-        }
+        d = open_listing(rootfd, err);
+        if (!d)
+                return err->err ? -err->err : -EIO;
         while ((de = readdir(d))) {
                 struct podman_ctr c;
                 struct cs_error ignored = {0};
@@ -349,17 +357,14 @@ int podman_ctr_remove(int rootfd, const char *id, struct cs_error *err)
 /* The container ref names: a name, a full id, or a unique id prefix. */
 static int ctr_find(int rootfd, const char *ref, struct podman_ctr *ret, struct cs_error *err)
 {
-        int dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
         char found[65] = "";
         int matches = 0;
         DIR *d;
         struct dirent *de;
 
-        if (dfd < 0 || !(d = fdopendir(dfd))) {
-                if (dfd >= 0)
-                        close(dfd);
-                return cs_error_set(err, errno, "the container state dir");
-        }
+        d = open_listing(rootfd, err);
+        if (!d)
+                return err->err ? -err->err : -EIO;
         while ((de = readdir(d))) {
                 struct podman_ctr c;
                 struct cs_error ignored = {0};

@@ -391,3 +391,13 @@ def test_tty_only_with_t(podman):
     assert p.returncode != 0 and "not a tty" in p.stdout
     p = podman.ok("run", "-t", BB, "tty")
     assert p.stdout.strip().startswith("/dev/pts/"), p.stdout
+
+
+def test_stop_and_rm_take_several_containers(podman):
+    for name in ("one", "two", "three"):
+        podman.ok("run", "-d", "--name", name, BB, "sh", "-c", LOOP)
+    assert podman.ok("stop", "-t", "20", "one", "two", "three").stdout == "one\ntwo\nthree\n"
+    assert podman.ps() == []
+    assert sorted(r.split()[-1] for r in podman.ps("-a")) == ["one", "three", "two"]
+    podman.ok("rm", "one", "two", "three")
+    assert podman.ps("-a") == []
