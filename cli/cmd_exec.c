@@ -608,13 +608,32 @@ int cli_print_plan(const struct sandbox_spec *s)
         return r;
 }
 
+int exec_launch(const struct sandbox_spec *s, int *ret_status, struct cs_error *err)
+{
+        struct sock_fprog filter = {0};
+        bool owned = false;
+        int r = 0;
+
+        if (s->seccomp == SPEC_SECCOMP_FILE) {
+                r = seccomp_compile_file(s->seccomp_path, &filter, err);
+                owned = true;
+        } else if (s->seccomp != SPEC_SECCOMP_NONE) {
+                r = seccomp_builtin(s->seccomp, &filter, err);
+        }
+        if (r < 0)
+                return r;
+        r = launch_run(s, s->seccomp == SPEC_SECCOMP_NONE ? NULL : &filter, ret_status, err);
+        if (owned)
+                seccomp_fprog_free(&filter);
+        return r;
+}
+
 int cmd_exec(int argc, char **argv)
 {
         struct sandbox_spec s;
         struct image_ref img = {.lock_fd = -1};
         struct cs_error err = {0};
-        struct sock_fprog filter = {0};
-        bool plan, help, owned = false;
+        bool plan, help;
         int status = CS_EXIT_SETUP;
         int r;
 
@@ -638,25 +657,13 @@ int cmd_exec(int argc, char **argv)
                 spec_free(&s);
                 return 0;
         }
-        if (s.seccomp == SPEC_SECCOMP_FILE) {
-                r = seccomp_compile_file(s.seccomp_path, &filter, &err);
-                owned = true;
-        } else if (s.seccomp != SPEC_SECCOMP_NONE) {
-                r = seccomp_builtin(s.seccomp, &filter, &err);
-        }
-        if (r < 0) {
-                spec_free(&s);
-                return cli_fail(&err);
-        }
         if (plan) {
                 status = cli_print_plan(&s);
         } else {
-                r = launch_run(&s, s.seccomp == SPEC_SECCOMP_NONE ? NULL : &filter, &status, &err);
+                r = exec_launch(&s, &status, &err);
                 if (r < 0)
                         status = cli_fail(&err);
         }
-        if (owned)
-                seccomp_fprog_free(&filter);
         spec_free(&s);
         /* Held until the sandbox is gone: rm and prune leave a rootfs in use alone. */
         image_ref_free(&img);

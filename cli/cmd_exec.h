@@ -12,5 +12,9 @@ struct cs_error;
 int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *img, bool *ret_plan,
                bool *ret_help, struct cs_error *err);
 
+/* A spec of parse_exec (runner_spec_complete'd) launched as `csandbox exec` launches it:
+ * its seccomp filter compiled, launch_run; *ret_status as launch_run's. */
+int exec_launch(const struct sandbox_spec *s, int *ret_status, struct cs_error *err);
+
 /* `csandbox exec ARGS`: the exit status. */
 int cmd_exec(int argc, char **argv);

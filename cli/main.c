@@ -6,6 +6,7 @@
 #include "cmd_image.h"
 #include "cmd_profile.h"
 #include "cmd_run.h"
+#include "podman.h"
 
 #include "../common/error.h"
 
@@ -27,11 +28,19 @@ static const char usage_main[] =
     "  sandbox-cache NAME                 pull the images of its container MCP servers\n"
     "  doctor                             check what this machine and user can run\n"
     "  egress-log PROFILE                 the refusals of its newest allowlist session\n"
+    "  podman|docker COMMAND [ARGS]       containers as podman runs them (see csandbox\n"
+    "                                     podman --help)\n"
     "  help                               show this text\n"
     "  version                            show the version\n";
 
 int main(int argc, char **argv)
 {
+        const char *base = argv[0] ? strrchr(argv[0], '/') : NULL;
+
+        base = base ? base + 1 : argv[0];
+        /* csandbox under the name podman or docker (a symlink, or the session's shim) */
+        if (base && (strcmp(base, "podman") == 0 || strcmp(base, "docker") == 0))
+                return podman_main(argc, argv);
         if (argc < 2) {
                 fputs(usage_main, stderr);
                 return CS_EXIT_SETUP;
@@ -42,6 +51,8 @@ int main(int argc, char **argv)
 
                 return main(3, again);
         }
+        if (strcmp(argv[1], "podman") == 0 || strcmp(argv[1], "docker") == 0)
+                return podman_main(argc - 1, argv + 1);
         if (strcmp(argv[1], "exec") == 0)
                 return cmd_exec(argc - 2, argv + 2);
         if (strcmp(argv[1], "image") == 0)

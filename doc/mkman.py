@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-COMMANDS = ["run", "exec", "image", "add", "list", "sandbox", "doctor"]
+COMMANDS = ["run", "exec", "image", "add", "list", "sandbox", "doctor", "podman"]
 
 
 def esc(line):

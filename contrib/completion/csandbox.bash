@@ -20,7 +20,7 @@ _csandbox()
         local cmd=${COMP_WORDS[1]} words
         COMPREPLY=()
         if [ "$COMP_CWORD" -eq 1 ]; then
-                words="run plan exec image add list sandbox doctor egress-log help version"
+                words="run plan exec image add list sandbox doctor egress-log podman docker help version"
                 COMPREPLY=($(compgen -W "$words" -- "$cur"))
                 return
         fi
@@ -61,7 +61,7 @@ _csandbox()
                 COMPREPLY=($(compgen -W "--sandbox --link --isolate --help" -- "$cur"))
                 ;;
         help)
-                COMPREPLY=($(compgen -W "run plan exec image add list sandbox doctor egress-log" -- "$cur"))
+                COMPREPLY=($(compgen -W "run plan exec image add list sandbox doctor egress-log podman docker" -- "$cur"))
                 ;;
         exec)
                 case $prev in
