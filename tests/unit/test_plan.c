@@ -165,13 +165,48 @@ static void test_plan_of_a_profile_in_a_git_work_tree(void)
         PASS();
 }
 
+/* A run plans csandbox's engine from the binaries beside csandbox (policy/containers.c):
+ * this test stands where csandbox would, so they are linked beside it for its run. */
+static const char *const engine[] = {"csandbox", "csandbox-import", "csandbox-podman"};
+static char linked[3][8192];
+
+static void engine_beside(bool make)
+{
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash;
+
+        if (n <= 0)
+                return;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (!slash)
+                return;
+        *slash = '\0';
+        for (size_t i = 0; i < 3; i++) {
+                char target[8192];
+
+                if (!make) {
+                        if (linked[i][0])
+                                unlink(linked[i]);
+                        continue;
+                }
+                snprintf(linked[i], sizeof(linked[i]), "%s/%s", self, engine[i]);
+                snprintf(target, sizeof(target), "%s/../%s", self, engine[i]);
+                if (symlink(target, linked[i]) < 0)
+                        linked[i][0] = '\0'; /* already there: not ours to remove */
+        }
+}
+
 int main(void)
 {
         char cmd[64];
 
         if (!mkdtemp(base))
                 return 1;
+        engine_beside(true);
         test_plan_of_a_profile_in_a_git_work_tree();
+        engine_beside(false);
         snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
         if (system(cmd) != 0)
                 return 1;
