@@ -6,6 +6,7 @@
 #include "cmd_image.h"
 #include "cmd_profile.h"
 #include "cmd_run.h"
+#include "podman.h"
 
 #include "../common/error.h"
 
@@ -26,6 +27,8 @@ static const char usage_main[] =
     "  sandbox NAME [--on|--off]          show or set a profile's sandbox marker\n"
     "  sandbox-cache NAME                 pull the images of its container MCP servers\n"
     "  doctor                             check what this machine and user can run\n"
+    "  podman|docker pull|build|images|rmi|inspect|tag ARGS\n"
+    "                                     podman's image commands on csandbox's store\n"
     "  egress-log PROFILE                 the refusals of its newest allowlist session\n"
     "  help                               show this text\n"
     "  version                            show the version\n";
@@ -56,6 +59,9 @@ int main(int argc, char **argv)
                 return cmd_sandbox(argc - 2, argv + 2);
         if (strcmp(argv[1], "sandbox-cache") == 0)
                 return cmd_sandbox_cache(argc - 2, argv + 2);
+        /* the image half of csandbox's podman front-end (cli/podman_images.c) */
+        if (strcmp(argv[1], "podman") == 0 || strcmp(argv[1], "docker") == 0)
+                return podman_images_main(argv[1], argc - 2, argv + 2);
         if (strcmp(argv[1], "add") == 0)
                 return cmd_add(argc - 2, argv + 2);
         if (strcmp(argv[1], "run") == 0)
