@@ -11,6 +11,7 @@
 #include "../common/engine.h"
 #include "../image/store/store.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -75,63 +76,110 @@ static const char usage_image[] =
     "                        imports\n"
     "\n"
     "The store is ${XDG_DATA_HOME:-~/.local/share}/csandbox/images; each layer is stored\n"
-    "once and shared by every image that has it.\n";
+    "once and shared by every image that has it.\n"
+    "\n"
+    "CSANDBOX_READONLY_STORE: a colon-separated list of more stores (each a directory like\n"
+    "the one above, e.g. the host user's store bound read-only into a session). Names and\n"
+    "digests are looked for in the writable store first, then in these in order; ls lists\n"
+    "their images marked R/O; nothing writes, removes or prunes there.\n";
+
+/* The writable store and the read-only ones (CSANDBOX_READONLY_STORE); 0 or an exit status
+ * (printed). */
+static int stores_open(struct image_store *w, struct image_store **ro, size_t *n_ro)
+{
+        struct cs_error err = {0};
+
+        *ro = NULL;
+        *n_ro = 0;
+        if (store_open(NULL, w, &err) < 0)
+                return cli_fail(&err);
+        if (store_open_readonly(w, ro, n_ro, &err) < 0) {
+                store_close(w);
+                return cli_fail(&err);
+        }
+        return 0;
+}
 
 static int image_ls(int argc, char **argv)
 {
-        struct image_store s;
+        struct image_store s, *ro;
         struct image_info *v = NULL;
         struct cs_error err = {0};
-        bool json = argc == 1 && strcmp(argv[0], "--json") == 0;
-        size_t n = 0;
+        bool json = argc == 1 && strcmp(argv[0], "--json") == 0, any_ro = false;
+        size_t n = 0, n_ro;
         int r;
 
         if (argc > 0 && !json)
                 return cli_usage_error("image", "ls: unexpected `%s`", argv[0]);
-        r = store_open(NULL, &s, &err);
-        if (r == 0)
-                r = store_list(&s, &v, &n, &err);
-        store_close(&s);
-        if (r < 0)
+        r = stores_open(&s, &ro, &n_ro);
+        if (r != 0)
+                return r;
+        r = store_list_all(&s, ro, n_ro, &v, &n, &err);
+        if (r < 0) {
+                store_close_all(ro, n_ro);
+                store_close(&s);
                 return cli_fail(&err);
+        }
+        for (size_t i = 0; i < n; i++)
+                any_ro |= v[i].store != NULL;
         if (json)
                 printf("[");
         else
-                printf("%-40s %-19s %10s  %s\n", "NAME", "DIGEST", "SIZE", "CREATED");
+                printf("%-40s %-19s %10s  %-*s%s\n", "NAME", "DIGEST", "SIZE", any_ro ? 16 : 0,
+                       "CREATED", any_ro ? "  R/O" : "");
         for (size_t i = 0; i < n; i++) {
                 char size[32], created[32];
                 time_t t = (time_t)v[i].created;
                 struct tm tm;
 
                 if (json) {
+                        _cleanup_free_ char *store = NULL;
+                        cJSON *str = v[i].store ? cJSON_CreateString(v[i].store) : NULL;
+
+                        store = str ? cJSON_PrintUnformatted(str) : NULL;
+                        cJSON_Delete(str);
                         printf("%s{\"name\":\"%s\",\"digest\":\"%s\",\"size\":%" PRIu64
-                               ",\"files\":%" PRIu64 ",\"created\":%" PRId64 "}",
+                               ",\"files\":%" PRIu64 ",\"created\":%" PRId64
+                               ",\"read_only\":%s%s%s}",
                                i ? "," : "", v[i].name, v[i].digest, v[i].size, v[i].files,
-                               v[i].created);
+                               v[i].created, v[i].store ? "true" : "false",
+                               store ? ",\"store\":" : "", store ? store : "");
                         continue;
                 }
                 cs_human_size(v[i].size, size, sizeof(size));
                 strftime(created, sizeof(created), "%Y-%m-%d %H:%M", localtime_r(&t, &tm));
-                printf("%-40s %-19.19s %10s  %s\n", v[i].name, v[i].digest, size, created);
+                printf("%-40s %-19.19s %10s  %-*s%s\n", v[i].name, v[i].digest, size,
+                       any_ro ? 16 : 0, created,
+                       !any_ro      ? ""
+                       : v[i].store ? "  R/O"
+                                    : "  -");
         }
         if (json)
                 printf("]\n");
         image_info_free(v, n);
+        store_close_all(ro, n_ro);
+        store_close(&s);
         return 0;
 }
 
 static int image_inspect(int argc, char **argv)
 {
-        struct image_store s;
+        struct image_store s, *ro, *at = NULL;
         struct cs_error err = {0};
+        char digest[OCI_DIGEST_LEN + 1];
         char *json = NULL;
+        size_t n_ro;
         int r;
 
         if (argc != 1)
                 return cli_usage_error("image", "inspect takes one NAME");
-        r = store_open(NULL, &s, &err);
+        r = stores_open(&s, &ro, &n_ro);
+        if (r != 0)
+                return r;
+        r = store_find(&s, ro, n_ro, argv[0], digest, &at, &err);
         if (r == 0)
-                r = store_inspect(&s, argv[0], &json, &err);
+                r = store_inspect(at, digest, &json, &err);
+        store_close_all(ro, n_ro);
         store_close(&s);
         if (r < 0)
                 return cli_fail(&err);
@@ -142,20 +190,23 @@ static int image_inspect(int argc, char **argv)
 
 static int image_rm(int argc, char **argv)
 {
-        struct image_store s;
+        struct image_store s, *ro;
         struct cs_error err = {0};
+        size_t n_ro;
         int status = 0;
 
         if (argc < 1)
                 return cli_usage_error("image", "rm takes one or more NAMEs");
-        if (store_open(NULL, &s, &err) < 0)
-                return cli_fail(&err);
+        status = stores_open(&s, &ro, &n_ro);
+        if (status != 0)
+                return status;
         for (int i = 0; i < argc; i++) {
-                if (store_remove(&s, argv[i], &err) < 0)
+                if (store_remove_any(&s, ro, n_ro, argv[i], &err) < 0)
                         status = cli_fail(&err);
                 else
                         printf("removed %s\n", argv[i]);
         }
+        store_close_all(ro, n_ro);
         store_close(&s);
         return status;
 }

@@ -78,14 +78,6 @@ static int fail(const char *prog, const struct cs_error *err)
         return err->status ? err->status : CS_EXIT_SETUP;
 }
 
-/* TEMPORARY, until cli/podman_images.c lands: its strong definition replaces this. */
-__attribute__((weak)) int podman_images_main(const char *prog, int argc, char **argv)
-{
-        (void)argc;
-        fprintf(stderr, "%s: %s is not built into this csandbox yet\n", prog, argv[0]);
-        return CS_EXIT_SETUP;
-}
-
 static int pull_image(const char *prog, const char *image, bool quiet)
 {
         char *quiet_argv[] = {"pull", "--quiet", (char *)image, NULL};

@@ -219,15 +219,25 @@ int cmd_image_pull(int argc, char **argv)
                 return cli_fail(&err);
         if (missing) {
                 /* An image already stored under its name is not asked for again: no network. */
+                /* in the writable store or a read-only one (CSANDBOX_READONLY_STORE) */
                 char digest[OCI_DIGEST_LEN + 1];
                 struct cs_error ignored = {0};
+                struct image_store *ro = NULL, *at = NULL;
+                size_t n_ro = 0;
+                bool have;
 
-                if (store_resolve(&s, ref.name, digest, &ignored) == 0) {
+                (void)store_open_readonly(&s, &ro, &n_ro, &ignored);
+                have = store_find(&s, ro, n_ro, ref.name, digest, &at, &ignored) == 0;
+                if (have) {
                         pull_display_end(disp, &o);
+                        printf("already stored %s %s%s%s: not pulled again\n", ref.name, digest,
+                               at != &s ? " in the read-only store " : "",
+                               at != &s ? at->root : "");
+                        store_close_all(ro, n_ro);
                         store_close(&s);
-                        printf("already stored %s %s: not pulled again\n", ref.name, digest);
                         return 0;
                 }
+                store_close_all(ro, n_ro);
         }
         r = store_pull(&s, &ref, &po, &o, &res, &err);
         pull_display_end(disp, &o);

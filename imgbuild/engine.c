@@ -181,6 +181,8 @@ int build_image(const struct build_options *o, char ret_digest[OCI_DIGEST_LEN + 
                 r = plan_stages(&b, &last, err);
         if (r >= 0)
                 r = store_open(NULL, &b.store, err);
+        if (r >= 0)
+                r = store_open_readonly(&b.store, &b.ro, &b.n_ro, err);
         if (r < 0)
                 goto out;
         b.ctx.store = &b.store;
@@ -237,6 +239,7 @@ out:
         containerfile_free(&b.cf);
         if (b.context_fd >= 0)
                 close(b.context_fd);
+        store_close_all(b.ro, b.n_ro);
         if (b.store.fd >= 0)
                 store_close(&b.store);
         return r;

@@ -190,15 +190,19 @@ int build_open_base(struct build *b, const char *what, const char *kw, const cha
         struct registry_ref rr;
         _cleanup_free_ char *json = NULL;
         struct image_ref *nb;
+        struct image_store *found = &b->store;
         char digest[OCI_DIGEST_LEN + 1];
         struct cs_error probe = {0};
         int r;
 
         if (registry_ref_parse(ref_text, &rr, err) < 0)
                 return cs_error_wrap(err, "%s: %s%s", what, kw, ref_text);
-        /* a name in the store first (what `image import --name` gave), then the registry's */
-        if (b->o->pull || store_resolve(&b->store, ref_text, digest, &probe) < 0) {
-                if (b->o->pull || store_resolve(&b->store, rr.name, digest, &probe) < 0) {
+        /* a name in the store first (what `image import --name` gave), then the registry's;
+         * the writable store, then the read-only ones */
+        if (b->o->pull ||
+            store_find(&b->store, b->ro, b->n_ro, ref_text, digest, &found, &probe) < 0) {
+                if (b->o->pull ||
+                    store_find(&b->store, b->ro, b->n_ro, rr.name, digest, &found, &probe) < 0) {
                         struct pull_options po = {.tls_verify = b->o->tls_verify,
                                                   .max_layers = LAYER_DEFAULT_MAX_LAYERS};
                         struct import_options io;
@@ -221,6 +225,7 @@ int build_open_base(struct build *b, const char *what, const char *kw, const cha
                                                      "name, and pulling it failed",
                                                      what, kw, ref_text);
                         snprintf(digest, sizeof(digest), "%s", res.digest);
+                        found = &b->store;
                 }
         }
         /* By its digest from here on: a name retagged meanwhile must not pair one image's
@@ -237,7 +242,8 @@ int build_open_base(struct build *b, const char *what, const char *kw, const cha
         b->bases[b->n_bases++] = ref;
         snprintf(ret_digest, OCI_DIGEST_LEN + 1, "%s", ref.digest);
         for (size_t i = 0; i < ref.config.n_diff_ids; i++) {
-                int fd = store_layer_hold(&b->store, ref.config.diff_ids[i], err);
+                int fd =
+                    store_layer_hold_any(&b->store, b->ro, b->n_ro, ref.config.diff_ids[i], err);
 
                 if (fd == -ENOENT)
                         return cs_error_setx(err, ENOENT,
@@ -248,7 +254,7 @@ int build_open_base(struct build *b, const char *what, const char *kw, const cha
                 if (fd < 0 || build_layers_add(layers, ref.config.diff_ids[i], fd, err) < 0)
                         return -1;
         }
-        r = store_inspect(&b->store, digest, &json, err);
+        r = store_inspect(found, digest, &json, err);
         if (r < 0)
                 return r;
         *doc = cJSON_Parse(json);

@@ -26,6 +26,8 @@ struct build {
         const struct build_options *o;
         struct build_ctx ctx;
         struct image_store store;
+        struct image_store *ro; /* CSANDBOX_READONLY_STORE's: FROM and COPY --from find bases */
+        size_t n_ro;
         struct containerfile cf;
         const char *file_name; /* base name, for messages */
         int context_fd;

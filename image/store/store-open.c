@@ -36,6 +36,11 @@ void image_ref_free(struct image_ref *r)
         if (r->lock_fd >= 0)
                 close(r->lock_fd);
         r->lock_fd = -1;
+        for (size_t i = 0; i < r->n_held; i++)
+                close(r->held[i]);
+        free(r->held);
+        r->held = NULL;
+        r->n_held = 0;
         oci_config_free(&r->config);
 }
 
@@ -60,10 +65,52 @@ static int ref_add_layer(struct image_ref *ref, int base_fd, const char *base, c
         return 0;
 }
 
+/* The stores a layer is looked for in: the image's own, then the writable one, then the
+ * read-only ones. */
+struct layer_stores {
+        struct image_store *own, *w, *ro;
+        size_t n_ro;
+};
+
+/* The store of the stores that has the layer rel (its own store first), or NULL. */
+static struct image_store *layer_store(const struct layer_stores *ls, const char *rel)
+{
+        struct stat st;
+
+        if (fstatat(ls->own->fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                return ls->own;
+        if (ls->w != ls->own && fstatat(ls->w->fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode))
+                return ls->w;
+        for (size_t i = 0; i < ls->n_ro; i++)
+                if (&ls->ro[i] != ls->own &&
+                    fstatat(ls->ro[i].fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISDIR(st.st_mode))
+                        return &ls->ro[i];
+        return ls->own; /* the open below reports it missing */
+}
+
+/* A layer of another store than the image's: held with a shared flock for the launch, so
+ * that store's own rm or prune (which do not know this image) leave it. */
+static int ref_hold_layer(struct image_ref *ref, struct image_store *s, const char *layer,
+                          const char *name, struct cs_error *err)
+{
+        int fd = store_dir_hold(s, layer, err);
+
+        if (fd < 0)
+                return fd == -ENOENT ? cs_error_setx(err, ENOENT,
+                                                     "image `%s`: its layer `%s/%s` was removed "
+                                                     "just now",
+                                                     name, s->root, layer)
+                                     : fd;
+        ref->held[ref->n_held++] = fd;
+        return 0;
+}
+
 /* The layers top first. A layer listed twice is mounted once, at its topmost place: every
  * entry, whiteout and opaque dir of the lower copy is repeated by the upper one, so the
  * merged view is the same (and overlayfs refuses a lower dir given twice). */
-static int ref_add_layers(struct image_ref *ref, struct image_store *s, const char *name,
+static int ref_add_layers(struct image_ref *ref, const struct layer_stores *ls, const char *name,
                           struct cs_error *err)
 {
         size_t n = ref->config.n_diff_ids;
@@ -76,10 +123,12 @@ static int ref_add_layers(struct image_ref *ref, struct image_store *s, const ch
                                      name, n, STORE_MAX_LAYERS);
         ref->layer_fds = calloc(n, sizeof(int));
         ref->layer_paths = calloc(n, sizeof(char *));
-        if (!ref->layer_fds || !ref->layer_paths)
+        ref->held = calloc(n, sizeof(int));
+        if (!ref->layer_fds || !ref->layer_paths || !ref->held)
                 return cs_error_set(err, ENOMEM, "image `%s`", name);
         for (size_t i = n; i-- > 0;) {
                 const char *id = ref->config.diff_ids[i];
+                struct image_store *s;
                 char rel[120];
                 bool dup = false;
                 int r;
@@ -89,6 +138,9 @@ static int ref_add_layers(struct image_ref *ref, struct image_store *s, const ch
                 if (dup)
                         continue;
                 store_layer_path(id, rel);
+                s = layer_store(ls, rel);
+                if (s != ls->own && (r = ref_hold_layer(ref, s, rel, name, err)) < 0)
+                        return r;
                 strcat(rel, "/" LAYER_DIFF);
                 r = ref_add_layer(ref, s->fd, s->root, rel, name, err);
                 if (r < 0)
@@ -99,21 +151,26 @@ static int ref_add_layers(struct image_ref *ref, struct image_store *s, const ch
 
 int store_open_image(const char *name, struct image_ref *ret, struct cs_error *err)
 {
-        struct image_store s = {.fd = -1};
+        struct image_store w = {.fd = -1}, *ro = NULL, *s = NULL;
         struct image_ref ref = {.lock_fd = -1};
+        struct layer_stores ls;
+        size_t n_ro = 0;
         char path[100];
         struct stat st;
         int r;
 
-        r = store_open(NULL, &s, err);
+        r = store_open(NULL, &w, err);
         if (r < 0)
                 return r;
-        r = store_resolve(&s, name, ref.digest, err);
+        r = store_open_readonly(&w, &ro, &n_ro, err);
+        if (r < 0)
+                goto fail;
+        r = store_find(&w, ro, n_ro, name, ref.digest, &s, err);
         if (r < 0)
                 goto fail;
         snprintf(path, sizeof(path), "sha256/%.64s", store_digest_hex(ref.digest));
         /* the shared lock keeps rm and prune from removing it, and so its layers */
-        ref.lock_fd = store_dir_hold(&s, path, err);
+        ref.lock_fd = store_dir_hold(s, path, err);
         if (ref.lock_fd < 0) {
                 r = ref.lock_fd == -ENOENT
                         ? cs_error_setx(err, ENOENT, "image `%s` was removed just now", name)
@@ -121,10 +178,10 @@ int store_open_image(const char *name, struct image_ref *ret, struct cs_error *e
                 ref.lock_fd = -1;
                 goto fail;
         }
-        r = store_image_layers(&s, ref.lock_fd, name, &ref.config, err);
+        r = store_image_layers(s, ref.lock_fd, name, &ref.config, err);
         if (r < 0)
                 goto fail;
-        if (asprintf(&ref.dir, "%s/%s", s.root, path) < 0) {
+        if (asprintf(&ref.dir, "%s/%s", s->root, path) < 0) {
                 ref.dir = NULL;
                 r = cs_error_set(err, ENOMEM, "image `%s`", name);
                 goto fail;
@@ -137,16 +194,19 @@ int store_open_image(const char *name, struct image_ref *ret, struct cs_error *e
                         ? ref_add_layer(&ref, ref.lock_fd, ref.dir, "rootfs", name, err)
                         : cs_error_set(err, ENOMEM, "image `%s`", name);
         } else {
-                r = ref_add_layers(&ref, &s, name, err);
+                ls = (struct layer_stores){.own = s, .w = &w, .ro = ro, .n_ro = n_ro};
+                r = ref_add_layers(&ref, &ls, name, err);
         }
         if (r < 0)
                 goto fail;
-        store_close(&s);
+        store_close_all(ro, n_ro);
+        store_close(&w);
         *ret = ref;
         return 0;
 fail:
         image_ref_free(&ref);
-        store_close(&s);
+        store_close_all(ro, n_ro);
+        store_close(&w);
         return r;
 }
 

@@ -88,7 +88,12 @@ void store_close(struct image_store *s)
 /* The store-wide lock, held while names change and images appear or go. */
 int store_lock(struct image_store *s, struct cs_error *err)
 {
-        int fd = openat(s->fd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        int fd;
+
+        if (s->read_only)
+                return cs_error_setx(err, EROFS, "the image store `%s` is read-only (%s)", s->root,
+                                     STORE_READONLY_ENV);
+        fd = openat(s->fd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 
         if (fd < 0)
                 return cs_error_set(err, errno, "open `%s/.lock`", s->root);
@@ -164,8 +169,12 @@ int store_names_read(struct image_store *s, cJSON **ret, struct cs_error *err)
 
 int store_names_write(struct image_store *s, cJSON *names, struct cs_error *err)
 {
-        _cleanup_free_ char *text = cJSON_Print(names);
+        _cleanup_free_ char *text = NULL;
 
+        if (s->read_only)
+                return cs_error_setx(err, EROFS, "the image store `%s` is read-only (%s)", s->root,
+                                     STORE_READONLY_ENV);
+        text = cJSON_Print(names);
         if (!text)
                 return cs_error_set(err, ENOMEM, "names.json");
         if (cs_write_file_durable(s->fd, "names.json", text, strlen(text), 0600, err) < 0)
@@ -229,6 +238,9 @@ int store_tmp_create(struct image_store *s, const char *prefix, char ret_name[64
 {
         char path[PATH_MAX];
 
+        if (s->read_only)
+                return cs_error_setx(err, EROFS, "the image store `%s` is read-only (%s)", s->root,
+                                     STORE_READONLY_ENV);
         for (int attempt = 0; attempt < 16; attempt++) {
                 struct stat st;
                 int fd, e;

@@ -56,7 +56,15 @@ struct cs_error;
 struct image_store {
         char *root; /* .../csandbox/images */
         int fd;
+        bool read_only; /* one of CSANDBOX_READONLY_STORE's: never written, locked or pruned */
 };
+
+/* Read-only stores beside the writable one: a colon-separated list of store directories,
+ * each shaped like the default store itself (${XDG_DATA_HOME}/csandbox/images: names.json,
+ * sha256/, layers/). A session gets the host user's store this way, bound read-only.
+ * Lookups by name or digest look in the writable store first, then in these in order. */
+#define STORE_READONLY_ENV "CSANDBOX_READONLY_STORE"
+#define STORE_READONLY_MAX 16u
 
 /* root NULL: the default location. Creates the directories (0700) as needed. */
 int store_open(const char *root, struct image_store *ret, struct cs_error *err);
@@ -102,6 +110,7 @@ struct image_info {
         char digest[OCI_DIGEST_LEN + 1];
         uint64_t size, files;
         int64_t created;
+        const char *store; /* store_list_all: a read-only store's root, NULL for the writable */
 };
 /* Every name whose image is complete, sorted by name. */
 int store_list(struct image_store *s, struct image_info **ret, size_t *ret_n, struct cs_error *err);
@@ -123,6 +132,34 @@ int store_prune(struct image_store *s, size_t *ret_images, size_t *ret_layers, s
 /* NAME[:TAG] in canonical form: a tag added when absent; refuses odd characters. */
 int store_name_canonical(const char *name, char ret[256], struct cs_error *err);
 
+/* ---- the writable store and the read-only ones (store-stores.c) ---- */
+
+/* The stores of CSANDBOX_READONLY_STORE that are csandbox stores owned by the caller and no
+ * symlink, opened read-only (nothing is created in them); each other entry is skipped with
+ * one warning line on stderr naming it (once a process). w (may be NULL) is the writable
+ * store: an entry that is that directory is skipped. *ret NULL when there is none. */
+int store_open_readonly(const struct image_store *w, struct image_store **ret, size_t *ret_n,
+                        struct cs_error *err);
+void store_close_all(struct image_store *v, size_t n);
+/* name (as store_resolve) in w, then in each of ro: the digest and the store holding it;
+ * -ENOENT with w's message when none has it. */
+int store_find(struct image_store *w, struct image_store *ro, size_t n_ro, const char *name,
+               char ret[OCI_DIGEST_LEN + 1], struct image_store **ret_store, struct cs_error *err);
+/* store_list of w, then the names of each of ro that no store before it has (their store
+ * set to its root). */
+int store_list_all(struct image_store *w, struct image_store *ro, size_t n_ro,
+                   struct image_info **ret, size_t *ret_n, struct cs_error *err);
+/* store_remove in w; a name only a read-only store has is refused (EROFS, nothing changes). */
+int store_remove_any(struct image_store *w, struct image_store *ro, size_t n_ro, const char *name,
+                     struct cs_error *err);
+/* Name the image src (a name or digest of w) new_name too, in w. An image only a read-only
+ * store has is refused (EROFS). */
+int store_tag(struct image_store *w, struct image_store *ro, size_t n_ro, const char *src,
+              const char *new_name, struct cs_error *err);
+/* A layer held (store_dir_hold) from the first of w, ro... that has it; -ENOENT when none. */
+int store_layer_hold_any(struct image_store *w, struct image_store *ro, size_t n_ro,
+                         const char *diff_id, struct cs_error *err);
+
 /* What a launch needs. Holding lock_fd (a shared flock on the image directory) keeps rm and
  * prune from removing the image and so its layers; close it after the sandbox ends. */
 struct image_ref {
@@ -133,9 +170,13 @@ struct image_ref {
         char **layer_paths; /* their absolute paths */
         size_t n_layers;
         int lock_fd;
+        int *held; /* shared flocks on layers of other stores than the image's */
+        size_t n_held;
         struct oci_config config; /* Env, WorkingDir, User, Entrypoint, Cmd, diff_ids */
 };
-/* From the default store. */
+/* From the default store, else the first read-only store (CSANDBOX_READONLY_STORE) that
+ * has it; each layer from the image's store, else the writable one, else a read-only one
+ * (an image built in the writable store on a read-only store's base). */
 int store_open_image(const char *name, struct image_ref *ret, struct cs_error *err);
 void image_ref_free(struct image_ref *r);
 /* path (absolute inside the image) opened O_RDONLY as the overlay will show it: from the
