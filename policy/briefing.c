@@ -19,6 +19,10 @@ const char plan_briefing[] =
     "settings.json and .claude/settings.local.json are copies that are discarded at "
     "the end. There is no root inside, so install tools into your home (for example "
     "with pip install --user, npm install --prefix ~/.local, or uv tool install) "
-    "rather than with a package manager; containers you start that write into the "
+    "rather than with a package manager. podman and docker are here, csandbox's own: "
+    "each container is a sandbox nested in this one, with this session's network (or "
+    "none with --network none), binds only of paths you can see, the user's images "
+    "read-only and what you pull or build kept for this profile; no daemon, and -p is "
+    "refused. Containers you start that write into the "
     "repository should run with --user \"$(id -u):$(id -g)\". When the sandbox blocks "
     "something you need, ask the user instead of working around it.";

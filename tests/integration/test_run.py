@@ -151,7 +151,8 @@ def test_briefing_is_true_for_this_sandbox(profiles):
     argv = profiles.report()["argv"]
     brief = argv[argv.index("--append-system-prompt") + 1]
     for s in ["sandbox", "persists on the host", ".git/config is read-only",
-              "git push origin HEAD", ".git/hooks", '--user "$(id -u):$(id -g)"']:
+              "git push origin HEAD", ".git/hooks", '--user "$(id -u):$(id -g)"',
+              "podman and docker are here", "--network none"]:
         assert s in brief, s
     for s in ["microVM", "podman/krun", "/run/.containerenv", "passwordless sudo"]:
         assert s not in brief, s
