@@ -18,7 +18,7 @@
 int cmd_image_build(int argc, char **argv)
 {
         struct build_options o = {.tls_verify = true,
-                                  .net = true,
+                                  .net = BUILD_NET_PASTA,
                                   .pull_display_attach = pull_display_attach,
                                   .pull_display_end = pull_display_end};
         char digest[OCI_DIGEST_LEN + 1];
@@ -55,10 +55,14 @@ int cmd_image_build(int argc, char **argv)
                 } else if (strcmp(a, "--target") == 0) {
                         o.target = v;
                 } else if (strcmp(a, "--network") == 0) {
-                        if (strcmp(v, "pasta") != 0 && strcmp(v, "none") != 0)
+                        if (strcmp(v, "pasta") != 0 && strcmp(v, "none") != 0 &&
+                            strcmp(v, "host") != 0)
                                 return cli_usage_error(
-                                    "image", "build: --network `%s`: expected pasta or none", v);
-                        o.net = strcmp(v, "pasta") == 0;
+                                    "image", "build: --network `%s`: expected pasta, none or host",
+                                    v);
+                        o.net = strcmp(v, "pasta") == 0  ? BUILD_NET_PASTA
+                                : strcmp(v, "host") == 0 ? BUILD_NET_HOST
+                                                         : BUILD_NET_NONE;
                 } else if (strcmp(a, "--tls-verify=false") == 0) {
                         o.tls_verify = false;
                 } else if (strcmp(a, "--tls-verify=true") == 0 || strcmp(a, "--tls-verify") == 0) {

@@ -368,9 +368,9 @@ static const char usage_build[] =
 
 static int cmd_build(int argc, char **argv)
 {
-        _cleanup_free_ char **args = calloc((size_t)argc * 2 + 4, sizeof(char *));
+        _cleanup_free_ char **args = calloc((size_t)argc * 2 + 6, sizeof(char *));
         const char *context = NULL, *v;
-        bool quiet = false;
+        bool quiet = false, net_given = false;
         size_t n = 0;
 
         if (!args)
@@ -399,12 +399,13 @@ static int cmd_build(int argc, char **argv)
                 } else if ((k = opt_value(argc, argv, &i, "--network", NULL, &v)) != 0) {
                         if (k < 0)
                                 return EXIT_FAIL;
+                        net_given = true;
                         if (strcmp(v, "none") == 0)
                                 args[n++] = "--network", args[n++] = "none";
                         else if (strcmp(v, "host") == 0 || strcmp(v, "private") == 0 ||
                                  strcmp(v, "default") == 0 || strcmp(v, "pasta") == 0)
                                 /* RUN steps reach the network this session has */
-                                args[n++] = "--network", args[n++] = "pasta";
+                                args[n++] = "--network", args[n++] = "host";
                         else
                                 return perr("--network %s: csandbox's %s build supports none "
                                             "and host (the network this session has)",
@@ -442,6 +443,9 @@ static int cmd_build(int argc, char **argv)
                         context = a;
                 }
         }
+        /* as run: RUN steps have the network of whoever builds (in a session, the session's) */
+        if (!net_given)
+                args[n++] = "--network", args[n++] = "host";
         if (quiet)
                 args[n++] = "--quiet";
         args[n++] = (char *)(context ? context : ".");

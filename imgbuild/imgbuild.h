@@ -12,6 +12,13 @@ struct import_options;
 struct pull_display;
 struct pull_options;
 
+/* RUN steps' network (the numbers are part of the layer cache's keys). */
+enum build_net {
+        BUILD_NET_NONE = 0,  /* loopback only */
+        BUILD_NET_PASTA = 1, /* a namespace of its own, through pasta */
+        BUILD_NET_HOST = 2,  /* the caller's own (in a session: the session's) */
+};
+
 /* The build's options, from the command line. */
 struct build_options {
         const char *file; /* -f, or NULL: CONTEXT/Containerfile, else CONTEXT/Dockerfile */
@@ -22,7 +29,7 @@ struct build_options {
         size_t n_build_args;
         const char *target;
         bool pull, no_cache, tls_verify, quiet;
-        bool net;
+        int net; /* enum build_net */
         /* The progress display of a base image's pull (not called when quiet): attached
          * before the pull, ended after it; NULL: none. */
         struct pull_display *(*pull_display_attach)(struct pull_options *po,

@@ -32,7 +32,7 @@ int build_layers_copy(struct build_layers *dst, const struct build_layers *src,
 struct build_ctx {
         struct image_store *store;
         const struct build_privileges *priv; /* the ids and capabilities of every step */
-        bool net;                            /* RUN gets pasta; false: --network none */
+        int net;                             /* enum build_net (imgbuild.h) */
         bool quiet;
 };
 

@@ -5,6 +5,7 @@
  * (build_layer_commit), and the layer is moved into the store. */
 #include "step.h"
 #include "worker.h"
+#include "imgbuild.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -140,7 +141,9 @@ static int run_sandbox(struct build_ctx *b, const struct build_layers *l,
                 r = spec_set_root_upper(&s, upper, work, err);
         /* a USER's RUN owns what give_owned gave it */
         build_privileges_spec(b->priv, run->uid, run->gid, &s);
-        s.net = b->net ? SPEC_NET_PASTA : SPEC_NET_NONE;
+        s.net = b->net == BUILD_NET_PASTA  ? SPEC_NET_PASTA
+                : b->net == BUILD_NET_HOST ? SPEC_NET_HOST
+                                           : SPEC_NET_NONE;
         s.tty = SPEC_TTY_INHERIT;
         if (r >= 0)
                 r = spec_add_mount(&s, SPEC_MOUNT_PROC, SPEC_MOUNT_DEFAULT, NULL, "/proc", err);

@@ -70,12 +70,13 @@ def test_a_container_writes_the_work_tree_as_the_host_user(profiles, root):
 
 def test_what_a_session_builds_stays_in_the_profiles_store(profiles):
     (profiles.project / "Containerfile").write_text(
-        f"FROM {IMAGE}\nCOPY hello /hello\nCMD [\"cat\", \"/hello\"]\n")
+        f"FROM {IMAGE}\nCOPY hello /hello\nRUN echo run-step >> /hello\n"
+        "CMD [\"cat\", \"/hello\"]\n")
     (profiles.project / "hello").write_text("built inside\n")
     r = session(profiles, "podman build -q -t localhost/made:1 . >/dev/null && "
                           "podman run --rm localhost/made:1\n")
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "built inside\n"
+    assert r.stdout == "built inside\nrun-step\n"
     # The next session of the profile still has it; the host's store never had it.
     r = session(profiles, "podman images --format '{{.Repository}}:{{.Tag}}'\n")
     assert r.returncode == 0, r.stderr
