@@ -803,26 +803,41 @@ static int cmd_images(int argc, char **argv)
                 }
                 goto out;
         }
-        /* podman's table; R/O (true for an image of a read-only store) when there is one */
-        if (!noheading) {
-                printf("%-40s %-15s %-*s %-16s %-10s", "REPOSITORY", "TAG", no_trunc ? 72 : 13,
-                       "IMAGE ID", "CREATED", "SIZE");
-                if (any_ro)
-                        printf(" R/O");
-                fputc('\n', stdout);
-        }
-        for (size_t i = 0; i < m; i++) {
-                char id[80], created[48], size[32];
+        /* podman's table; R/O (true for an image of a read-only store) when there is one;
+         * columns as wide as their widest cell, three spaces apart */
+        {
+                static const char *const head[] = {"REPOSITORY", "TAG",  "IMAGE ID",
+                                                   "CREATED",    "SIZE", "R/O"};
+                size_t cols = any_ro ? 6 : 5, width[6] = {0};
+                char(*cell)[6][300] = calloc(m + 1, sizeof(*cell));
 
-                snprintf(id, sizeof(id), no_trunc ? "%s" : "%.12s",
-                         rows[i].info->digest + (no_trunc ? 0 : 7));
-                since(rows[i].info->created, created, sizeof(created));
-                si_size(rows[i].info->size, size, sizeof(size));
-                printf("%-40s %-15s %-*s %-16s %-10s", rows[i].repo, rows[i].tag,
-                       no_trunc ? 72 : 13, id, created, size);
-                if (any_ro)
-                        printf(" %s", rows[i].info->store ? "true" : "false");
-                fputc('\n', stdout);
+                if (!cell) {
+                        r = perr("out of memory");
+                        goto out;
+                }
+                for (size_t c = 0; c < cols; c++)
+                        snprintf(cell[0][c], sizeof(cell[0][c]), "%s", head[c]);
+                for (size_t i = 0; i < m; i++) {
+                        char(*row)[300] = cell[i + 1];
+
+                        snprintf(row[0], sizeof(row[0]), "%s", rows[i].repo);
+                        snprintf(row[1], sizeof(row[1]), "%s", rows[i].tag);
+                        snprintf(row[2], sizeof(row[2]), no_trunc ? "%s" : "%.12s",
+                                 rows[i].info->digest + (no_trunc ? 0 : 7));
+                        since(rows[i].info->created, row[3], sizeof(row[3]));
+                        si_size(rows[i].info->size, row[4], sizeof(row[4]));
+                        snprintf(row[5], sizeof(row[5]), "%s",
+                                 rows[i].info->store ? "true" : "false");
+                }
+                for (size_t i = 0; i <= m; i++)
+                        for (size_t c = 0; c < cols; c++)
+                                if (strlen(cell[i][c]) > width[c])
+                                        width[c] = strlen(cell[i][c]);
+                for (size_t i = noheading ? 1 : 0; i <= m; i++)
+                        for (size_t c = 0; c < cols; c++)
+                                printf(c + 1 < cols ? "%-*s   " : "%-*s\n",
+                                       c + 1 < cols ? (int)width[c] : 0, cell[i][c]);
+                free(cell);
         }
 out:
         free(rows);
