@@ -13,4 +13,3 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * the exit status. */
 int cli_print_plan(const struct sandbox_spec *s);
 /* The spec's warnings on stderr, one a line. */
-void cli_print_warnings(const struct sandbox_spec *s);

@@ -582,12 +582,6 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
         return 0;
 }
 
-void cli_print_warnings(const struct sandbox_spec *s)
-{
-        for (size_t i = 0; i < s->n_warnings; i++)
-                fprintf(stderr, "%s\n", s->warnings[i]);
-}
-
 int cli_print_plan(const struct sandbox_spec *s)
 {
         struct cs_error err = {0};
@@ -646,7 +640,7 @@ int cmd_exec(int argc, char **argv)
         if (r >= 0 && !help)
                 r = runner_spec_complete(&s, &err);
         if (r >= 0)
-                cli_print_warnings(&s);
+                spec_print_warnings(&s);
         if (r < 0) {
                 spec_free(&s);
                 image_ref_free(&img);

@@ -425,7 +425,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
                 r = runner_spec_complete(&plan.spec, &err);
         for (size_t i = 0; i < plan.warnings.n; i++)
                 fprintf(stderr, "%s\n", plan.warnings.msgs[i]);
-        cli_print_warnings(&plan.spec);
+        spec_print_warnings(&plan.spec);
         if (r >= 0)
                 r = seccomp_builtin(plan.spec.seccomp, &filter, &err);
         if (r < 0 || plan_only) {

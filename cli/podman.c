@@ -392,7 +392,7 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
                 ret = runner_spec_complete(&s, &err);
         if (ret < 0)
                 goto fail;
-        cli_print_warnings(&s);
+        spec_print_warnings(&s);
 
         if (r.detach) {
                 status = run_detached(prog, &r, rootfd, &s, id);

@@ -165,6 +165,12 @@ static int run_sandbox(struct build_ctx *b, const struct build_layers *l,
                 argc++;
         if (r >= 0)
                 r = spec_set_argv(&s, (int)argc, run->argv, err);
+        /* the machine's decisions (e.g. slirp4netns for a missing pasta), said as exec says
+         * them */
+        if (r >= 0)
+                r = runner_spec_complete(&s, err);
+        if (r >= 0 && !b->quiet)
+                spec_print_warnings(&s);
         if (r >= 0)
                 r = seccomp_builtin(SPEC_SECCOMP_DEFAULT, &filter, err);
         if (r >= 0) {

@@ -300,6 +300,8 @@ int spec_parse_cpus(const char *what, const char *v, unsigned *ret_milli, struct
 
 int spec_set_argv(struct sandbox_spec *s, int argc, char *const *argv, struct cs_error *err);
 
+/* Each warning a line on stderr (what every producer prints before a launch). */
+void spec_print_warnings(const struct sandbox_spec *s);
 /* Add a warning (see warnings); -ENOMEM with err set when it cannot be kept. */
 __attribute__((format(printf, 3, 4))) int spec_warn(struct sandbox_spec *s, struct cs_error *err,
                                                     const char *fmt, ...);

@@ -338,3 +338,9 @@ int spec_parse_cpus(const char *what, const char *v, unsigned *ret_milli, struct
         *ret_milli = (unsigned)(whole * 1000 + frac);
         return 0;
 }
+
+void spec_print_warnings(const struct sandbox_spec *s)
+{
+        for (size_t i = 0; i < s->n_warnings; i++)
+                fprintf(stderr, "%s\n", s->warnings[i]);
+}
