@@ -119,6 +119,15 @@ int containers_plan(struct sandbox_spec *s, const char *bin_dir, const char *hom
 
         if (!l)
                 return cs_error_set(err, ENOMEM, "containers");
+        /* a csandbox without its helpers beside it (copied alone): no podman, as before */
+        for (size_t i = 0; i < 2; i++) {
+                _cleanup_free_ char *p = cs_self_sibling(i ? "csandbox-podman" : "csandbox-import");
+
+                if (!p || access(p, X_OK) < 0) {
+                        free(l);
+                        return 0;
+                }
+        }
         dl_iterate_phdr(libs_visit, l);
         r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, ENGINE_DIR, err);
         if (r >= 0) {
