@@ -289,12 +289,15 @@ int podman_name_check(int rootfd, const char *name, struct cs_error *err)
                 taken = name_taken(&c, &f);
                 podman_ctr_free(&c);
                 if (taken) {
+                        char id[13];
+
+                        snprintf(id, sizeof(id), "%.12s", de->d_name); /* before closedir */
                         closedir(d);
                         return cs_error_setx(err, EEXIST,
                                              "the container name `%s` is already in use by "
-                                             "container %.12s; remove that container or choose "
+                                             "container %s; remove that container or choose "
                                              "another name",
-                                             name, de->d_name);
+                                             name, id);
                 }
         }
         closedir(d);
