@@ -10,6 +10,7 @@ import subprocess
 
 from conftest import CSANDBOX, base_env
 from test_packages import build_repo, in_a_sandbox
+from test_run import profiles, shell_claude  # noqa: F401
 
 TIMEOUT = 300
 STATUS = "/var/lib/dpkg/status"
@@ -127,3 +128,20 @@ def test_the_plan_names_the_layer_and_the_default_launch_has_no_helper():
                        capture_output=True, text=True, timeout=TIMEOUT)
     plan = json.loads(r.stdout)
     assert plan["package_broker"] is False and "broker" not in plan
+
+
+def test_run_on_the_default_has_sudo_when_the_profile_asks(profiles):  # noqa: F811
+    """CLAUDE_PROFILE_SANDBOX_PACKAGES=1: run on the embedded default gets csandbox's sudo
+    on its PATH, and the first sudo lays the layer over /usr; without it, no broker."""
+    profiles.add()
+    assert profiles.plan()["package_broker"] is False
+    env = profiles.env(CLAUDE_PROFILE_SANDBOX_PACKAGES="1")
+    plan = profiles.plan(env=env)
+    assert plan["package_broker"] is True and "/usr" in plan["broker"]["host_layer"], plan
+    assert any("sudo apt-get install -y NAME" in a for a in plan["argv"]), plan["argv"]
+    shell_claude(profiles, "command -v sudo; grep -c ' /usr .* - overlay ' /proc/self/mountinfo;"
+                           " sudo apt-get install -y -q >/dev/null; echo status=$?;"
+                           " grep -c ' /usr .* - overlay ' /proc/self/mountinfo\n")
+    r = profiles.run(env=env, timeout=TIMEOUT)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert r.stdout.split() == ["/home/appuser/.local/bin/sudo", "0", "status=0", "1"], r.stdout
