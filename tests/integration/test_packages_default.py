@@ -145,3 +145,22 @@ def test_run_on_the_default_has_sudo_when_the_profile_asks(profiles):  # noqa: F
     r = profiles.run(env=env, timeout=TIMEOUT)
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert r.stdout.split() == ["/home/appuser/.local/bin/sudo", "0", "status=0", "1"], r.stdout
+
+
+SYS_ADMIN_HOLDERS = ("for p in /proc/[0-9]*; do c=$(sed -n 's/^CapEff:\\t//p' $p/status"
+                     " 2>/dev/null); [ -n \"$c\" ] && [ $((0x$c & 0x200000)) -ne 0 ] &&"
+                     " echo \"${p#/proc/}:$(sed -n 's/^Uid:\\t\\([0-9]*\\).*/\\1/p' $p/status)\";"
+                     " done | wc -l")
+
+
+def test_only_the_mount_helper_holds_sys_admin_and_only_until_the_first_sudo(tmp_path):
+    """Before the first sudo one process of the session holds CAP_SYS_ADMIN (the mount
+    helper, uid 0 of the session); after it, none: the helper did its one sequence and
+    exited. The payload's own capabilities stay empty throughout."""
+    build_repo(str(tmp_path))
+    r = default_session(f"grep '^CapEff' /proc/self/status; {SYS_ADMIN_HOLDERS};"
+                        " /run/csandbox/sudo apt-get install -y -q >/dev/null; echo status=$?;"
+                        f" {SYS_ADMIN_HOLDERS}; grep '^CapEff' /proc/self/status", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["CapEff:", "0000000000000000", "1", "status=0", "0",
+                                "CapEff:", "0000000000000000"], r.stdout
