@@ -99,7 +99,14 @@ static const char *const layer_scratch[] = {
     "/var/cache/apt/archives/partial",
 };
 
+#define LAYER_MAX_KEEP 64
+
 struct layer_walk {
+        /* a copy's unreadable directories: the host's own, bound back read-only over the
+         * copy's empty one, so that a package writing there fails as over an overlay */
+        int keep_fd[LAYER_MAX_KEEP];
+        char keep_path[LAYER_MAX_KEEP][PATH_MAX];
+        size_t n_keep;
         size_t dirs;
         size_t unread;
         char path[PATH_MAX];
@@ -232,13 +239,39 @@ static int layer_skeleton(int lower, int upper, dev_t dev, unsigned depth, struc
         return r;
 }
 
+/* size bytes of from into to (fewer if from is shorter now). */
+static int copy_fd(int from, int to, off_t size, struct cs_error *err, const char *dir,
+                   const char *name)
+{
+        for (off_t left = size; left > 0;) {
+                char buf[65536];
+                ssize_t n = read(from, buf, sizeof(buf));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                for (ssize_t off = 0; off < n;) {
+                        ssize_t m = write(to, buf + off, (size_t)(n - off));
+
+                        if (m < 0 && errno == EINTR)
+                                continue;
+                        if (m <= 0)
+                                return cs_error_set(err, m < 0 ? errno : EIO,
+                                                    "copy %s/%s into the layer", dir, name);
+                        off += m;
+                }
+                left -= n;
+        }
+        return 0;
+}
+
 /* A manager's file under dir: its copy, or an empty file of its mode, in the upper. */
 static int layer_file(int lower, int upper, const char *dir, const char *rel,
                       enum layer_file_how how, struct cs_error *err)
 {
         _cleanup_close_ int from = -1, to = -1;
         struct stat st;
-        off_t left;
 
         if (fstatat(lower, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
                 return 0; /* not there: the manager makes it */
@@ -255,27 +288,7 @@ static int layer_file(int lower, int upper, const char *dir, const char *rel,
                     st.st_mode & 0777);
         if (to < 0)
                 return cs_error_set(err, errno, "make %s/%s in the layer", dir, rel);
-        for (left = how == LAYER_COPY ? st.st_size : 0; left > 0;) {
-                char buf[65536];
-                ssize_t n = read(from, buf, sizeof(buf));
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break; /* shorter than it was: what there is */
-                for (ssize_t off = 0; off < n;) {
-                        ssize_t m = write(to, buf + off, (size_t)(n - off));
-
-                        if (m < 0 && errno == EINTR)
-                                continue;
-                        if (m <= 0)
-                                return cs_error_set(err, m < 0 ? errno : EIO,
-                                                    "copy %s/%s into the layer", dir, rel);
-                        off += m;
-                }
-                left -= n;
-        }
-        return 0;
+        return how == LAYER_COPY ? copy_fd(from, to, st.st_size, err, dir, rel) : 0;
 }
 
 /* "\040" and the like in a mountinfo field, in place. */
@@ -365,6 +378,8 @@ static int layer_submounts(const char *dir, int *clones, char **paths, size_t *n
                         return cs_error_set(err, ENOMEM, "keep a mount of %s", dir);
                 ++*n;
         }
+        for (size_t i = 0; i < *n; i++)
+                clones[i] = -1;
         for (size_t i = 0; i < *n; i++) {
                 clones[i] = (int)syscall(SYS_open_tree, AT_FDCWD, paths[i],
                                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
@@ -375,15 +390,195 @@ static int layer_submounts(const char *dir, int *clones, char **paths, size_t *n
         return 0;
 }
 
-/* One layer dir: skeleton, the manager's files, the overlay, the session's mounts put back. */
+/* Whether the kernel takes D as an overlay's lower: it refuses (EINVAL) a lower with mounts
+ * below it that it locked, made outside the session (`ip netns exec` binds
+ * /etc/resolv.conf, a container runtime /etc/hosts): an overlay would show what they
+ * cover. Tried on a scratch pair, never mounted. 1: yes; 0: locked; <0: err set. */
+static int layer_overlay_takes(int tmp, size_t idx, int target, const char *dir,
+                               struct cs_error *err)
+{
+        _cleanup_close_ int fs = -1, up = -1, wk = -1;
+        char u[32], w[32];
+
+        snprintf(u, sizeof(u), "probe%zu", idx);
+        snprintf(w, sizeof(w), "probework%zu", idx);
+        if (mkdirat(tmp, u, 0755) < 0 || mkdirat(tmp, w, 0700) < 0)
+                return cs_error_set(err, errno, "make the layer of %s", dir);
+        up = openat(tmp, u, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        wk = openat(tmp, w, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        fs = sys_fsopen("overlay");
+        if (up < 0 || wk < 0 || fs < 0)
+                return cs_error_set(err, errno, "open an overlay for %s", dir);
+        if (sys_fsconfig(fs, FSCONFIG_SET_FD, "lowerdir+", NULL, target) < 0 &&
+            sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", dir, 0) < 0)
+                return cs_error_set(err, errno, "the overlay's lower dir %s", dir);
+        if (sys_fsconfig(fs, FSCONFIG_SET_FD, "upperdir", NULL, up) < 0 ||
+            sys_fsconfig(fs, FSCONFIG_SET_FD, "workdir", NULL, wk) < 0)
+                return cs_error_set(err, errno,
+                                    "the overlay's upper dir for %s (the kernel needs overlay "
+                                    "layers given by fd, Linux 6.13 or later)",
+                                    dir);
+        if (sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+                return cs_error_set(err, errno, "make the overlay over %s", dir);
+        if (sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return errno == EINVAL ? 0
+                                       : cs_error_set(err, errno, "make the overlay over %s", dir);
+        return 1;
+}
+
+/* The overlay over target: skeleton, the manager's files, then the mount (not yet moved). */
+static int layer_overlay(int tmp, size_t idx, int target, int lower, const struct stat *st,
+                         const char *dir, struct layer_walk *w, int *ret_mnt, struct cs_error *err)
+{
+        _cleanup_close_ int upper = -1, work = -1, fs = -1, dup_lower = -1;
+        char up[32], wk[32];
+        int r;
+
+        snprintf(up, sizeof(up), "upper%zu", idx);
+        snprintf(wk, sizeof(wk), "work%zu", idx);
+        if (mkdirat(tmp, up, st->st_mode & 07777) < 0 || mkdirat(tmp, wk, 0700) < 0)
+                return cs_error_set(err, errno, "make the layer of %s", dir);
+        upper = openat(tmp, up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        work = openat(tmp, wk, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        dup_lower = fcntl(lower, F_DUPFD_CLOEXEC, 3);
+        if (upper < 0 || work < 0 || dup_lower < 0)
+                return cs_error_set(err, errno, "open the layer of %s", dir);
+        r = layer_skeleton(dup_lower, upper, st->st_dev, 0, err, w);
+        dup_lower = -1; /* layer_skeleton took it */
+        for (size_t i = 0; r >= 0 && i < sizeof(layer_files) / sizeof(layer_files[0]); i++)
+                if (strcmp(layer_files[i].dir, dir) == 0)
+                        r = layer_file(lower, upper, dir, layer_files[i].file, layer_files[i].how,
+                                       err);
+        if (r < 0)
+                return r;
+        fs = sys_fsopen("overlay");
+        if (fs < 0)
+                return cs_error_set(err, errno, "open an overlay for %s", dir);
+        if (sys_fsconfig(fs, FSCONFIG_SET_FD, "lowerdir+", NULL, target) < 0 &&
+            sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", dir, 0) < 0)
+                return cs_error_set(err, errno, "the overlay's lower dir %s", dir);
+        if (sys_fsconfig(fs, FSCONFIG_SET_FD, "upperdir", NULL, upper) < 0 ||
+            sys_fsconfig(fs, FSCONFIG_SET_FD, "workdir", NULL, work) < 0 ||
+            sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+            sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return cs_error_set(err, errno, "make the overlay over %s", dir);
+        *ret_mnt = sys_fsmount(fs, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (*ret_mnt < 0)
+                return cs_error_set(err, errno, "mount the layer over %s", dir);
+        return 0;
+}
+
+/* A copy of D in the layer's tmpfs, for a D the kernel will not take as a lower: what the
+ * user can read, the session root's, bounded. */
+static int layer_copy_tree(int lower, int upper, dev_t dev, unsigned depth, size_t *bytes,
+                           struct cs_error *err, struct layer_walk *w)
+{
+        _cleanup_closedir_ DIR *d = fdopendir(lower);
+        size_t plen = strlen(w->path);
+        struct dirent *de;
+        int r = 0;
+
+        if (!d) {
+                r = cs_error_set(err, errno, "list %s", w->path);
+                close(lower);
+                return r;
+        }
+        while (r >= 0 && (errno = 0, de = readdir(d))) {
+                _cleanup_close_ int from = -1, to = -1;
+                struct stat st;
+
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (++w->dirs > LAYER_MAX_DIRS || depth >= LAYER_MAX_DEPTH)
+                        return cs_error_setx(err, E2BIG,
+                                             "%s: more than %u entries or %u levels: the "
+                                             "layer is not made",
+                                             w->path, LAYER_MAX_DIRS, LAYER_MAX_DEPTH);
+                if (S_ISLNK(st.st_mode)) {
+                        char target[PATH_MAX];
+                        ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+
+                        if (n < 0)
+                                continue;
+                        target[n] = '\0';
+                        if (symlinkat(target, upper, de->d_name) < 0)
+                                return cs_error_set(err, errno, "copy %s/%s into the layer",
+                                                    w->path, de->d_name);
+                        continue;
+                }
+                if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+                        continue;
+                from = openat(dirfd(d), de->d_name,
+                              (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0) | O_RDONLY | O_NOFOLLOW |
+                                  O_CLOEXEC | O_NONBLOCK);
+                /* A mount point of the session's (another filesystem): made, not copied;
+                 * the session's mount goes back on it. */
+                if (from < 0 && st.st_dev == dev) {
+                        if (errno != EACCES && errno != EPERM)
+                                continue;
+                        walk_note(w, de->d_name);
+                        if (!S_ISDIR(st.st_mode) || w->n_keep >= LAYER_MAX_KEEP ||
+                            plen + strlen(de->d_name) + 2 >= PATH_MAX)
+                                continue;
+                        if (mkdirat(upper, de->d_name, 0700) < 0)
+                                return cs_error_set(err, errno, "copy %s/%s into the layer",
+                                                    w->path, de->d_name);
+                        w->keep_fd[w->n_keep] =
+                            (int)syscall(SYS_open_tree, dirfd(d), de->d_name,
+                                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+                        if (w->keep_fd[w->n_keep] < 0)
+                                return cs_error_set(err, errno, "keep %s/%s", w->path, de->d_name);
+                        snprintf(w->keep_path[w->n_keep], PATH_MAX, "%s/%s", w->path, de->d_name);
+                        w->n_keep++;
+                        continue;
+                }
+                if (S_ISDIR(st.st_mode)) {
+                        if (mkdirat(upper, de->d_name, st.st_mode & 0777) < 0 ||
+                            (to = openat(upper, de->d_name,
+                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+                            ((st.st_mode & 07000) && fchmod(to, st.st_mode & 07777) < 0))
+                                return cs_error_set(err, errno, "copy %s/%s into the layer",
+                                                    w->path, de->d_name);
+                        if (from < 0 || st.st_dev != dev ||
+                            plen + strlen(de->d_name) + 2 >= sizeof(w->path))
+                                continue;
+                        snprintf(w->path + plen, sizeof(w->path) - plen, "/%s", de->d_name);
+                        r = layer_copy_tree(from, to, dev, depth + 1, bytes, err, w);
+                        from = -1; /* taken */
+                        w->path[plen] = '\0';
+                        continue;
+                }
+                to = openat(upper, de->d_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                            st.st_mode & 0777);
+                if (to < 0 || ((st.st_mode & 07000) && fchmod(to, st.st_mode & 07777) < 0))
+                        return cs_error_set(err, errno, "copy %s/%s into the layer", w->path,
+                                            de->d_name);
+                /* a file mounted there shows its own content: the session sees it so */
+                if (from < 0)
+                        continue;
+                *bytes += (size_t)st.st_size;
+                if (*bytes > LAYER_MAX_COPY)
+                        return cs_error_setx(err, EFBIG,
+                                             "%s holds more than %llu MiB: too much to copy "
+                                             "into the layer",
+                                             w->path, LAYER_MAX_COPY >> 20);
+                r = copy_fd(from, to, st.st_size, err, w->path, de->d_name);
+        }
+        if (r >= 0 && errno)
+                r = cs_error_set(err, errno, "list %s", w->path);
+        return r;
+}
+
+/* One layer dir: an overlay (or, where the kernel locked mounts below it, a copy), the
+ * session's mounts below it put back on top. */
 static int layer_one(int tmp, size_t idx, const char *dir, struct layer_walk *w,
                      struct cs_error *err)
 {
         _cleanup_close_ int target = open_no_links(dir, O_PATH | O_DIRECTORY);
-        _cleanup_close_ int lower = -1, upper = -1, work = -1, fs = -1, mnt = -1;
+        _cleanup_close_ int lower = -1, mnt = -1;
         int clones[LAYER_MAX_SUBS];
         char *paths[LAYER_MAX_SUBS];
-        char up[32], wk[32];
         size_t n_subs = 0;
         struct stat st;
         int r;
@@ -393,50 +588,48 @@ static int layer_one(int tmp, size_t idx, const char *dir, struct layer_walk *w,
         lower = openat(target, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (lower < 0 || fstat(lower, &st) < 0)
                 return cs_error_set(err, errno, "read %s", dir);
-        snprintf(up, sizeof(up), "upper%zu", idx);
-        snprintf(wk, sizeof(wk), "work%zu", idx);
-        if (mkdirat(tmp, up, st.st_mode & 07777) < 0 || mkdirat(tmp, wk, 0700) < 0)
-                return cs_error_set(err, errno, "make the layer of %s", dir);
-        upper = openat(tmp, up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        work = openat(tmp, wk, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (upper < 0 || work < 0)
-                return cs_error_set(err, errno, "open the layer of %s", dir);
         snprintf(w->path, sizeof(w->path), "%s", dir);
-        {
-                int dup_lower = fcntl(lower, F_DUPFD_CLOEXEC, 3);
+        r = layer_overlay_takes(tmp, idx, target, dir, err);
+        if (r > 0) {
+                r = layer_overlay(tmp, idx, target, lower, &st, dir, w, &mnt, err);
+        } else if (r == 0) {
+                char name[32];
+                size_t bytes = 0;
+                int cover, dup_lower = fcntl(lower, F_DUPFD_CLOEXEC, 3);
 
-                if (dup_lower < 0)
-                        return cs_error_set(err, errno, "dup");
-                r = layer_skeleton(dup_lower, upper, st.st_dev, 0, err, w);
+                snprintf(name, sizeof(name), "copy%zu", idx);
+                if (dup_lower < 0 || mkdirat(tmp, name, st.st_mode & 07777) < 0 ||
+                    (cover = openat(tmp, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+                        0) {
+                        r = cs_error_set(err, errno, "make the layer of %s", dir);
+                        if (dup_lower >= 0)
+                                close(dup_lower);
+                } else {
+                        r = layer_copy_tree(dup_lower, cover, st.st_dev, 0, &bytes, err, w);
+                        close(cover);
+                }
+                if (r >= 0) {
+                        mnt =
+                            (int)syscall(SYS_open_tree, tmp, name,
+                                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+                        if (mnt < 0)
+                                r = cs_error_set(err, errno, "mount the layer over %s", dir);
+                }
         }
-        for (size_t i = 0; r >= 0 && i < sizeof(layer_files) / sizeof(layer_files[0]); i++)
-                if (strcmp(layer_files[i].dir, dir) == 0)
-                        r = layer_file(lower, upper, dir, layer_files[i].file, layer_files[i].how,
-                                       err);
         if (r >= 0)
                 r = layer_submounts(dir, clones, paths, &n_subs, err);
-        if (r >= 0) {
-                fs = sys_fsopen("overlay");
-                if (fs < 0)
-                        r = cs_error_set(err, errno, "open an overlay for %s", dir);
+        if (r >= 0 && sys_move_mount(mnt, target) < 0)
+                r = cs_error_set(err, errno, "mount the layer over %s", dir);
+        for (size_t i = 0; i < w->n_keep; i++) {
+                if (r >= 0) {
+                        _cleanup_close_ int at = open_no_links(w->keep_path[i], O_PATH);
+
+                        if (at < 0 || sys_move_mount(w->keep_fd[i], at) < 0)
+                                r = cs_error_set(err, errno, "keep the host's %s", w->keep_path[i]);
+                }
+                close(w->keep_fd[i]);
         }
-        if (r >= 0 && sys_fsconfig(fs, FSCONFIG_SET_FD, "lowerdir+", NULL, target) < 0 &&
-            sys_fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", dir, 0) < 0)
-                r = cs_error_set(err, errno, "the overlay's lower dir %s", dir);
-        if (r >= 0 && (sys_fsconfig(fs, FSCONFIG_SET_FD, "upperdir", NULL, upper) < 0 ||
-                       sys_fsconfig(fs, FSCONFIG_SET_FD, "workdir", NULL, work) < 0))
-                r = cs_error_set(err, errno,
-                                 "the overlay's upper dir for %s (the kernel needs overlay "
-                                 "layers given by fd, Linux 6.13 or later)",
-                                 dir);
-        if (r >= 0 && (sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
-                       sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0))
-                r = cs_error_set(err, errno, "make the overlay over %s", dir);
-        if (r >= 0) {
-                mnt = sys_fsmount(fs, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-                if (mnt < 0 || sys_move_mount(mnt, target) < 0)
-                        r = cs_error_set(err, errno, "mount the layer over %s", dir);
-        }
+        w->n_keep = 0;
         for (size_t i = 0; i < n_subs; i++) {
                 if (r >= 0) {
                         _cleanup_close_ int at = open_no_links(paths[i], O_PATH);
@@ -445,7 +638,8 @@ static int layer_one(int tmp, size_t idx, const char *dir, struct layer_walk *w,
                                 r = cs_error_set(err, errno, "put the session's mount at %s back",
                                                  paths[i]);
                 }
-                close(clones[i]);
+                if (clones[i] >= 0)
+                        close(clones[i]);
                 free(paths[i]);
         }
         return r;
