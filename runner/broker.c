@@ -316,8 +316,8 @@ static int broker_layer(int layer, int err_fd, bool *made, char *note, size_t no
                 char tmp[4096];
 
                 snprintf(tmp, sizeof(tmp),
-                         "%zu directories of the host are unreadable to you, so nothing can be "
-                         "installed into them here: %.3900s",
+                         "%zu directories or files of the host are unreadable to you, so "
+                         "nothing can be installed over them here: %.3900s",
                          unread, note);
                 snprintf(note, note_len, "%s", tmp);
         }

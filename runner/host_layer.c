@@ -28,6 +28,10 @@
  *     back on the overlay after, so the session keeps its view;
  *   - the overlay (lower: D as the session sees it, by fd; userxattr), nosuid and nodev,
  *     moved onto D's fd.
+ * Where the kernel refuses D as a lower (mounts below it that it locked, made outside the
+ * session: it would show what they cover), tried first on a scratch pair, D's layer is a
+ * copy in the tmpfs instead (layer_copy_tree: what the user can read, bounded), with the
+ * host's unreadable directories and files bound back read-only over empty ones.
  * The host's files are lower layers only: every change lands in the tmpfs, which nothing
  * of the host ever reads. */
 #include "internal.h"
@@ -102,8 +106,9 @@ static const char *const layer_scratch[] = {
 #define LAYER_MAX_KEEP 64
 
 struct layer_walk {
-        /* a copy's unreadable directories: the host's own, bound back read-only over the
-         * copy's empty one, so that a package writing there fails as over an overlay */
+        /* a copy's unreadable directories and files: the host's own, bound back read-only
+         * over the copy's empty one, so that a package writing there fails as over an
+         * overlay, and the session sees them as it did */
         int keep_fd[LAYER_MAX_KEEP];
         char keep_path[LAYER_MAX_KEEP][PATH_MAX];
         size_t n_keep;
@@ -518,10 +523,14 @@ static int layer_copy_tree(int lower, int upper, dev_t dev, unsigned depth, size
                         if (errno != EACCES && errno != EPERM)
                                 continue;
                         walk_note(w, de->d_name);
-                        if (!S_ISDIR(st.st_mode) || w->n_keep >= LAYER_MAX_KEEP ||
+                        if (w->n_keep >= LAYER_MAX_KEEP ||
                             plen + strlen(de->d_name) + 2 >= PATH_MAX)
                                 continue;
-                        if (mkdirat(upper, de->d_name, 0700) < 0)
+                        if (S_ISDIR(st.st_mode)
+                                ? mkdirat(upper, de->d_name, 0700) < 0
+                                : (to = openat(upper, de->d_name,
+                                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                               0600)) < 0)
                                 return cs_error_set(err, errno, "copy %s/%s into the layer",
                                                     w->path, de->d_name);
                         w->keep_fd[w->n_keep] =
