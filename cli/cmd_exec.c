@@ -547,6 +547,9 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                                      "COMMAND [ARG...]");
         if (s->root == SPEC_ROOT_HOST) {
                 r = spec_add_host_view(s, getenv("HOME"), err);
+                /* --package-broker on the host's view: a writable layer over it */
+                if (r >= 0 && s->package_broker)
+                        r = packages_host_layer(s, err);
                 if (r < 0)
                         return r;
         }

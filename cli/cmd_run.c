@@ -63,6 +63,8 @@ static const char usage_run[] =
     "  CLAUDE_PROFILE_SANDBOX_CLIPBOARD   wl-paste reads of the host's clipboard (0)\n"
     "  CLAUDE_PROFILE_SANDBOX_GH          GH_TOKEN from `gh auth token` (0)\n"
     "  CLAUDE_PROFILE_SANDBOX_CHROME      add --chrome (0)\n"
+    "  CLAUDE_PROFILE_SANDBOX_PACKAGES    sudo for packages on the embedded default, into\n"
+    "                                     a layer gone with the session (0)\n"
     "  CLAUDE_PROFILE_SANDBOX_INFISICAL   Infisical logins passed in, a comma list of\n"
     "                                     emails or domains (none)\n"
     "  CLAUDE_PROFILE_SANDBOX_PULUMI      PULUMI_ACCESS_TOKEN from ~/.pulumi (0)\n"

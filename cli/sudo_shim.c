@@ -1,6 +1,6 @@
-/* csandbox-sudo: `sudo` inside an image session. There is no setuid inside a csandbox
- * session; this hands its command and its stdin, stdout and stderr to the session's
- * package broker (runner/broker.c) over SPEC_BROKER_SOCKET, which runs a package manager
+/* csandbox-sudo: `sudo` inside a session (an image's, or the embedded default's). There is no
+ * setuid inside a csandbox session; this hands its command and its stdin, stdout and stderr to the
+ * session's package broker (runner/broker.c) over SPEC_BROKER_SOCKET, which runs a package manager
  * as the namespace's root when the request is one it allows, and exits with its status.
  * Linked statically: it runs in images whose libraries csandbox does not know. */
 #include "../spec/spec.h"
@@ -21,7 +21,8 @@ static int usage(void)
         fputs("usage: sudo [-n] [-E] [--] apt-get|apt|dnf|yum|microdnf|apk SUBCOMMAND "
               "[OPTION...] [PACKAGE...]\n"
               "In this csandbox session sudo installs, removes and updates packages of the "
-              "session's own filesystem (gone when the session ends); it runs nothing else.\n",
+              "session's own filesystem, or of its writable layer over the host's system "
+              "(gone when the session ends); it runs nothing else.\n",
               stderr);
         return 1;
 }
@@ -68,8 +69,10 @@ int main(int argc, char **argv)
         if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
                 fprintf(stderr,
                         "sudo: this session cannot install packages (%s: %s): csandbox said "
-                        "why when it started it (the package broker needs an image session and "
-                        "a subordinate id range in /etc/subuid and /etc/subgid)\n",
+                        "why when it started it. The package broker needs a subordinate id "
+                        "range: an entry for your user in /etc/subuid and /etc/subgid (as "
+                        "root: usermod --add-subuids 100000-165535 --add-subgids "
+                        "100000-165535 USER), outside any no_new_privs sandbox\n",
                         SPEC_BROKER_SOCKET, strerror(errno));
                 return 1;
         }

@@ -1,5 +1,6 @@
-/* Installing packages in an image session: the broker's directory, csandbox's sudo bound
- * where the session finds it, and the spec's word to the runner (runner/broker.c). */
+/* Installing packages in a session: the broker's directory, csandbox's sudo bound where the
+ * session finds it, and the spec's word to the runner (runner/broker.c); on the embedded
+ * default, the host directories its writable layer covers (runner/host_layer.c). */
 #include "packages.h"
 #include "plan.h"
 
@@ -59,4 +60,40 @@ int packages_plan(struct sandbox_spec *s, const char *also_at, struct cs_error *
         if (r >= 0)
                 s->package_broker = true;
         return r;
+}
+
+/* What a package manager writes on the embedded default: the host's system (/bin, /lib and
+ * the like where they are directories, not merged-/usr links) and the package databases
+ * spec_add_host_view shows read-only. The rest of /var is the session's own tmpfs already.
+ * /opt and /srv are left as they are: packages of the host's manager do not install there,
+ * and they may be large or the host's own data. */
+static const char *const host_layer_dirs[] = {
+    "/usr",
+    "/etc",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+    "/var/lib/ucf",
+    "/var/lib/rpm",
+    "/var/lib/alternatives",
+};
+
+int packages_host_layer(struct sandbox_spec *s, struct cs_error *err)
+{
+        for (size_t i = 0; i < sizeof(host_layer_dirs) / sizeof(host_layer_dirs[0]); i++) {
+                struct stat st;
+                int r;
+
+                if (lstat(host_layer_dirs[i], &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                r = spec_layer_dir_add(s, host_layer_dirs[i], err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }

@@ -10,3 +10,7 @@ int plan_shim_open(const char *name, const char *purpose, int *ret_fd, char **re
 /* The package broker (runner/broker.c) with csandbox's sudo at SPEC_BROKER_DIR/sudo and,
  * when also_at is set, there too (a run's ~/.local/bin/sudo). */
 int packages_plan(struct sandbox_spec *s, const char *also_at, struct cs_error *err);
+/* On the embedded default: the host directories the broker's writable layer covers (the
+ * host's system and its package databases, those that are directories here), so that sudo
+ * installs into the session over the host's read-only view (runner/host_layer.c). */
+int packages_host_layer(struct sandbox_spec *s, struct cs_error *err);

@@ -514,6 +514,14 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
                 r = spec_add_host_view(s, c->home, err);
         if (r >= 0 && s->root == SPEC_ROOT_HOST)
                 r = spec_add_mount(s, SPEC_MOUNT_TMPFS, 0, NULL, PLAN_HOME, err);
+        /* sudo on the embedded default, when the profile asks (an image session always has
+         * it): the broker, and its writable layer over the host's system at the first sudo.
+         * Asked for, not always: it maps the subordinate range, which costs every launch. */
+        if (r >= 0 && s->root == SPEC_ROOT_HOST && c->packages) {
+                r = packages_plan(s, PLAN_HOME "/.local/bin/sudo", err);
+                if (r >= 0)
+                        r = packages_host_layer(s, err);
+        }
         if (r >= 0)
                 r = add_host_paths(p, c, err);
         if (r < 0)

@@ -74,12 +74,25 @@ static char *briefing_with_bridges(const struct sandbox_spec *s, const struct pr
                             "with its keys, whose secret parts stay on the host.");
         if (c->clipboard)
                 sb_puts(&b, " The host's clipboard can be read (wl-paste), not written.");
-        if (s->package_broker)
+        if (s->package_broker && !s->n_layer_dirs)
                 sb_puts(&b, " This session runs an image, and in it sudo runs the image's "
                             "package manager as the sandbox's root: sudo apt-get install -y "
                             "NAME (or dnf, yum, microdnf or apk) installs into the session's "
                             "own filesystem, which vanishes when the session ends; sudo runs "
                             "nothing else, and says why when csandbox could not start it.");
+        else if (s->package_broker)
+                sb_puts(&b, " sudo runs the host's package manager as the sandbox's root: "
+                            "sudo apt-get install -y NAME (or dnf, yum, microdnf or apk) "
+                            "installs into a writable layer of this session over the host's "
+                            "system, which vanishes when the session ends (the first sudo "
+                            "takes a moment to make it; the host's files never change); sudo "
+                            "runs nothing else, and says why when it cannot.");
+        else
+                sb_puts(&b, " There is no sudo and no root inside, so install tools into your "
+                            "home (for example with pip install --user, npm install --prefix "
+                            "~/.local, or uv tool install) rather than with a package manager; "
+                            "if you need a system package, the user can give this profile sudo "
+                            "(CLAUDE_PROFILE_SANDBOX_PACKAGES=1).");
         if (spec_env_get(s, "GH_TOKEN"))
                 sb_puts(&b, " GH_TOKEN is set, so gh can use GitHub.");
         if (spec_env_get(s, "PULUMI_ACCESS_TOKEN"))

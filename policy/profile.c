@@ -220,6 +220,7 @@ int profile_config_load(struct profile_config *ret, struct cs_error *err)
             {"CLAUDE_PROFILE_SANDBOX_CLIPBOARD", &c.clipboard},
             {"CLAUDE_PROFILE_SANDBOX_CHROME", &c.chrome},
             {"CLAUDE_PROFILE_SANDBOX_PULUMI", &c.pulumi},
+            {"CLAUDE_PROFILE_SANDBOX_PACKAGES", &c.packages},
         };
         for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
                 v = setting_get(flags[i].name);

@@ -23,6 +23,7 @@ struct profile_config {
         bool gpg;              /* CLAUDE_PROFILE_SANDBOX_GPG: the gpg-agent's restricted socket */
         bool clipboard;        /* CLAUDE_PROFILE_SANDBOX_CLIPBOARD: wl-paste through a relay */
         bool chrome;           /* CLAUDE_PROFILE_SANDBOX_CHROME: claude's --chrome */
+        bool packages;         /* CLAUDE_PROFILE_SANDBOX_PACKAGES: sudo's broker on the default */
         bool pulumi;           /* CLAUDE_PROFILE_SANDBOX_PULUMI: PULUMI_ACCESS_TOKEN */
         char *infisical;       /* CLAUDE_PROFILE_SANDBOX_INFISICAL: logins (emails, domains) */
         char *infisical_bin;   /* CLAUDE_PROFILE_INFISICAL_BIN or "infisical" (Agent Vault) */

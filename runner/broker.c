@@ -1,14 +1,21 @@
-/* The package broker of an image session: `sudo apt-get install NAME` inside, without
- * setuid and without giving the payload any privilege.
+/* The package broker: `sudo apt-get install NAME` inside, without setuid and without giving
+ * the payload any privilege.
  *
  * pid 1 starts it before it drops its capabilities. The broker becomes uid 0 of the
  * sandbox's user namespace (the subordinate range maps it), keeps only the capabilities the
  * spec gives it (policy/plan_broker.c decides them: what a package manager needs to own and
- * write the image's files, never SYS_ADMIN), sets no_new_privs, takes the payload's seccomp filter,
- * and listens on SPEC_BROKER_SOCKET. csandbox's sudo (cli/sudo_shim.c) sends it an argv and its
- * three stdio descriptors; the broker runs the spec's package manager only when the request is one
- * of broker_check's forms, in a session of its own, with a fixed environment, and answers with the
- * exit status. What it installs lands in the session's writable layer and goes with the session. */
+ * write the session's files, never SYS_ADMIN), sets no_new_privs, takes the payload's seccomp
+ * filter, and listens on SPEC_BROKER_SOCKET. csandbox's sudo (cli/sudo_shim.c) sends it an argv
+ * and its three stdio descriptors; the broker runs the spec's package manager only when the
+ * request is one of broker_check's forms, in a session of its own, with a fixed environment,
+ * and answers with the exit status.
+ *
+ * In an image session what it installs lands in the session's writable root. On the embedded
+ * default (the spec's layer_dirs) the host's system is read-only: at the first request that
+ * passes broker_check, the broker asks the mount helper pid 1 started beside it
+ * (host_layer.c, the one process holding CAP_SYS_ADMIN, for that one sequence) to put a
+ * writable layer of the session over /usr, /etc and the package databases; installs land in
+ * that layer. Either way they go with the session. */
 #include "internal.h"
 
 #include "../common/cleanup.h"
@@ -278,9 +285,50 @@ static int broker_run(const struct sandbox_spec *s, const char *path, char *cons
         return status;
 }
 
-static void broker_serve(const struct sandbox_spec *s, int lfd)
+/* The embedded default's layer, made at the first request (host_layer.c). 0: made; <0:
+ * could not be, said each time. */
+static int broker_layer(int layer, int err_fd, bool *made, char *note, size_t note_len)
+{
+        static int failed;
+        static char why[512];
+        size_t unread = 0;
+        int r;
+
+        if (*made)
+                return 0;
+        if (failed) {
+                dprintf(err_fd,
+                        "sudo: this session has no writable layer over the host's system: %s\n",
+                        why);
+                return failed;
+        }
+        r = host_layer_request(layer, &unread, note, note_len, why, sizeof(why));
+        if (r < 0) {
+                failed = r;
+                dprintf(err_fd,
+                        "sudo: this session has no writable layer over the host's system: %s\n",
+                        why);
+                return r;
+        }
+        *made = true;
+        host_layer_var();
+        if (unread && strlen(note) + 64 < note_len) {
+                char tmp[4096];
+
+                snprintf(tmp, sizeof(tmp),
+                         "%zu directories or files of the host are unreadable to you, so "
+                         "nothing can be installed over them here: %.3900s",
+                         unread, note);
+                snprintf(note, note_len, "%s", tmp);
+        }
+        return 0;
+}
+
+static void broker_serve(const struct sandbox_spec *s, int lfd, int layer)
 {
         static char buf[BROKER_MAX_MSG + 1];
+        static char note[4096];
+        bool made = false;
 
         for (;;) {
                 char *argv[BROKER_MAX_ARGS + 1];
@@ -299,8 +347,14 @@ static void broker_serve(const struct sandbox_spec *s, int lfd)
                 } else if (broker_check(s, argv, &path, why, sizeof(why)) < 0) {
                         dprintf(fds[2], "sudo: %s\n", why);
                         status = 1 << 8;
+                } else if (s->n_layer_dirs &&
+                           broker_layer(layer, fds[2], &made, note, sizeof(note)) < 0) {
+                        status = 1 << 8;
                 } else {
                         status = broker_run(s, path, argv, fds, conn);
+                        /* A manager that failed may have met a directory the layer lacks. */
+                        if (status != 0 && note[0])
+                                dprintf(fds[2], "sudo: %s\n", note);
                 }
                 for (int i = 0; i < 3; i++)
                         if (fds[i] >= 0)
@@ -314,10 +368,12 @@ void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         pid_t pid;
-        int lfd, r;
+        int lfd, r, layer;
 
         if (!s->package_broker)
                 return;
+        /* The mount helper first, while pid 1 still holds what it needs to give it. */
+        layer = host_layer_start(s);
         /* Listening before the payload exists: its first sudo must find the socket. */
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", SPEC_BROKER_SOCKET);
         lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -332,21 +388,35 @@ void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter)
                             strerror(r < 0 ? -r : errno));
                 if (lfd >= 0)
                         close(lfd);
+                if (layer >= 0)
+                        close(layer);
                 unlink(SPEC_BROKER_SOCKET);
                 return;
         }
         if (pid > 0) {
                 close(lfd);
+                if (layer >= 0)
+                        close(layer);
                 return;
         }
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* Nothing of pid 1's (its pipe to csandbox, the terminal's control socket). */
+        if (layer == 3) {
+                layer = fcntl(layer, F_DUPFD_CLOEXEC, 5);
+                if (layer < 0)
+                        _exit(0);
+        }
         if (lfd != 3) {
                 if (dup3(lfd, 3, O_CLOEXEC) < 0)
                         _exit(0);
                 lfd = 3;
         }
-        syscall(SYS_close_range, 4, ~0U, 0);
+        if (layer >= 0 && layer != 4) {
+                if (dup3(layer, 4, O_CLOEXEC) < 0)
+                        _exit(0);
+                layer = 4;
+        }
+        syscall(SYS_close_range, layer >= 0 ? 5 : 4, ~0U, 0);
         signal(SIGPIPE, SIG_IGN);
         {
                 sigset_t none;
@@ -361,6 +431,6 @@ void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter)
                             strerror(-r));
                 _exit(0);
         }
-        broker_serve(s, lfd);
+        broker_serve(s, lfd, layer);
         _exit(0);
 }

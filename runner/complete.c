@@ -19,6 +19,10 @@ int runner_spec_complete(struct sandbox_spec *s, struct cs_error *err)
                 if (idmap_check_range(s, &why) < 0) {
                         s->map_range = false;
                         s->package_broker = false;
+                        /* nor a layer for it */
+                        for (size_t i = 0; i < s->n_layer_dirs; i++)
+                                free(s->layer_dirs[i]);
+                        s->n_layer_dirs = 0;
                         r = spec_warn(s, err,
                                       "csandbox: sudo cannot install packages in this session: "
                                       "it needs the subordinate id range that --map-range maps, "

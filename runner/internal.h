@@ -117,6 +117,15 @@ __attribute__((noreturn)) void init_run(const struct sandbox_spec *s,
                                         int slave, int errfd);
 /* pid 1, before the payload starts: the package broker of an image session (broker.c). */
 void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter);
+/* The embedded default's layer (host_layer.c): pid 1, before it drops its capabilities,
+ * starts the mount helper and gets the broker's end of its socket (-1: no layer). */
+int host_layer_start(const struct sandbox_spec *s);
+/* The broker: have the layer made (once). 0, with how many host directories could not be
+ * mirrored and their names; or -errno with why. */
+int host_layer_request(int sock, size_t *ret_unread, char *note, size_t note_len, char *why,
+                       size_t why_len);
+/* The broker, after: the directories a manager expects in the session's own /var. */
+void host_layer_var(void);
 /* Whether the broker runs argv (a package manager's base name, one of the spec's, and its
  * words): 0 with the manager's path, or -errno with why. */
 int broker_check(const struct sandbox_spec *s, char *const *argv, const char **ret_path, char *why,

@@ -171,6 +171,13 @@ struct sandbox_spec {
         uint64_t broker_caps;
         struct spec_broker_manager *broker_managers;
         size_t n_broker_managers;
+        /* The embedded default's writable layer for the broker (doc/packages-default.md):
+         * the session's directories (absolute, normalised: /usr, /etc, the shown parts of
+         * /var) over which the first request mounts an overlay whose upper is a tmpfs of
+         * the session, prepared by runner/host_layer.c. None: the broker installs into the
+         * image's own writable root. */
+        char **layer_dirs;
+        size_t n_layer_dirs;
 
         char *hostname; /* NULL: keep "csandbox" */
         enum spec_net net;
@@ -308,6 +315,8 @@ __attribute__((format(printf, 3, 4))) int spec_warn(struct sandbox_spec *s, stru
 /* The broker may run name as path (both copied). */
 int spec_broker_allow(struct sandbox_spec *s, const char *name, const char *path,
                       struct cs_error *err);
+/* The broker's host layer covers dir (copied; absolute, normalised, not /). */
+int spec_layer_dir_add(struct sandbox_spec *s, const char *dir, struct cs_error *err);
 /* The manager the broker runs for name (a base name), or NULL. */
 const char *spec_broker_manager(const struct sandbox_spec *s, const char *name);
 /* spec_free's part for the above. */

@@ -65,8 +65,32 @@ const char *spec_broker_manager(const struct sandbox_spec *s, const char *name)
         return NULL;
 }
 
+int spec_layer_dir_add(struct sandbox_spec *s, const char *dir, struct cs_error *err)
+{
+        char *norm = NULL, **n;
+        int r = spec_normalize_dest(dir, "the host layer", &norm, err);
+
+        if (r < 0)
+                return r;
+        if (strcmp(norm, "/") == 0) {
+                free(norm);
+                return cs_error_setx(err, EINVAL, "spec: the host layer never covers /");
+        }
+        n = realloc(s->layer_dirs, (s->n_layer_dirs + 1) * sizeof(*n));
+        if (!n) {
+                free(norm);
+                return cs_error_set(err, ENOMEM, "add a host layer directory");
+        }
+        s->layer_dirs = n;
+        s->layer_dirs[s->n_layer_dirs++] = norm;
+        return 0;
+}
+
 void spec_decided_free(struct sandbox_spec *s)
 {
+        for (size_t i = 0; i < s->n_layer_dirs; i++)
+                free(s->layer_dirs[i]);
+        free(s->layer_dirs);
         for (size_t i = 0; i < s->n_warnings; i++)
                 free(s->warnings[i]);
         free(s->warnings);

@@ -206,6 +206,12 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
                 for (size_t i = 0; i < s->n_broker_managers; i++)
                         cJSON_AddStringToObject(mg, s->broker_managers[i].name,
                                                 s->broker_managers[i].path);
+                if (s->n_layer_dirs) {
+                        cJSON *l = cJSON_AddArrayToObject(b, "host_layer");
+
+                        for (size_t i = 0; i < s->n_layer_dirs; i++)
+                                cJSON_AddItemToArray(l, cJSON_CreateString(s->layer_dirs[i]));
+                }
         }
 
         cJSON_AddStringToObject(o, "hostname", s->hostname ? s->hostname : SPEC_DEFAULT_HOSTNAME);

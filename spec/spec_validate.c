@@ -64,11 +64,15 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
         if ((s->seccomp == SPEC_SECCOMP_FILE) != (s->seccomp_path != NULL))
                 return cs_error_setx(err, EINVAL,
                                      "spec: a seccomp file needs its path, and only it");
-        if (s->package_broker && s->root != SPEC_ROOT_DIR)
+        if (s->package_broker && s->root != SPEC_ROOT_DIR && !s->n_layer_dirs)
                 return cs_error_setx(err, EINVAL,
-                                     "--package-broker needs --rootfs or --image: packages are "
-                                     "installed into the session's own writable layer, and the "
-                                     "host's root is read-only");
+                                     "--package-broker needs --rootfs, --image or the embedded "
+                                     "default's view of the host: packages are installed into "
+                                     "the session's own writable layer");
+        if (s->n_layer_dirs && (!s->package_broker || s->root != SPEC_ROOT_HOST))
+                return cs_error_setx(err, EINVAL,
+                                     "spec: a host layer goes with the broker on the embedded "
+                                     "default");
         if (s->package_broker && (!s->map_range || !s->n_broker_managers))
                 return cs_error_setx(err, EINVAL,
                                      "spec: the package broker needs the subordinate range and "

@@ -167,6 +167,53 @@ static void test_without_a_range_completion_drops_the_broker_and_says_why(void)
         PASS();
 }
 
+/* The embedded default's layer: only with the broker, on the host's view, never over /
+ * or a relative path; completion without a range drops it with the broker; the plan names
+ * its directories. */
+static void test_the_host_layer_goes_with_the_broker_on_the_default(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err = {0};
+        char *argv[] = {"true", NULL};
+        cJSON *j, *l;
+
+        spec_init(&s);
+        spec_set_argv(&s, 1, argv, &err);
+        CHECK(spec_layer_dir_add(&s, "/", &err) == -EINVAL);
+        CHECK(spec_layer_dir_add(&s, "usr", &err) < 0);
+        CHECK(spec_layer_dir_add(&s, "/usr/../etc", &err) < 0);
+        CHECKF(spec_layer_dir_add(&s, "/usr", &err) == 0, "%s", err.msg);
+        CHECKF(spec_layer_dir_add(&s, "/var/lib/dpkg/", &err) == 0, "%s", err.msg);
+        CHECK(s.n_layer_dirs == 2 && strcmp(s.layer_dirs[1], "/var/lib/dpkg") == 0);
+        /* a layer without the broker */
+        CHECK(spec_validate(&s, &err) == -EINVAL);
+        CHECKF(strstr(err.msg, "host layer"), "%s", err.msg);
+        plan_broker(&s, &err);
+        s.package_broker = true;
+        s.map_range = true;
+        CHECKF(spec_validate(&s, &err) == 0, "%s", err.msg);
+        j = spec_to_json(&s);
+        l = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "broker"), "host_layer");
+        CHECK(cJSON_GetArraySize(l) == 2 &&
+              strcmp(cJSON_GetArrayItem(l, 0)->valuestring, "/usr") == 0);
+        cJSON_Delete(j);
+        /* a layer on an image's root */
+        s.root = SPEC_ROOT_DIR;
+        s.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        CHECK(spec_validate(&s, &err) == -EINVAL);
+        spec_free(&s);
+        /* the broker on the default without a layer */
+        spec_init(&s);
+        spec_set_argv(&s, 1, argv, &err);
+        plan_broker(&s, &err);
+        s.package_broker = true;
+        s.map_range = true;
+        CHECK(spec_validate(&s, &err) == -EINVAL);
+        CHECKF(strstr(err.msg, "--package-broker needs"), "%s", err.msg);
+        spec_free(&s);
+        PASS();
+}
+
 static void test_a_spec_without_a_broker_or_pasta_completes_unchanged(void)
 {
         struct sandbox_spec s;
@@ -250,6 +297,7 @@ int main(void)
         RUN(broker_check_follows_the_specs_rules);
         test_without_a_range_completion_drops_the_broker_and_says_why();
         test_a_spec_without_a_broker_or_pasta_completes_unchanged();
+        test_the_host_layer_goes_with_the_broker_on_the_default();
         test_the_broker_and_warnings_are_in_the_plan();
         test_range_maps_put_the_caller_on_its_own_id();
         test_symlinks_inside_the_root_stay_inside();
