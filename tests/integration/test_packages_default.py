@@ -5,8 +5,10 @@ repository (the one the image tests use) into it; the host's files never change,
 next session has none of it."""
 import hashlib
 import os
+import shutil
 import stat
 import subprocess
+import tempfile
 
 from conftest import CSANDBOX, base_env
 from test_packages import build_repo, in_a_sandbox
@@ -61,6 +63,41 @@ def test_sudo_apt_get_installs_into_the_sessions_layer_and_the_host_is_unchanged
     newer = subprocess.run(["find", "/usr", "-xdev", "-newer", str(stamp)],
                            capture_output=True, text=True)
     assert newer.stdout == "", newer.stdout
+
+
+REPO_DIR = os.environ.get("CSANDBOX_TEST_REPO", "/run/csbt-repo")
+
+
+def test_sudo_apt_get_installs_from_the_test_networks_repository(tmp_path):
+    """The same over the network: the repository is served by the test network's test host
+    (HTTP, apt's own http method run by the broker as _apt), the session's network is pasta
+    as in run; the host's dpkg database is unchanged after."""
+    host = os.environ.get("CSANDBOX_TEST_HOST")
+    assert host, "run the suite via tests/run (CSANDBOX_TEST_HOST: the test network)"
+    assert os.path.isdir(REPO_DIR), f"{REPO_DIR}: the test host's repository dir is missing"
+    served = tempfile.mkdtemp(dir=REPO_DIR, prefix=f"pkg-{os.getpid()}-")
+    try:
+        os.chmod(served, 0o755)
+        build_repo(served)
+        subprocess.run(["chmod", "-R", "a+rX", served], check=True)
+        name = os.path.basename(served)
+        (tmp_path / "net.list").write_text(
+            f"deb [trusted=yes] http://{host}:8080/repo/{name}/repo ./\n")
+        before = host_status()
+        r = subprocess.run([CSANDBOX, "exec", "--package-broker", "--net", "pasta",
+                            "--ro-bind", str(tmp_path / "net.list"), "/etc/apt/sources.list",
+                            "--tmpfs", "/etc/apt/sources.list.d", "--", "/bin/sh", "-c",
+                            "S=/run/csandbox/sudo; $S apt-get update -q >/dev/null &&"
+                            " $S apt-get install -y -q csb-hello >/dev/null && csb-hello &&"
+                            " grep -c '^Package: csb-hello' /var/lib/dpkg/status"],
+                           env=base_env(), capture_output=True, text=True, timeout=TIMEOUT,
+                           stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+        assert r.stdout.split("\n")[:2] == ["hello from a package", "1"], r.stdout
+        assert host_status() == before
+        assert not os.path.exists("/usr/bin/csb-hello")
+    finally:
+        shutil.rmtree(served, ignore_errors=True)
 
 
 def test_a_second_session_does_not_see_the_package(tmp_path):
