@@ -20,7 +20,7 @@ _csandbox()
         local cmd=${COMP_WORDS[1]} words
         COMPREPLY=()
         if [ "$COMP_CWORD" -eq 1 ]; then
-                words="run plan exec image add list sandbox doctor egress-log podman docker help version"
+                words="run plan exec image add list sandbox sandbox-cache doctor egress-log podman docker help version"
                 COMPREPLY=($(compgen -W "$words" -- "$cur"))
                 return
         fi
@@ -37,7 +37,7 @@ _csandbox()
                         COMPREPLY=($(compgen -W "$(_csandbox_profiles)" -- "$cur"))
                 fi
                 ;;
-        egress-log)
+        egress-log | sandbox-cache)
                 [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=($(compgen -W "$(_csandbox_profiles)" -- "$cur"))
                 ;;
         sandbox)
@@ -49,19 +49,30 @@ _csandbox()
                 ;;
         image)
                 if [ "$COMP_CWORD" -eq 2 ]; then
-                        COMPREPLY=($(compgen -W "import pull ls inspect rm prune" -- "$cur"))
+                        COMPREPLY=($(compgen -W "import pull build ls inspect rm prune" -- "$cur"))
                         return
                 fi
                 case ${COMP_WORDS[2]} in
                 inspect | rm) COMPREPLY=($(compgen -W "$(_csandbox_images)" -- "$cur")) ;;
-                import) COMPREPLY=($(compgen -f -- "$cur")) ;;
+                import | build) COMPREPLY=($(compgen -f -- "$cur")) ;;
+                esac
+                ;;
+        podman | docker)
+                if [ "$COMP_CWORD" -eq 2 ]; then
+                        words="run ps logs stop kill wait rm pull build images rmi inspect tag version"
+                        COMPREPLY=($(compgen -W "$words" -- "$cur"))
+                        return
+                fi
+                case ${COMP_WORDS[2]} in
+                run | rmi | inspect | tag) COMPREPLY=($(compgen -W "$(_csandbox_images)" -- "$cur")) ;;
+                build) COMPREPLY=($(compgen -f -- "$cur")) ;;
                 esac
                 ;;
         add)
                 COMPREPLY=($(compgen -W "--sandbox --link --isolate --help" -- "$cur"))
                 ;;
         help)
-                COMPREPLY=($(compgen -W "run plan exec image add list sandbox doctor egress-log podman docker" -- "$cur"))
+                COMPREPLY=($(compgen -W "run plan exec image add list sandbox sandbox-cache doctor egress-log podman docker" -- "$cur"))
                 ;;
         exec)
                 case $prev in

@@ -91,6 +91,35 @@ def test_bash_completion_offers_commands_flags_profiles_and_images(tmp_path):
     assert "myimg:latest" in " ".join(complete("csandbox run --image ", env))
 
 
+def help_words(*args):
+    """The command words a --help text lists: `  word ...` or `  a|b ...` or `  a, b, c  ...`
+    lines under its first heading, each word a completion should offer."""
+    r = subprocess.run([CSANDBOX, *args, "--help"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    words = set()
+    for line in (r.stdout + r.stderr).splitlines():
+        m = re.match(r"^  ([a-z][a-z-]*(?:(?:\||, )[a-z][a-z-]*)*)(?: |$)", line)
+        if m:
+            words.update(re.split(r"\||, ", m.group(1)))
+    assert words, (r.stdout, r.stderr)
+    return words - {"help"}
+
+
+def test_completions_offer_every_command_and_subcommand_the_help_lists(tmp_path):
+    """Commands, image subcommands and podman subcommands: what --help lists, the bash
+    completion offers, and the zsh one names."""
+    env = dict(os.environ, CLAUDE_PROFILE_PROFILES_BASE=str(tmp_path),
+               XDG_DATA_HOME=str(tmp_path / "data"))
+    zsh = open(f"{SRC}/contrib/completion/_csandbox").read()
+    for line, args in (("csandbox ", ()), ("csandbox image ", ("image",)),
+                       ("csandbox podman ", ("podman",)), ("csandbox docker ", ("podman",))):
+        listed = help_words(*args)
+        offered = set(complete(line, env))
+        assert listed <= offered, (line, listed - offered)
+        missing = [w for w in listed if not re.search(rf"(^|[ '(|]){re.escape(w)}[\s:|)]", zsh)]
+        assert not missing, (line, missing)
+
+
 def test_zsh_completion_parses_and_lists_every_exec_flag():
     r = subprocess.run(["zsh", "-n", f"{SRC}/contrib/completion/_csandbox"],
                        capture_output=True, text=True)
