@@ -26,7 +26,7 @@ void build_privileges_decide(struct build_privileges *ret)
         spec_init(&probe);
         probe.host_uid = ret->host_uid;
         probe.map_range = true;
-        ret->range = idmap_check_range(&probe, &why) == 0;
+        ret->range = idmap_check_range(&probe, NULL, &why) == 0;
         spec_free(&probe);
         if (!ret->range)
                 snprintf(ret->why_no_range, sizeof(ret->why_no_range), "%s", why.msg);

@@ -16,7 +16,7 @@ int runner_spec_complete(struct sandbox_spec *s, struct cs_error *err)
                 struct cs_error why = {0};
 
                 s->map_range = true;
-                if (idmap_check_range(s, &why) < 0) {
+                if (idmap_check_range(s, NULL, &why) < 0) {
                         s->map_range = false;
                         s->package_broker = false;
                         /* nor a layer for it */
@@ -25,8 +25,7 @@ int runner_spec_complete(struct sandbox_spec *s, struct cs_error *err)
                         s->n_layer_dirs = 0;
                         r = spec_warn(s, err,
                                       "csandbox: sudo cannot install packages in this session: "
-                                      "it needs the subordinate id range that --map-range maps, "
-                                      "and %s",
+                                      "it needs a subordinate id range, and %s",
                                       why.msg);
                 }
         }

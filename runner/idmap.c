@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,26 @@ struct subid_range {
         unsigned long start, count;
 };
 
+/* A reason the range cannot be mapped: "FLAG: BODY, or drop FLAG" when a flag asked for it
+ * (exec's --map-range), the body alone when csandbox wanted the range for something else
+ * (sudo's broker, a build's RUN steps), whose callers say what. */
+__attribute__((format(printf, 4, 5))) static int range_fail(struct cs_error *err, int e,
+                                                            const char *flag, const char *fmt, ...)
+{
+        char body[sizeof(err->msg)];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(body, sizeof(body), fmt, ap);
+        va_end(ap);
+        if (!flag)
+                return cs_error_setx(err, e, "%s", body);
+        return cs_error_setx(err, e, "%s: %s, or drop %s", flag, body, flag);
+}
+
 /* The caller's first subordinate range that can hold the ids --map-range maps. */
-static int subid_find(const char *file, uid_t id, struct subid_range *ret, struct cs_error *err)
+static int subid_find(const char *file, uid_t id, const char *flag, struct subid_range *ret,
+                      struct cs_error *err)
 {
         _cleanup_free_ char *buf = NULL;
         struct passwd *pw = getpwuid(id);
@@ -67,12 +86,12 @@ static int subid_find(const char *file, uid_t id, struct subid_range *ret, struc
                 ret->count = count;
                 return 0;
         }
-        return cs_error_setx(err, ENOENT,
-                             "--map-range: %s has no range of at least %u ids for user %s (uid "
-                             "%u); ask an administrator to add one (usermod --add-subuids "
-                             "100000-165535 --add-subgids 100000-165535 %s), or drop --map-range",
-                             file, RANGE_IDS, pw ? pw->pw_name : idstr, (unsigned)id,
-                             pw ? pw->pw_name : idstr);
+        return range_fail(err, ENOENT, flag,
+                          "%s has no subordinate range of at least %u ids for user %s (uid %u); "
+                          "ask an administrator to add one (usermod --add-subuids "
+                          "100000-165535 --add-subgids 100000-165535 %s)",
+                          file, RANGE_IDS, pw ? pw->pw_name : idstr, (unsigned)id,
+                          pw ? pw->pw_name : idstr);
 }
 
 /* newuidmap/newgidmap from the system's own dirs (never PATH: they are setuid), into path;
@@ -146,7 +165,8 @@ static bool cap_in_bounding_set(int cap)
  * do not exist in this user namespace (a container, another sandbox), or the capability
  * bounding set lacks what the kernel asks of a map writer. sub NULL: before /etc/subuid was
  * read. Returns < 0 with err set when one applies. */
-static int range_blocked(const struct subid_range *sub, const char *map, struct cs_error *err)
+static int range_blocked(const struct subid_range *sub, const char *map, const char *flag,
+                         struct cs_error *err)
 {
         char buf[64];
         const char *helper = helper_path("newuidmap", buf);
@@ -154,44 +174,44 @@ static int range_blocked(const struct subid_range *sub, const char *map, struct 
         struct statvfs sv;
 
         if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
-                return cs_error_setx(
-                    err, EACCES,
-                    "--map-range: newuidmap and newgidmap get their privilege from the setuid "
-                    "bit (or file capabilities), and this process runs with no_new_privs set "
-                    "(inside csandbox or bubblewrap, or a container started with "
-                    "no-new-privileges), so the kernel runs them without it. --map-range cannot "
-                    "work here: drop it");
+                return range_fail(
+                    err, EACCES, flag,
+                    "newuidmap and newgidmap get their privilege from the setuid bit (or file "
+                    "capabilities), and this process runs with no_new_privs set (inside "
+                    "csandbox or bubblewrap, or a container started with no-new-privileges), so "
+                    "the kernel runs them without it and no subordinate range can be mapped "
+                    "here: run csandbox outside that sandbox");
         if (helper && statvfs(helper, &sv) == 0 && (sv.f_flag & ST_NOSUID))
-                return cs_error_setx(err, EACCES,
-                                     "--map-range: %s is on a filesystem mounted nosuid, so it "
-                                     "runs without its privilege (inside a sandbox or a "
-                                     "container that binds it so). --map-range cannot work here: "
-                                     "drop it",
-                                     helper);
+                return range_fail(err, EACCES, flag,
+                                  "%s is on a filesystem mounted nosuid, so it runs without its "
+                                  "privilege (inside a sandbox or a container that binds it so) "
+                                  "and no subordinate range can be mapped here: run csandbox "
+                                  "outside it",
+                                  helper);
         if (!ids_mapped(map, sub ? sub->start : 0, sub ? RANGE_IDS : RANGE_IDS + 1, &total))
-                return cs_error_setx(
-                    err, EACCES,
-                    "--map-range: this runs in a user namespace (a container or another sandbox) "
-                    "whose %s maps %lu ids, %s, so no helper can map a range "
-                    "of %u here. Give the container more ids (rootless podman maps the range "
-                    "/etc/subuid gives the user who starts it), or drop --map-range",
+                return range_fail(
+                    err, EACCES, flag,
+                    "this runs in a user namespace (a container or another sandbox) whose %s "
+                    "maps %lu ids, %s, so no helper can map a range of %u here. Give the "
+                    "container more ids (rootless podman maps the range /etc/subuid gives the "
+                    "user who starts it)",
                     map, total,
                     sub ? "not the subordinate range /etc/subuid gives you"
                         : "too few for another 65536",
                     RANGE_IDS);
         if (sub && (!cap_in_bounding_set(CAP_SYS_ADMIN_BIT) ||
                     !cap_in_bounding_set(CAP_SETUID_BIT) || !cap_in_bounding_set(CAP_SETGID_BIT)))
-                return cs_error_setx(
-                    err, EACCES,
-                    "--map-range: newuidmap and newgidmap need CAP_SETUID, CAP_SETGID and "
-                    "CAP_SYS_ADMIN to write a map of more than one id, and this process's "
-                    "capability bounding set (CapBnd in /proc/self/status) lacks one of them, as "
-                    "a container engine's default set does. Start the container with --cap-add "
-                    "SYS_ADMIN (and SETUID, SETGID), or drop --map-range");
+                return range_fail(
+                    err, EACCES, flag,
+                    "newuidmap and newgidmap need CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN to "
+                    "write a map of more than one id, and this process's capability bounding "
+                    "set (CapBnd in /proc/self/status) lacks one of them, as a container "
+                    "engine's default set does. Start the container with --cap-add SYS_ADMIN "
+                    "(and SETUID, SETGID)");
         return 0;
 }
 
-int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err)
+int idmap_check_range(const struct sandbox_spec *s, const char *flag, struct cs_error *err)
 {
         struct subid_range r;
         char buf[64];
@@ -200,18 +220,18 @@ int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err)
         if (!s->map_range)
                 return 0;
         if (!helper_path("newuidmap", buf) || !helper_path("newgidmap", buf))
-                return cs_error_setx(err, ENOENT,
-                                     "--map-range needs newuidmap and newgidmap, which are not "
-                                     "installed: install the uidmap package, or drop --map-range");
-        ret = range_blocked(NULL, "/proc/self/uid_map", err);
+                return range_fail(err, ENOENT, flag,
+                                  "newuidmap and newgidmap, which map a subordinate id range, "
+                                  "are not installed: install the uidmap package");
+        ret = range_blocked(NULL, "/proc/self/uid_map", flag, err);
         if (ret >= 0)
-                ret = subid_find("/etc/subuid", s->host_uid, &r, err);
+                ret = subid_find("/etc/subuid", s->host_uid, flag, &r, err);
         if (ret >= 0)
-                ret = range_blocked(&r, "/proc/self/uid_map", err);
+                ret = range_blocked(&r, "/proc/self/uid_map", flag, err);
         if (ret >= 0)
-                ret = subid_find("/etc/subgid", s->host_uid, &r, err);
+                ret = subid_find("/etc/subgid", s->host_uid, flag, &r, err);
         if (ret >= 0)
-                ret = range_blocked(&r, "/proc/self/gid_map", err);
+                ret = range_blocked(&r, "/proc/self/gid_map", flag, err);
         return ret;
 }
 
@@ -360,9 +380,9 @@ int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err)
                 pid_t pu, pg;
                 int n, r2;
 
-                r = subid_find("/etc/subuid", s->host_uid, &ru, err);
+                r = subid_find("/etc/subuid", s->host_uid, "--map-range", &ru, err);
                 if (r >= 0)
-                        r = subid_find("/etc/subgid", s->host_uid, &rg, err);
+                        r = subid_find("/etc/subgid", s->host_uid, "--map-range", &rg, err);
                 if (r < 0)
                         return r;
                 /* The two helpers side by side: each is an exec of a setuid program. */

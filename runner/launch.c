@@ -144,7 +144,7 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
 
         r = spec_validate(s, err);
         if (r >= 0)
-                r = idmap_check_range(s, err);
+                r = idmap_check_range(s, "--map-range", err);
         if (r < 0)
                 return r;
         if (!early)

@@ -38,7 +38,7 @@ int runner_probe_map_range(struct cs_error *err)
         spec_init(&s);
         s.map_range = true;
         s.host_uid = getuid();
-        r = idmap_check_range(&s, err);
+        r = idmap_check_range(&s, "--map-range", err);
         spec_free(&s);
         return r;
 }

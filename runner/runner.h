@@ -56,8 +56,10 @@ int launch_run_early(const struct sandbox_spec *s, const struct sock_fprog *filt
 
 /* Parent side: write the child's uid/gid maps (one id, or ranges through newuidmap). */
 int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err);
-/* Parent side, before anything exists: the caller's subordinate range for --map-range. */
-int idmap_check_range(const struct sandbox_spec *s, struct cs_error *err);
+/* Parent side, before anything exists: whether the caller's subordinate range can be mapped.
+ * flag: the option that asked for it, named in the error with "or drop" it; NULL: the
+ * caller says why it wanted the range. */
+int idmap_check_range(const struct sandbox_spec *s, const char *flag, struct cs_error *err);
 
 /* fd (a directory opened before this mount namespace was made) again, through this
  * namespace's copy of its mount: overlayfs takes an upper dir only from a mount of the

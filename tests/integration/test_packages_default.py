@@ -151,6 +151,8 @@ def test_without_a_range_sudo_on_the_default_says_why_and_names_the_fix(tmp_path
     assert "csandbox: sudo cannot install packages in this session" in r.stderr
     assert "subordinate id range" in r.stderr and "no_new_privs" in r.stderr, r.stderr
     assert "/etc/subuid" in r.stderr, r.stderr
+    # the launch was not given --map-range, so no message tells the user to drop it
+    assert "--map-range" not in r.stderr, r.stderr
 
 
 def test_the_plan_names_the_layer_and_the_default_launch_has_no_helper():

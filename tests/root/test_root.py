@@ -73,7 +73,7 @@ def test_map_range_without_a_subuid_range_is_a_clear_error(tmp_path):
     r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 125, r.stderr
-    assert "--map-range: /etc/subuid has no range of at least 65536 ids" in r.stderr
+    assert "--map-range: /etc/subuid has no subordinate range of at least 65536 ids" in r.stderr
     assert "usermod --add-subuids" in r.stderr and "drop --map-range" in r.stderr
 
 
