@@ -82,7 +82,7 @@ static pid_t clone_into_early(const struct net_early *early, unsigned long flags
                                 close(syncp[1]);
                                 close(errp[0]);
                                 close(tty->ctl[0]);
-                                runner_child_main(s, net, filter, tty, syncp[0], errp[1], -1);
+                                runner_child_main(s, net, filter, tty, syncp[0], errp[1], -1, -1);
                                 _exit(CS_EXIT_SETUP);
                         }
                 }
@@ -132,7 +132,7 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         __attribute__((cleanup(netns_helper_stop))) struct net_helper net = {
             .pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
         __attribute__((cleanup(tty_link_close))) struct tty_link tty = {.ctl = {-1, -1}};
-        int syncp[2] = {-1, -1}, errp[2] = {-1, -1};
+        int syncp[2] = {-1, -1}, errp[2] = {-1, -1}, tapp[2] = {-1, -1};
         _cleanup_close_ int sfd = -1;
         __attribute__((cleanup(egress_proxy_stop))) struct egress_proxy proxy = {.pid = -1};
         bool egress = s->egress == SPEC_EGRESS_ALLOWLIST;
@@ -212,6 +212,13 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                         }
                 }
         }
+        /* pid 1 makes pasta's tap before pasta starts, and says when pasta may (tapp). */
+        if (!use_early && s->net == SPEC_NET_PASTA && !egress && net.kind == NET_HELPER_PASTA &&
+            net.tap.early && pipe2(tapp, O_CLOEXEC) < 0) {
+                r = errno;
+                close(syncp[0]), close(syncp[1]), close(errp[0]), close(errp[1]);
+                return cs_error_set(err, r, "pipe");
+        }
         if (!use_early) {
                 flags |= CLONE_NEWUSER;
                 if (s->net != SPEC_NET_HOST)
@@ -221,6 +228,8 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         if (pid < 0) {
                 r = errno;
                 close(syncp[0]), close(syncp[1]), close(errp[0]), close(errp[1]);
+                if (tapp[0] >= 0)
+                        close(tapp[0]), close(tapp[1]);
                 cs_error_set(err, r, "cannot create the sandbox's namespaces");
                 diagnose_userns(err);
                 return -r;
@@ -231,7 +240,9 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 close(tty.ctl[0]);
                 if (egp[0] >= 0)
                         close(egp[0]);
-                runner_child_main(s, &net, filter, &tty, syncp[0], errp[1], egp[1]);
+                if (tapp[0] >= 0)
+                        close(tapp[0]);
+                runner_child_main(s, &net, filter, &tty, syncp[0], errp[1], egp[1], tapp[1]);
                 _exit(CS_EXIT_SETUP);
         }
         close(syncp[0]);
@@ -243,9 +254,25 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
 
         /* pasta first: its start-up (to its tap, about 8 ms) then overlaps the id maps
          * (newuidmap and newgidmap take milliseconds); it needs none, as it enters the
-         * namespaces as their owner. slirp4netns after them, as it always started. */
+         * namespaces as their owner. It starts once pid 1 has made its tap (a fraction of a
+         * millisecond after clone): pasta then attaches to that tap instead of making one,
+         * and cannot find it busy. slirp4netns after the maps, as it always started. */
         r = 0;
-        if (s->net == SPEC_NET_PASTA && !egress && net.kind == NET_HELPER_PASTA && !use_early)
+        if (tapp[0] >= 0) {
+                char said = 0;
+                ssize_t n;
+
+                close(tapp[1]);
+                do
+                        n = read(tapp[0], &said, 1);
+                while (n < 0 && errno == EINTR);
+                close(tapp[0]);
+                /* EOF: pid 1 failed already; its own message says why. */
+                if (n != 1)
+                        r = cs_error_setx(err, EIO, "the sandbox's first process failed");
+        }
+        if (r >= 0 && s->net == SPEC_NET_PASTA && !egress && net.kind == NET_HELPER_PASTA &&
+            !use_early)
                 r = netns_helper_start(s, pid, &net, err);
         /* the maps belong to the user namespace, the holder's when pid 1 joined it */
         if (r >= 0)
