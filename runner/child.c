@@ -46,7 +46,7 @@ void runner_child_main(const struct sandbox_spec *s, const struct net_helper *ne
         if (handoff && !if_nametoindex(net->tap.ifname))
                 handoff = false;
         if (tapfd >= 0) {
-                if (write(tapfd, "t", 1) != 1)
+                if (write(tapfd, handoff ? "h" : "w", 1) != 1)
                         _exit(CS_EXIT_SETUP);
                 close(tapfd);
         }

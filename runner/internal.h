@@ -82,9 +82,14 @@ int idmap_range_args(unsigned inside, unsigned long host, unsigned long sub_star
  * later tmpfs cannot hide it), then assemble the new root and pivot into it. */
 int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
 
-/* Attach the helper to the network namespace of child. */
-int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_helper *h,
-                       struct cs_error *err);
+/* pasta's way into child's user and network namespaces: fds, opened while child may still
+ * be opened by its pid (it turns undumpable before its payload starts). -errno. */
+int netns_helper_nsopen(const struct sandbox_spec *s, pid_t child, const struct net_helper *h,
+                        int ret_fds[2], struct cs_error *err);
+/* Attach the helper to the network namespace of child; pasta through nsfds (taken, closed
+ * here), or, when they are -1, through fds it opens itself. */
+int netns_helper_start(const struct sandbox_spec *s, pid_t child, int nsfds[2],
+                       struct net_helper *h, struct cs_error *err);
 /* timeout_ms 0: it has failed already (the ready pipe closed, or nothing in time): say why. */
 int netns_helper_wait_ready(struct net_helper *h, int timeout_ms, struct cs_error *err);
 /* Child side, in the new netns: loopback up; with a helper, every host address gets an

@@ -97,7 +97,7 @@ bool net_early_start(bool map_host_loopback, struct net_early *ne)
         snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)ne->holder);
         ne->net_fd = open(path, O_RDONLY | O_CLOEXEC);
         if (ne->user_fd < 0 || ne->net_fd < 0 ||
-            netns_helper_start(&proto, ne->holder, &ne->net, &ignored) < 0)
+            netns_helper_start(&proto, ne->holder, NULL, &ne->net, &ignored) < 0)
                 goto out;
         ne->started = true;
         ne->map_host_loopback = map_host_loopback;

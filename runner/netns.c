@@ -265,29 +265,50 @@ static void helper_child(const struct net_helper *h, char *const argv[], pid_t p
         _exit(127);
 }
 
-int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_helper *h,
-                       struct cs_error *err)
+int netns_helper_nsopen(const struct sandbox_spec *s, pid_t child, const struct net_helper *h,
+                        int ret_fds[2], struct cs_error *err)
+{
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)runner_pid_in_proc(child));
+        ret_fds[0] = open(path, O_RDONLY | O_CLOEXEC);
+        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)runner_pid_in_proc(child));
+        ret_fds[1] = ret_fds[0] < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+        if (ret_fds[1] < 0) {
+                cs_error_set(err, errno, "%s: open the sandbox's namespaces for %s", net_what(s),
+                             h->path);
+                if (ret_fds[0] >= 0)
+                        close(ret_fds[0]);
+                ret_fds[0] = -1;
+                return -err->err;
+        }
+        return 0;
+}
+
+int netns_helper_start(const struct sandbox_spec *s, pid_t child, int nsfds[2],
+                       struct net_helper *h, struct cs_error *err)
 {
         int readyp[2], errp[2], exitp[2] = {-1, -1};
         char pidstr[16], readyarg[64], exitarg[32], tap_text[5][INET6_ADDRSTRLEN];
-        char userarg[32], netarg[32], path[64];
-        _cleanup_close_ int userns = -1, netns = -1;
+        char userarg[32], netarg[32];
+        _cleanup_close_ int userns = nsfds ? nsfds[0] : -1, netns = nsfds ? nsfds[1] : -1;
         pid_t parent = getpid();
         char *argv[48];
         int n = 0;
 
+        if (nsfds)
+                nsfds[0] = nsfds[1] = -1;
         snprintf(pidstr, sizeof(pidstr), "%d", (int)runner_pid_in_proc(child));
-        if (h->kind == NET_HELPER_PASTA) {
-                /* pasta joins the namespaces by fd, opened here while the sandbox's first
-                 * process may still be opened by its pid: it makes itself undumpable
-                 * before the payload starts, which may be before pasta gets that far. */
-                snprintf(path, sizeof(path), "/proc/%s/ns/user", pidstr);
-                userns = open(path, O_RDONLY | O_CLOEXEC);
-                snprintf(path, sizeof(path), "/proc/%s/ns/net", pidstr);
-                netns = userns < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-                if (netns < 0)
-                        return cs_error_set(err, errno, "%s: open the sandbox's namespaces for %s",
-                                            net_what(s), h->path);
+        /* pasta joins the namespaces by fd, not by the pid of the sandbox's first process:
+         * that one makes itself undumpable before its payload starts, which may be before
+         * pasta gets that far. */
+        if (h->kind == NET_HELPER_PASTA && userns < 0) {
+                int fds[2];
+
+                if (netns_helper_nsopen(s, child, h, fds, err) < 0)
+                        return -err->err;
+                userns = fds[0];
+                netns = fds[1];
         }
         if (pipe2(readyp, O_CLOEXEC) < 0)
                 return cs_error_set(err, errno, "pipe");
