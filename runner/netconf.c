@@ -5,8 +5,9 @@
  * configuration in the host's namespace before clone (what pasta would pick: the host's
  * default-route interface, its first address and gateway in each family) and hands the same
  * values to pasta explicitly. pid 1 makes the tap itself, persistent, before pasta starts
- * (netconf_tap_make; pasta, given the same name, attaches to it), configures it and starts
- * the payload without waiting for pasta at all.
+ * (netconf_tap_make; for `run`, the holder of its early network does), pasta, given the
+ * same name, attaches to it, and pid 1 configures it and starts the payload without waiting
+ * for pasta at all.
  *
  * What the payload sends first waits in the kernel's neighbour queue, not in the tap: a
  * packet to the gateway first needs its link-layer address, and until pasta answers the
