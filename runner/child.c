@@ -8,6 +8,7 @@
 #include "egress.h"
 
 #include <errno.h>
+#include <net/if.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -15,20 +16,39 @@
 
 void runner_child_main(const struct sandbox_spec *s, const struct net_helper *net,
                        const struct sock_fprog *filter, const struct tty_link *tty, int syncfd,
-                       int errfd, int egress_fd)
+                       int errfd, int egress_fd, int tapfd)
 {
         struct cs_error err = {0};
         /* The helper configures the network and says so (netready), or pid 1 configures
-         * pasta's tap itself as soon as it appears (tap_watch). */
+         * pasta's tap itself: made here before pasta starts (handoff), or as soon as pasta
+         * has made it (tap_watch). */
+        bool early =
+            s->net == SPEC_NET_PASTA && s->egress != SPEC_EGRESS_ALLOWLIST && net->tap.early;
         bool netready =
             s->net == SPEC_NET_PASTA && s->egress != SPEC_EGRESS_ALLOWLIST && !net->tap.early;
-        int tap_watch = -1, slave = -1;
+        bool handoff = early && netconf_tap_handoff(&net->tap);
+        int tap_watch = -1, slave = -1, r;
         char go;
 
         /* csandbox dying, even by SIGKILL, takes pid 1 and so the whole pid namespace. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
                 cs_error_set(&err, errno, "set the sandbox's parent-death signal");
                 runner_child_fail(errfd, &err);
+        }
+        /* pasta's tap, before pasta exists (csandbox starts it on our word): the payload
+         * then need not wait for it. When pasta runs already (`run`'s early network), the
+         * tap is there or pasta makes it. Any failure: pasta makes it, as before. */
+        if (handoff && tapfd >= 0) {
+                r = netconf_tap_make(&net->tap);
+                if (r < 0)
+                        handoff = false;
+        }
+        if (handoff && !if_nametoindex(net->tap.ifname))
+                handoff = false;
+        if (tapfd >= 0) {
+                if (write(tapfd, handoff ? "h" : "w", 1) != 1)
+                        _exit(CS_EXIT_SETUP);
+                close(tapfd);
         }
         /* EOF here means the parent died or gave up before writing our id maps: there is
          * nobody to tell. */
@@ -43,7 +63,7 @@ void runner_child_main(const struct sandbox_spec *s, const struct net_helper *ne
                 runner_child_fail(errfd, &err);
         if (egress_fd >= 0 && egress_ns_setup(egress_fd, &err) < 0)
                 runner_child_fail(errfd, &err);
-        if (s->net == SPEC_NET_PASTA && net->tap.early) {
+        if (early && !handoff) {
                 tap_watch = netconf_tap_watch(&err);
                 if (tap_watch < 0)
                         runner_child_fail(errfd, &err);
@@ -61,12 +81,15 @@ void runner_child_main(const struct sandbox_spec *s, const struct net_helper *ne
         /* A session of its own, and with a pty the sandbox's own, made its terminal. */
         if (tty_child_session(tty, &slave, &err) < 0)
                 runner_child_fail(errfd, &err);
-        /* The user-mode network is configured while we mounted; the payload starts only
-         * once it is there. EOF: the helper failed and csandbox reports why. */
-        if (tap_watch >= 0) {
+        /* pasta's tap is configured now (made by pasta when it had to, and then waited
+         * for), while pasta may still be starting; any other user-mode network was
+         * configured while we mounted, and the payload starts only once it is there.
+         * EOF: the helper failed and csandbox reports why. */
+        if (early) {
                 if (netconf_tap_up(&net->tap, tap_watch, &err) < 0)
                         runner_child_fail(errfd, &err);
-                close(tap_watch);
+                if (tap_watch >= 0)
+                        close(tap_watch);
         } else if (syncfd >= 0) {
                 if (read(syncfd, &go, 1) != 1)
                         _exit(CS_EXIT_SETUP);

@@ -82,9 +82,14 @@ int idmap_range_args(unsigned inside, unsigned long host, unsigned long sub_star
  * later tmpfs cannot hide it), then assemble the new root and pivot into it. */
 int mounts_setup(const struct sandbox_spec *s, struct cs_error *err);
 
-/* Attach the helper to the network namespace of child. */
-int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_helper *h,
-                       struct cs_error *err);
+/* pasta's way into child's user and network namespaces: fds, opened while child may still
+ * be opened by its pid (it turns undumpable before its payload starts). -errno. */
+int netns_helper_nsopen(const struct sandbox_spec *s, pid_t child, const struct net_helper *h,
+                        int ret_fds[2], struct cs_error *err);
+/* Attach the helper to the network namespace of child; pasta through nsfds (taken, closed
+ * here), or, when they are -1, through fds it opens itself. */
+int netns_helper_start(const struct sandbox_spec *s, pid_t child, int nsfds[2],
+                       struct net_helper *h, struct cs_error *err);
 /* timeout_ms 0: it has failed already (the ready pipe closed, or nothing in time): say why. */
 int netns_helper_wait_ready(struct net_helper *h, int timeout_ms, struct cs_error *err);
 /* Child side, in the new netns: loopback up; with a helper, every host address gets an
@@ -99,17 +104,26 @@ int netconf_pasta_args(const struct net_tap_conf *c, char **argv, size_t n,
                        char text[5][INET6_ADDRSTRLEN]);
 /* Child, in the new netns before anything else: a socket woken by new links (an fd). */
 int netconf_tap_watch(struct cs_error *err);
-/* pid 1: wait for pasta's tap, then bring it up with c's addresses and routes. */
+/* Whether this kernel lets the payload start before pasta attaches to the tap (the
+ * neighbour queue survives the attach), for c's families. */
+bool netconf_tap_handoff(const struct net_tap_conf *c);
+/* In the sandbox's user and network namespaces, before pasta starts: make c's tap,
+ * persistent, for pasta to attach to; nothing when it exists. -errno. */
+int netconf_tap_make(const struct net_tap_conf *c);
+/* pid 1: bring the tap up with c's addresses and routes. watch >= 0: wait for pasta to
+ * make it first; -1: it exists (netconf_tap_make), and its neighbours are set to wait for
+ * pasta. */
 int netconf_tap_up(const struct net_tap_conf *c, int watch, struct cs_error *err);
 
 /* The sandbox's first process (child.c): the set-up in its namespaces once csandbox has
  * written the id maps (syncfd), then init_run. Failures go to errfd; egress_fd: its end of
- * the egress proxy's socket, or -1. */
+ * the egress proxy's socket, or -1; tapfd: where it says, first thing, that pasta may start
+ * (it made pasta's tap, or will wait for pasta's own), or -1 when pasta runs already. */
 __attribute__((noreturn)) void runner_child_main(const struct sandbox_spec *s,
                                                  const struct net_helper *net,
                                                  const struct sock_fprog *filter,
                                                  const struct tty_link *tty, int syncfd, int errfd,
-                                                 int egress_fd);
+                                                 int egress_fd, int tapfd);
 /* pid 1 of the sandbox, the set-up done: start the payload (on slave, the pty, when there is
  * one), then only forward signals and reap, and exit with the payload's status. */
 __attribute__((noreturn)) void init_run(const struct sandbox_spec *s,

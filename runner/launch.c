@@ -82,7 +82,7 @@ static pid_t clone_into_early(const struct net_early *early, unsigned long flags
                                 close(syncp[1]);
                                 close(errp[0]);
                                 close(tty->ctl[0]);
-                                runner_child_main(s, net, filter, tty, syncp[0], errp[1], -1);
+                                runner_child_main(s, net, filter, tty, syncp[0], errp[1], -1, -1);
                                 _exit(CS_EXIT_SETUP);
                         }
                 }
@@ -132,7 +132,8 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         __attribute__((cleanup(netns_helper_stop))) struct net_helper net = {
             .pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
         __attribute__((cleanup(tty_link_close))) struct tty_link tty = {.ctl = {-1, -1}};
-        int syncp[2] = {-1, -1}, errp[2] = {-1, -1};
+        int syncp[2] = {-1, -1}, errp[2] = {-1, -1}, tapp[2] = {-1, -1}, nsfds[2] = {-1, -1};
+        char said = 0; /* pid 1 on pasta's tap: 'h' made, 'w' waits for pasta's own */
         _cleanup_close_ int sfd = -1;
         __attribute__((cleanup(egress_proxy_stop))) struct egress_proxy proxy = {.pid = -1};
         bool egress = s->egress == SPEC_EGRESS_ALLOWLIST;
@@ -212,6 +213,13 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                         }
                 }
         }
+        /* pid 1 makes pasta's tap before pasta starts, and says when it has (tapp). */
+        if (!use_early && s->net == SPEC_NET_PASTA && !egress && net.kind == NET_HELPER_PASTA &&
+            net.tap.early && netconf_tap_handoff(&net.tap) && pipe2(tapp, O_CLOEXEC) < 0) {
+                r = errno;
+                close(syncp[0]), close(syncp[1]), close(errp[0]), close(errp[1]);
+                return cs_error_set(err, r, "pipe");
+        }
         if (!use_early) {
                 flags |= CLONE_NEWUSER;
                 if (s->net != SPEC_NET_HOST)
@@ -221,6 +229,8 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         if (pid < 0) {
                 r = errno;
                 close(syncp[0]), close(syncp[1]), close(errp[0]), close(errp[1]);
+                if (tapp[0] >= 0)
+                        close(tapp[0]), close(tapp[1]);
                 cs_error_set(err, r, "cannot create the sandbox's namespaces");
                 diagnose_userns(err);
                 return -r;
@@ -231,7 +241,9 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 close(tty.ctl[0]);
                 if (egp[0] >= 0)
                         close(egp[0]);
-                runner_child_main(s, &net, filter, &tty, syncp[0], errp[1], egp[1]);
+                if (tapp[0] >= 0)
+                        close(tapp[0]);
+                runner_child_main(s, &net, filter, &tty, syncp[0], errp[1], egp[1], tapp[1]);
                 _exit(CS_EXIT_SETUP);
         }
         close(syncp[0]);
@@ -241,20 +253,45 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         close(tty.ctl[1]);
         tty.ctl[1] = -1;
 
-        /* pasta first: its start-up (to its tap, about 8 ms) then overlaps the id maps
-         * (newuidmap and newgidmap take milliseconds); it needs none, as it enters the
-         * namespaces as their owner. slirp4netns after them, as it always started. */
+        /* Without the handoff (tapp), pasta starts first: its start-up (to its tap, about
+         * 8 ms, which pid 1 waits for) then overlaps the id maps; it needs none, as it enters
+         * the namespaces as their owner. With it, pid 1 makes pasta's tap while we write
+         * the maps and says whether it did ('h'; 'w': it waits for pasta's own); pasta
+         * starts after that, attaches to the tap instead of making one, and cannot find it
+         * busy. It then shares the machine with pid 1's mounts only, not with newuidmap and
+         * newgidmap. slirp4netns after the maps, as it always started. */
         r = 0;
-        if (s->net == SPEC_NET_PASTA && !egress && net.kind == NET_HELPER_PASTA && !use_early)
-                r = netns_helper_start(s, pid, &net, err);
+        if (tapp[0] < 0 && s->net == SPEC_NET_PASTA && !egress && net.kind == NET_HELPER_PASTA &&
+            !use_early)
+                r = netns_helper_start(s, pid, NULL, &net, err);
         /* the maps belong to the user namespace, the holder's when pid 1 joined it */
         if (r >= 0)
                 r = idmap_write(use_early ? early->holder : pid, s, err);
         if (r >= 0 && s->net == SPEC_NET_PASTA && net.kind == NET_HELPER_SLIRP4NETNS)
-                r = netns_helper_start(s, pid, &net, err);
+                r = netns_helper_start(s, pid, NULL, &net, err);
+        if (tapp[0] >= 0) {
+                ssize_t n;
+
+                close(tapp[1]);
+                do
+                        n = read(tapp[0], &said, 1);
+                while (n < 0 && errno == EINTR);
+                close(tapp[0]);
+                /* EOF: pid 1 failed already; its own message says why. Else by fd, while
+                 * pid 1 waits for us and can still be opened by its pid. */
+                if (r >= 0 && n != 1)
+                        r = cs_error_setx(err, EIO, "the sandbox's first process failed");
+                if (r >= 0)
+                        r = netns_helper_nsopen(s, pid, &net, nsfds, err);
+        }
         /* Release the child: it assembles the root while the network helper starts. */
         if (r >= 0 && write(syncp[1], "g", 1) != 1)
                 r = cs_error_set(err, errno, "release the sandbox");
+        if (r >= 0 && nsfds[0] >= 0)
+                r = netns_helper_start(s, pid, nsfds, &net, err);
+        for (int i = 0; i < 2; i++)
+                if (nsfds[i] >= 0)
+                        close(nsfds[i]);
         /* The child makes the proxy's sockets first thing; the proxy runs before the
          * payload can connect anywhere. */
         if (r >= 0 && egress)

@@ -1,14 +1,25 @@
 /* The sandbox's network interface, configured by csandbox rather than by pasta.
  *
  * pasta needs about 24 ms before it reports ready (its own start-up: socket pools, its
- * sandbox), but its tap device exists after about 8. csandbox decides the configuration in
- * the host's namespace before clone (what pasta would pick: the host's default-route
- * interface, its first address and gateway in each family), hands the same values to pasta
- * explicitly, and pid 1 waits only for the tap, configures it and starts the payload. Every
- * frame the payload sends before pasta reads the tap (the first ARP or neighbour
- * solicitation, a SYN) waits in the tap's queue: nothing is lost or refused, only delayed
- * until pasta is up. When the host's routes do not fit this (no gateway, a multipath
- * default), pasta configures the namespace itself as before and the payload waits for it. */
+ * sandbox), and about 8 before it attaches to its tap device. csandbox decides the
+ * configuration in the host's namespace before clone (what pasta would pick: the host's
+ * default-route interface, its first address and gateway in each family) and hands the same
+ * values to pasta explicitly. pid 1 makes the tap itself, persistent, before pasta starts
+ * (netconf_tap_make; for `run`, the holder of its early network does), pasta, given the
+ * same name, attaches to it, and pid 1 configures it and starts the payload without waiting
+ * for pasta at all.
+ *
+ * What the payload sends first waits in the kernel's neighbour queue, not in the tap: a
+ * packet to the gateway first needs its link-layer address, and until pasta answers the
+ * ARP or neighbour solicitation the kernel holds the packet (unres_qlen) and solicits again
+ * every retrans_time. Until pasta attaches the tap has no carrier and drops the
+ * solicitations themselves, so they are repeated every 10 ms for as long as csandbox waits
+ * for pasta at most. Attaching to the tap announces a link change while the carrier is
+ * still off, which by default flushes the interface's neighbours, queued packets with them
+ * (a lost SYN costs a second); arp_evict_nocarrier and ndisc_evict_nocarrier (Linux 5.16
+ * and 5.18) turned off keep them. On a kernel without those, pid 1 waits for pasta's tap as
+ * before. When the host's routes do not fit this (no gateway, a multipath default), pasta
+ * configures the namespace itself and the payload waits for it. */
 #include "internal.h"
 #include "netlink.h"
 
@@ -17,17 +28,26 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #define NET_TAP_MTU 65520
+/* Solicitations every 10 ms (the kernel's shortest) until pasta answers, for as long as
+ * csandbox waits for pasta at most; once resolved, a gateway that stops answering is
+ * given about as long as by default (3 s) before it counts as unreachable. */
+#define NET_NEIGH_RETRANS_MS    10
+#define NET_NEIGH_MCAST_SOLICIT (NET_HELPER_TIMEOUT_MS / NET_NEIGH_RETRANS_MS)
+#define NET_NEIGH_UCAST_SOLICIT 300
 
 void *netlink_begin(struct nl_msg *m, unsigned short type, unsigned short flags, size_t hdr)
 {
@@ -269,6 +289,80 @@ static int tap_wait(const struct net_tap_conf *c, int watch, struct cs_error *er
         }
 }
 
+bool netconf_tap_handoff(const struct net_tap_conf *c)
+{
+        return access("/proc/sys/net/ipv4/conf/default/arp_evict_nocarrier", F_OK) == 0 &&
+               (!c->has6 ||
+                access("/proc/sys/net/ipv6/conf/default/ndisc_evict_nocarrier", F_OK) == 0);
+}
+
+int netconf_tap_make(const struct net_tap_conf *c)
+{
+        _cleanup_close_ int fd = -1;
+        struct ifreq ifr;
+
+        /* Already there: made by the holder of `run`'s early network, which pasta may have
+         * attached to by now; never attach to it (pasta would find it busy). */
+        if (if_nametoindex(c->ifname))
+                return 0;
+        fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", c->ifname);
+        /* What pasta asks for: a tap without packet information, one queue. */
+        ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+        if (ioctl(fd, TUNSETIFF, &ifr) < 0 || ioctl(fd, TUNSETPERSIST, 1L) < 0)
+                return -errno;
+        return 0;
+}
+
+/* One of the interface's sysctls, in this process's network namespace. */
+static int sysctl_set(const char *family, const char *dir, const char *ifname, const char *name,
+                      int value)
+{
+        char path[128], text[16];
+        _cleanup_close_ int fd = -1;
+        int len;
+
+        snprintf(path, sizeof(path), "/proc/sys/net/%s/%s/%s/%s", family, dir, ifname, name);
+        len = snprintf(text, sizeof(text), "%d", value);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, text, (size_t)len) != len)
+                return -errno;
+        return 0;
+}
+
+/* The neighbour queue holds what the payload sends until pasta answers (see the top). */
+static int neigh_hold(const struct net_tap_conf *c, const char **ret_what)
+{
+        static const char *const fams[] = {"ipv4", "ipv6"};
+        int r = 0;
+
+        for (size_t i = 0; i < 2 && r >= 0; i++) {
+                if (i == 1 && !c->has6)
+                        break;
+                *ret_what = i == 0 ? "arp_evict_nocarrier" : "ndisc_evict_nocarrier";
+                r = sysctl_set(fams[i], "conf", c->ifname, *ret_what, 0);
+                if (r >= 0) {
+                        *ret_what = "retrans_time_ms";
+                        r = sysctl_set(fams[i], "neigh", c->ifname, *ret_what,
+                                       NET_NEIGH_RETRANS_MS);
+                }
+                if (r >= 0) {
+                        *ret_what = "mcast_solicit";
+                        r = sysctl_set(fams[i], "neigh", c->ifname, *ret_what,
+                                       NET_NEIGH_MCAST_SOLICIT);
+                }
+                if (r >= 0) {
+                        *ret_what = "ucast_solicit";
+                        r = sysctl_set(fams[i], "neigh", c->ifname, *ret_what,
+                                       NET_NEIGH_UCAST_SOLICIT);
+                }
+        }
+        return r;
+}
+
 int netlink_addr_add(int nl, int idx, int family, const unsigned char *addr, unsigned char prefix)
 {
         struct nl_msg m;
@@ -328,12 +422,25 @@ static int link_up(int nl, int idx)
 int netconf_tap_up(const struct net_tap_conf *c, int watch, struct cs_error *err)
 {
         _cleanup_close_ int nl = -1;
-        const char *step;
+        const char *step, *what = "";
         int idx, r;
 
-        idx = tap_wait(c, watch, err);
-        if (idx < 0)
-                return idx;
+        if (watch >= 0) {
+                idx = tap_wait(c, watch, err);
+                if (idx < 0)
+                        return idx;
+        } else {
+                idx = (int)if_nametoindex(c->ifname);
+                if (idx == 0)
+                        return cs_error_set(
+                            err, errno, "configure the sandbox's network interface %s", c->ifname);
+                r = neigh_hold(c, &what);
+                if (r < 0)
+                        return cs_error_set(err, -r,
+                                            "configure the sandbox's network interface %s: "
+                                            "set its %s",
+                                            c->ifname, what);
+        }
         nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
         if (nl < 0)
                 return cs_error_set(err, errno, "configure the sandbox's network: netlink");

@@ -1,7 +1,8 @@
 /* The network made ahead of the sandbox: a holder process in a new user and network
- * namespace, and pasta started on it at once, so that pasta's own start-up (about 8 ms
- * until its tap exists) runs while the caller is still planning the launch. launch_run
- * then builds the sandbox inside those two namespaces (setns) instead of new ones. */
+ * namespace, which makes pasta's tap (as pid 1 does otherwise), and pasta started on it at
+ * once, so that pasta's own start-up runs while the caller is still planning the launch.
+ * launch_run then builds the sandbox inside those two namespaces (setns) instead of new
+ * ones. */
 #include "internal.h"
 
 #include "../common/error.h"
@@ -74,6 +75,10 @@ bool net_early_start(bool map_host_loopback, struct net_early *ne)
                 close(hold[1]);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 c = unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0 ? 'y' : 'n';
+                /* pasta's tap, made before pasta starts: pid 1 then configures it and
+                 * starts the payload without waiting for pasta (netconf.c). */
+                if (c == 'y' && ne->net.tap.early && netconf_tap_handoff(&ne->net.tap))
+                        (void)netconf_tap_make(&ne->net.tap);
                 if (write(p[1], &c, 1) != 1 || c != 'y')
                         _exit(1);
                 (void)!read(hold[0], &c, 1);
@@ -92,7 +97,7 @@ bool net_early_start(bool map_host_loopback, struct net_early *ne)
         snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)ne->holder);
         ne->net_fd = open(path, O_RDONLY | O_CLOEXEC);
         if (ne->user_fd < 0 || ne->net_fd < 0 ||
-            netns_helper_start(&proto, ne->holder, &ne->net, &ignored) < 0)
+            netns_helper_start(&proto, ne->holder, NULL, &ne->net, &ignored) < 0)
                 goto out;
         ne->started = true;
         ne->map_host_loopback = map_host_loopback;

@@ -234,8 +234,8 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
         return host_addrs_gather(s, ret, err);
 }
 
-static void helper_child(const struct net_helper *h, char *const argv[], pid_t parent, int keep1,
-                         int keep2, int errw)
+static void helper_child(const struct net_helper *h, char *const argv[], pid_t parent,
+                         const int keep[4], int errw)
 {
         int devnull;
 
@@ -249,11 +249,11 @@ static void helper_child(const struct net_helper *h, char *const argv[], pid_t p
                 dup2(devnull, 1);
         }
         dup2(errw, 2);
-        /* Everything else of ours is close-on-exec already; only the two pipes go along. */
-        if (keep1 >= 0)
-                fcntl(keep1, F_SETFD, 0);
-        if (keep2 >= 0)
-                fcntl(keep2, F_SETFD, 0);
+        /* Everything else of ours is close-on-exec already; only the pipes and the
+         * namespaces go along. */
+        for (int i = 0; i < 4; i++)
+                if (keep[i] >= 0)
+                        fcntl(keep[i], F_SETFD, 0);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -265,22 +265,57 @@ static void helper_child(const struct net_helper *h, char *const argv[], pid_t p
         _exit(127);
 }
 
-int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_helper *h,
-                       struct cs_error *err)
+int netns_helper_nsopen(const struct sandbox_spec *s, pid_t child, const struct net_helper *h,
+                        int ret_fds[2], struct cs_error *err)
+{
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)runner_pid_in_proc(child));
+        ret_fds[0] = open(path, O_RDONLY | O_CLOEXEC);
+        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)runner_pid_in_proc(child));
+        ret_fds[1] = ret_fds[0] < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+        if (ret_fds[1] < 0) {
+                cs_error_set(err, errno, "%s: open the sandbox's namespaces for %s", net_what(s),
+                             h->path);
+                if (ret_fds[0] >= 0)
+                        close(ret_fds[0]);
+                ret_fds[0] = -1;
+                return -err->err;
+        }
+        return 0;
+}
+
+int netns_helper_start(const struct sandbox_spec *s, pid_t child, int nsfds[2],
+                       struct net_helper *h, struct cs_error *err)
 {
         int readyp[2], errp[2], exitp[2] = {-1, -1};
         char pidstr[16], readyarg[64], exitarg[32], tap_text[5][INET6_ADDRSTRLEN];
+        char userarg[32], netarg[32];
+        _cleanup_close_ int userns = nsfds ? nsfds[0] : -1, netns = nsfds ? nsfds[1] : -1;
         pid_t parent = getpid();
         char *argv[48];
         int n = 0;
 
+        if (nsfds)
+                nsfds[0] = nsfds[1] = -1;
+        snprintf(pidstr, sizeof(pidstr), "%d", (int)runner_pid_in_proc(child));
+        /* pasta joins the namespaces by fd, not by the pid of the sandbox's first process:
+         * that one makes itself undumpable before its payload starts, which may be before
+         * pasta gets that far. */
+        if (h->kind == NET_HELPER_PASTA && userns < 0) {
+                int fds[2];
+
+                if (netns_helper_nsopen(s, child, h, fds, err) < 0)
+                        return -err->err;
+                userns = fds[0];
+                netns = fds[1];
+        }
         if (pipe2(readyp, O_CLOEXEC) < 0)
                 return cs_error_set(err, errno, "pipe");
         if (pipe2(errp, O_CLOEXEC) < 0) {
                 close(readyp[0]), close(readyp[1]);
                 return cs_error_set(err, errno, "pipe");
         }
-        snprintf(pidstr, sizeof(pidstr), "%d", (int)runner_pid_in_proc(child));
         argv[n++] = h->path;
         if (h->kind == NET_HELPER_PASTA) {
                 /* Addresses and routes copied from the host; no port forwarding either way
@@ -313,9 +348,16 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_hel
                         argv[n++] = "--no-map-gw";
                 }
                 snprintf(readyarg, sizeof(readyarg), "/proc/self/fd/%d", readyp[1]);
+                snprintf(userarg, sizeof(userarg), "/proc/self/fd/%d", userns);
+                snprintf(netarg, sizeof(netarg), "/proc/self/fd/%d", netns);
                 argv[n++] = "--pid";
                 argv[n++] = readyarg;
-                argv[n++] = pidstr;
+                /* csandbox ends pasta itself; nothing to watch for on a file system */
+                argv[n++] = "--no-netns-quit";
+                argv[n++] = "--userns";
+                argv[n++] = userarg;
+                argv[n++] = "--netns";
+                argv[n++] = netarg;
         } else {
                 if (pipe2(exitp, O_CLOEXEC) < 0) {
                         close(readyp[0]), close(readyp[1]), close(errp[0]), close(errp[1]);
@@ -344,7 +386,8 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, struct net_hel
                 return cs_error_set(err, e, "fork %s", h->path);
         }
         if (h->pid == 0)
-                helper_child(h, argv, parent, readyp[1], exitp[0], errp[1]);
+                helper_child(h, argv, parent, (const int[4]){readyp[1], exitp[0], userns, netns},
+                             errp[1]);
         close(readyp[1]);
         close(errp[1]);
         if (exitp[0] >= 0)

@@ -432,7 +432,8 @@ for l in "Failed to send 47 bytes to syslog" "Don't run as root. Changing to nob
 done
 exit 1
 """)
-    r = csb.run(["--net", "pasta", "--", "true"], env=env)
+    # A payload that waits: it starts without waiting for pasta, and pasta's failure ends it.
+    r = csb.run(["--net", "pasta", "--", "sleep", "20"], env=env, timeout=15)
     assert r.returncode == 125, r.stderr
     assert "syslog" not in r.stderr and "nobody" not in r.stderr, r.stderr
     assert ("pasta failed to set up the sandbox's network (Couldn't open user namespace "
@@ -444,15 +445,16 @@ exit 1
 
 def test_pasta_dying_silently_is_reported_with_its_signal(csb, tmp_path):
     env = fake_pasta(tmp_path, "kill -9 $$\n")
-    r = csb.run(["--net", "pasta", "--", "true"], env=env)
+    r = csb.run(["--net", "pasta", "--", "sleep", "20"], env=env, timeout=15)
     assert r.returncode == 125, r.stderr
     assert "pasta failed to set up the sandbox's network (it was killed by signal 9)" in r.stderr
 
 
 def test_first_connection_right_after_exec_never_fails(csb):
-    """pid 1 starts the payload as soon as pasta's interface exists, before pasta reads it:
-    what the payload sends first (ARP, neighbour solicitation, SYN, a DNS query) waits in the
-    tap's queue. 200 launches whose payload connects at once: none may fail."""
+    """pid 1 makes pasta's interface and starts the payload without waiting for pasta: what
+    the payload sends first (a SYN, a DNS query) waits in the kernel's neighbour queue until
+    pasta answers the ARP or neighbour solicitation. 200 launches whose payload connects at
+    once: none may fail."""
     failures = []
     for i in range(200):
         if i % 3 == 2:
@@ -464,6 +466,34 @@ def test_first_connection_right_after_exec_never_fails(csb):
         if not ok:
             failures.append((i, r))
     assert failures == []
+
+
+SLOW_PASTA = f'sleep 0.3; exec {shutil.which("pasta")} "$@"\n'
+
+
+@pytest.mark.parametrize("what", ["connect4", "connect6", "dns"])
+def test_payload_starts_before_pasta_attaches_and_its_first_packet_waits(csb, tmp_path, what):
+    """pasta delayed by 0.3 s: the payload starts while the interface has no carrier yet
+    (nobody reads it), and what it sends first still arrives once pasta is up. A TCP SYN is
+    held, not lost: lost, it would be sent again after 1 s (Tcp RetransSegs). This needs
+    Linux 5.18 (arp_evict_nocarrier, ndisc_evict_nocarrier); before, pid 1 waits for pasta."""
+    env = fake_pasta(tmp_path, SLOW_PASTA)
+    act = {"connect4": f"{HOST_PROBE} connect {TEST_HOST} 8080",
+           "connect6": f"{HOST_PROBE} connect {TEST_HOST6} 8080",
+           "dns": f"{HOST_PROBE} dns-a www.csandbox.test {DNS}"}[what]
+    r = csb.run(["--net", "pasta", "--ro-bind", csb.probe_path, HOST_PROBE, "--", "sh", "-c",
+                 f"cat /sys/class/net/csbt-h0/carrier; {act}; echo; grep ^Tcp: /proc/net/snmp"],
+                env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "0", "the payload should start before pasta attaches to the interface"
+    got = json.loads(lines[1])
+    if what == "dns":
+        assert got == {"errno": "ok", "address": TEST_HOST}, got
+    else:
+        assert got["errno"] == "ok", got
+    names, values = (line.split()[1:] for line in lines[-2:])
+    assert dict(zip(names, values))["RetransSegs"] == "0", lines
 
 
 def parent_of(pid):
@@ -519,15 +549,15 @@ def test_map_host_loopback_makes_169_254_1_2_the_gateway(csb, marker):
 
 
 def test_pasta_failing_after_the_payload_started_ends_the_session(csb, tmp_path):
-    """The tap appears, pid 1 starts the payload, then pasta dies before it is ready: the
-    session ends at once with pasta's reason and 125, as if it had never started."""
+    """pid 1 starts the payload, pasta attaches to the tap, then dies before it is ready:
+    the session ends at once with pasta's reason and 125, as if it had never started."""
     env = fake_pasta(tmp_path, """exec python3 - "$@" <<'PY'
 import ctypes, fcntl, os, struct, sys, time
 args = sys.argv[1:]
-ifname, pid = args[args.index("-I") + 1], args[-1]
+ifname = args[args.index("-I") + 1]
 libc = ctypes.CDLL(None, use_errno=True)
-for ns in ("user", "net"):
-    fd = os.open(f"/proc/{pid}/ns/{ns}", os.O_RDONLY)
+for opt in ("--userns", "--netns"):
+    fd = os.open(args[args.index(opt) + 1], os.O_RDONLY)
     assert libc.setns(fd, 0) == 0, ctypes.get_errno()
 tun = os.open("/dev/net/tun", os.O_RDWR)
 fcntl.ioctl(tun, 0x400454ca, struct.pack("16sH", ifname.encode(), 0x0002 | 0x1000))  # TUNSETIFF, IFF_TAP|IFF_NO_PI
