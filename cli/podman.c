@@ -443,11 +443,6 @@ int podman_main(int argc, char **argv)
                 printf("%s version %s (csandbox)\n", prog, CSANDBOX_VERSION);
                 return 0;
         }
-        if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0) &&
-            strcmp(cmd, "run") != 0) {
-                printf(usage_podman, prog);
-                return 0;
-        }
         if (strcmp(cmd, "run") == 0)
                 return podman_run_cmd(prog, argc - 1, argv + 1);
         if (strcmp(cmd, "ps") == 0)

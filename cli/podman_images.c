@@ -4,6 +4,7 @@
  * runs; the others call the store as `csandbox image` does. Lookups see the writable store,
  * then the read-only ones of CSANDBOX_READONLY_STORE (listed R/O, never changed). */
 #include "podman.h"
+#include "podman_opts.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -47,11 +48,9 @@ static int perr(const char *fmt, ...)
 {
         va_list ap;
 
-        fputs("Error: ", stderr);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        podman_opt_verror(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
         return EXIT_FAIL;
 }
 
@@ -59,15 +58,6 @@ static int pfail(const struct cs_error *err)
 {
         fprintf(stderr, "Error: %s\n", err->msg);
         return err->status ? err->status : EXIT_FAIL;
-}
-
-static int unknown_flag(const char *sub, const char *flag)
-{
-        fprintf(stderr,
-                "Error: unknown flag: %s (csandbox's %s does not support it)\nSee '%s %s "
-                "--help'\n",
-                flag, prog, prog, sub);
-        return EXIT_FAIL;
 }
 
 static int stores_open(struct stores *st, struct cs_error *err)
@@ -95,44 +85,19 @@ static struct image_store *store_of(struct stores *st, const char *root)
         return &st->w;
 }
 
-/* `--name=VALUE`, `--name VALUE` or the short `-n VALUE`: whether argv[*i] is that option
- * (*ret its value, *i moved past it); -1 (printed) when its value is missing. */
-static int opt_value(int argc, char **argv, int *i, const char *lng, const char *shrt,
-                     const char **ret)
+/* podman_opts_parse for a subcommand: 0 parsed, else the exit status (0 after --help). */
+static int parse_opts(const char *sub, const char *usage_fmt, const struct podman_opt *opts,
+                      size_t n, podman_opt_fn fn, void *ctx, int argc, char **argv, char **pos,
+                      size_t *n_pos)
 {
-        const char *a = argv[*i];
-        size_t n = strlen(lng);
+        int r = podman_opts_parse(prog, sub, usage_fmt, opts, n, fn, ctx, argc, argv, pos, n_pos);
 
-        if (strncmp(a, lng, n) == 0 && a[n] == '=') {
-                *ret = a + n + 1;
-                return 1;
-        }
-        if (strcmp(a, lng) != 0 && !(shrt && strcmp(a, shrt) == 0))
-                return 0;
-        if (*i + 1 >= argc) {
-                perr("flag needs an argument: %s", a);
-                return -1;
-        }
-        *ret = argv[++*i];
-        return 1;
+        return r == 0 ? -1 : r == 1 ? 0 : EXIT_FAIL;
 }
 
-/* A boolean flag: `--x`, `--x=true` (1), `--x=false` (2); 0 when argv[i] is not it, -1 when
- * its value is no boolean (printed). */
-static int opt_bool(const char *a, const char *lng, const char *shrt)
+static bool on(const char *v)
 {
-        size_t n = strlen(lng);
-
-        if (strcmp(a, lng) == 0 || (shrt && strcmp(a, shrt) == 0))
-                return 1;
-        if (strncmp(a, lng, n) != 0 || a[n] != '=')
-                return 0;
-        if (strcmp(a + n + 1, "true") == 0)
-                return 1;
-        if (strcmp(a + n + 1, "false") == 0)
-                return 2;
-        perr("invalid argument \"%s\" for \"%s\" flag: expected true or false", a + n + 1, lng);
-        return -1;
+        return strcmp(v, "true") == 0;
 }
 
 /* ---- finding an image: a name, a digest, or a unique prefix of an image ID ---- */
@@ -307,149 +272,191 @@ static const char usage_pull[] =
     "Usage: %s pull [--tls-verify=false] [-q] [--platform OS/ARCH] [--policy always|missing] "
     "REF\n";
 
+enum { PULL_QUIET, PULL_TLS, PULL_PLATFORM, PULL_POLICY, PULL_MISSING };
+static const struct podman_opt pull_opts[] = {
+    {"--quiet", 'q', false, NULL, PULL_QUIET},    {"--tls-verify", 0, false, NULL, PULL_TLS},
+    {"--platform", 0, true, NULL, PULL_PLATFORM}, {"--policy", 0, true, NULL, PULL_POLICY},
+    {"--missing", 0, false, NULL, PULL_MISSING},
+};
+
+struct pull_ctx {
+        char *args[16];
+        size_t n;
+        bool quiet;
+};
+
+static int pull_opt(void *ctx, int id, const char *v)
+{
+        struct pull_ctx *c = ctx;
+
+        if (c->n + 2 > 12)
+                return podman_opt_error("pull: too many options");
+        switch (id) {
+        case PULL_QUIET:
+                c->quiet = on(v);
+                break;
+        case PULL_TLS:
+                c->args[c->n++] = on(v) ? "--tls-verify=true" : "--tls-verify=false";
+                break;
+        case PULL_PLATFORM:
+                c->args[c->n++] = "--platform";
+                c->args[c->n++] = (char *)v;
+                break;
+        case PULL_POLICY:
+                if (strcmp(v, "missing") == 0)
+                        c->args[c->n++] = "--missing";
+                else if (strcmp(v, "always") != 0)
+                        return podman_opt_error(
+                            "--policy %s: csandbox's %s supports always and missing", v, prog);
+                break;
+        case PULL_MISSING:
+                if (on(v))
+                        c->args[c->n++] = "--missing";
+                break;
+        }
+        return 0;
+}
+
 static int cmd_pull(int argc, char **argv)
 {
-        char *args[8];
-        size_t n = 0;
-        const char *ref = NULL, *v;
-        bool quiet = false;
+        _cleanup_free_ char **pos = calloc((size_t)argc, sizeof(char *));
+        struct pull_ctx c = {0};
+        size_t n_pos;
+        int r;
 
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i];
-                int k;
-
-                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-                        printf(usage_pull, prog);
-                        return 0;
-                } else if ((k = opt_bool(a, "--quiet", "-q")) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        quiet = k == 1;
-                } else if ((k = opt_bool(a, "--tls-verify", NULL)) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        args[n++] = k == 1 ? "--tls-verify=true" : "--tls-verify=false";
-                } else if ((k = opt_value(argc, argv, &i, "--platform", NULL, &v)) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        args[n++] = "--platform";
-                        args[n++] = (char *)v;
-                } else if ((k = opt_value(argc, argv, &i, "--policy", NULL, &v)) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        if (strcmp(v, "missing") == 0)
-                                args[n++] = "--missing";
-                        else if (strcmp(v, "always") != 0)
-                                return perr("--policy %s: csandbox's %s supports always and "
-                                            "missing",
-                                            v, prog);
-                } else if (strcmp(a, "--missing") == 0) {
-                        args[n++] = "--missing";
-                } else if (a[0] == '-' && a[1]) {
-                        return unknown_flag("pull", a);
-                } else if (ref) {
-                        return perr("`%s pull` takes one image reference (`%s` is extra)", prog, a);
-                } else {
-                        ref = a;
-                }
-                if (n > 5)
-                        return perr("pull: too many options");
-        }
-        if (!ref)
+        if (!pos)
+                return perr("out of memory");
+        r = parse_opts("pull", usage_pull, pull_opts, sizeof(pull_opts) / sizeof(pull_opts[0]),
+                       pull_opt, &c, argc, argv, pos, &n_pos);
+        if (r >= 0)
+                return r;
+        if (n_pos == 0)
                 return perr("`%s pull` needs an image reference", prog);
-        args[n++] = "--quiet";
-        args[n++] = (char *)ref;
-        return run_helper("--pull", args, n, quiet);
+        if (n_pos > 1)
+                return perr("`%s pull` takes one image reference (`%s` is extra)", prog, pos[1]);
+        c.args[c.n++] = "--quiet";
+        c.args[c.n++] = pos[0];
+        return run_helper("--pull", c.args, c.n, c.quiet);
 }
 
 static const char usage_build[] =
     "Usage: %s build [-t NAME]... [-f FILE] [--build-arg K=V]... [--target STAGE] [--no-cache]\n"
     "       [--pull] [--network none|host] [--tls-verify=false] [-q] [CONTEXT]\n";
 
+enum {
+        BUILD_TAG,
+        BUILD_FILE,
+        BUILD_ARG,
+        BUILD_TARGET,
+        BUILD_NETWORK,
+        BUILD_NO_CACHE,
+        BUILD_PULL,
+        BUILD_QUIET,
+        BUILD_TLS,
+        BUILD_LAYERS,
+        BUILD_RM,
+};
+static const struct podman_opt build_opts[] = {
+    {"--tag", 't', true, NULL, BUILD_TAG},       {"--file", 'f', true, NULL, BUILD_FILE},
+    {"--build-arg", 0, true, NULL, BUILD_ARG},   {"--target", 0, true, NULL, BUILD_TARGET},
+    {"--network", 0, true, NULL, BUILD_NETWORK}, {"--no-cache", 0, false, NULL, BUILD_NO_CACHE},
+    {"--pull", 0, true, "always", BUILD_PULL},   {"--quiet", 'q', false, NULL, BUILD_QUIET},
+    {"--tls-verify", 0, false, NULL, BUILD_TLS}, {"--layers", 0, false, NULL, BUILD_LAYERS},
+    {"--rm", 0, false, NULL, BUILD_RM},
+};
+
+struct build_ctx {
+        char **args; /* room for two per option */
+        size_t n;
+        bool quiet, net_given;
+};
+
+static int build_opt(void *ctx, int id, const char *v)
+{
+        static const char *const as[] = {
+            [BUILD_TAG] = "--tag",
+            [BUILD_FILE] = "--file",
+            [BUILD_ARG] = "--build-arg",
+            [BUILD_TARGET] = "--target",
+        };
+        struct build_ctx *c = ctx;
+
+        switch (id) {
+        case BUILD_TAG:
+        case BUILD_FILE:
+        case BUILD_ARG:
+        case BUILD_TARGET:
+                /* the long name as the helper spells it */
+                c->args[c->n++] = (char *)as[id];
+                c->args[c->n++] = (char *)v;
+                break;
+        case BUILD_NETWORK:
+                c->net_given = true;
+                if (strcmp(v, "none") == 0)
+                        c->args[c->n++] = "--network", c->args[c->n++] = "none";
+                else if (strcmp(v, "host") == 0 || strcmp(v, "private") == 0 ||
+                         strcmp(v, "default") == 0 || strcmp(v, "pasta") == 0)
+                        /* RUN steps reach the network this session has */
+                        c->args[c->n++] = "--network", c->args[c->n++] = "host";
+                else
+                        return podman_opt_error("--network %s: csandbox's %s build supports "
+                                                "none and host (the network this session has)",
+                                                v, prog);
+                break;
+        case BUILD_NO_CACHE:
+                if (on(v))
+                        c->args[c->n++] = "--no-cache";
+                break;
+        case BUILD_PULL:
+                if (strcmp(v, "true") == 0 || strcmp(v, "always") == 0)
+                        c->args[c->n++] = "--pull";
+                else if (strcmp(v, "false") != 0 && strcmp(v, "missing") != 0)
+                        /* missing is the default: FROM images are pulled when not stored */
+                        return podman_opt_error(
+                            "--pull=%s: csandbox's %s build supports always and missing", v, prog);
+                break;
+        case BUILD_QUIET:
+                c->quiet = on(v);
+                break;
+        case BUILD_TLS:
+                c->args[c->n++] = on(v) ? "--tls-verify=true" : "--tls-verify=false";
+                break;
+        case BUILD_LAYERS:
+        case BUILD_RM:
+                /* podman's defaults, and what csandbox always does: every step's changes are
+                 * a cached layer; no intermediate container is kept */
+                if (!on(v))
+                        return podman_opt_error("%s=false: csandbox's %s build always caches "
+                                                "each step as a layer and keeps no container",
+                                                id == BUILD_RM ? "--rm" : "--layers", prog);
+                break;
+        }
+        return 0;
+}
+
 static int cmd_build(int argc, char **argv)
 {
         _cleanup_free_ char **args = calloc((size_t)argc * 2 + 6, sizeof(char *));
-        const char *context = NULL, *v;
-        bool quiet = false, net_given = false;
-        size_t n = 0;
+        _cleanup_free_ char **pos = calloc((size_t)argc, sizeof(char *));
+        struct build_ctx c = {.args = args};
+        size_t n_pos;
+        int r;
 
-        if (!args)
+        if (!args || !pos)
                 return perr("out of memory");
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i];
-                int k;
-
-                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-                        printf(usage_build, prog);
-                        return 0;
-                } else if ((k = opt_value(argc, argv, &i, "--tag", "-t", &v)) != 0 ||
-                           (k = opt_value(argc, argv, &i, "--file", "-f", &v)) != 0 ||
-                           (k = opt_value(argc, argv, &i, "--build-arg", NULL, &v)) != 0 ||
-                           (k = opt_value(argc, argv, &i, "--target", NULL, &v)) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        /* the long name as the helper spells it */
-                        args[n++] = a[1] == 't'                          ? "--tag"
-                                    : a[1] == 'f'                        ? "--file"
-                                    : strncmp(a, "--tag", 5) == 0        ? "--tag"
-                                    : strncmp(a, "--file", 6) == 0       ? "--file"
-                                    : strncmp(a, "--build-arg", 11) == 0 ? "--build-arg"
-                                                                         : "--target";
-                        args[n++] = (char *)v;
-                } else if ((k = opt_value(argc, argv, &i, "--network", NULL, &v)) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        net_given = true;
-                        if (strcmp(v, "none") == 0)
-                                args[n++] = "--network", args[n++] = "none";
-                        else if (strcmp(v, "host") == 0 || strcmp(v, "private") == 0 ||
-                                 strcmp(v, "default") == 0 || strcmp(v, "pasta") == 0)
-                                /* RUN steps reach the network this session has */
-                                args[n++] = "--network", args[n++] = "host";
-                        else
-                                return perr("--network %s: csandbox's %s build supports none "
-                                            "and host (the network this session has)",
-                                            v, prog);
-                } else if ((k = opt_bool(a, "--no-cache", NULL)) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        if (k == 1)
-                                args[n++] = "--no-cache";
-                } else if (strcmp(a, "--pull") == 0 || strcmp(a, "--pull=true") == 0 ||
-                           strcmp(a, "--pull=always") == 0) {
-                        args[n++] = "--pull";
-                } else if (strcmp(a, "--pull=false") == 0 || strcmp(a, "--pull=missing") == 0) {
-                        /* the default: FROM images are pulled when not stored */
-                } else if ((k = opt_bool(a, "--quiet", "-q")) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        quiet = k == 1;
-                } else if ((k = opt_bool(a, "--tls-verify", NULL)) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        args[n++] = k == 1 ? "--tls-verify=true" : "--tls-verify=false";
-                } else if ((k = opt_bool(a, "--layers", NULL)) == 1 ||
-                           (k = opt_bool(a, "--rm", NULL)) == 1) {
-                        /* podman's defaults, and what csandbox always does: every step's
-                         * changes are a cached layer; no intermediate container is kept */
-                } else if (k < 0) {
-                        return EXIT_FAIL;
-                } else if (a[0] == '-' && a[1]) {
-                        return unknown_flag("build", a);
-                } else if (context) {
-                        return perr("`%s build` takes one context directory (`%s` is extra)", prog,
-                                    a);
-                } else {
-                        context = a;
-                }
-        }
+        r = parse_opts("build", usage_build, build_opts, sizeof(build_opts) / sizeof(build_opts[0]),
+                       build_opt, &c, argc, argv, pos, &n_pos);
+        if (r >= 0)
+                return r;
+        if (n_pos > 1)
+                return perr("`%s build` takes one context directory (`%s` is extra)", prog, pos[1]);
         /* as run: RUN steps have the network of whoever builds (in a session, the session's) */
-        if (!net_given)
-                args[n++] = "--network", args[n++] = "host";
-        if (quiet)
-                args[n++] = "--quiet";
-        args[n++] = (char *)(context ? context : ".");
-        return run_helper("--build", args, n, quiet);
+        if (!c.net_given)
+                args[c.n++] = "--network", args[c.n++] = "host";
+        if (c.quiet)
+                args[c.n++] = "--quiet";
+        args[c.n++] = n_pos ? pos[0] : ".";
+        return run_helper("--build", args, c.n, c.quiet);
 }
 
 /* ---- templates: podman's --format, `{{.Field}}` and `{{json .Field}}` ---- */
@@ -697,6 +704,45 @@ static int images_json(struct row *rows, size_t n)
         return 0;
 }
 
+enum { IMAGES_QUIET, IMAGES_ALL, IMAGES_NO_TRUNC, IMAGES_NOHEADING, IMAGES_FORMAT };
+static const struct podman_opt images_opts[] = {
+    {"--quiet", 'q', false, NULL, IMAGES_QUIET},
+    {"--all", 'a', false, NULL, IMAGES_ALL},
+    {"--no-trunc", 0, false, NULL, IMAGES_NO_TRUNC},
+    {"--noheading", 'n', false, NULL, IMAGES_NOHEADING},
+    {"--format", 0, true, NULL, IMAGES_FORMAT},
+};
+
+struct images_ctx {
+        bool quiet, no_trunc, noheading;
+        const char *format;
+};
+
+static int images_opt(void *ctx, int id, const char *v)
+{
+        struct images_ctx *c = ctx;
+
+        switch (id) {
+        case IMAGES_QUIET:
+                c->quiet = on(v);
+                break;
+        case IMAGES_ALL:
+                /* podman's -a adds intermediate images: csandbox keeps none (a build's
+                 * steps are cached as layers), so the list is the same */
+                break;
+        case IMAGES_NO_TRUNC:
+                c->no_trunc = on(v);
+                break;
+        case IMAGES_NOHEADING:
+                c->noheading = on(v);
+                break;
+        case IMAGES_FORMAT:
+                c->format = v;
+                break;
+        }
+        return 0;
+}
+
 static int cmd_images(int argc, char **argv)
 {
         struct cs_error err = {0};
@@ -705,45 +751,24 @@ static int cmd_images(int argc, char **argv)
         struct row *rows = NULL;
         const char *format = NULL, *filter = NULL;
         bool quiet = false, no_trunc = false, noheading = false, any_ro = false;
-        size_t n = 0, m = 0;
+        struct images_ctx ic = {0};
+        size_t n = 0, m = 0, n_pos;
+        _cleanup_free_ char **pos = calloc((size_t)argc, sizeof(char *));
         int r = 0;
 
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i];
-                int k;
-
-                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-                        printf(usage_images, prog);
-                        return 0;
-                } else if ((k = opt_bool(a, "--quiet", "-q")) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        quiet = k == 1;
-                } else if ((k = opt_bool(a, "--all", "-a")) != 0) {
-                        /* podman's -a adds intermediate images: csandbox keeps none (a
-                         * build's steps are cached as layers), so the list is the same */
-                        if (k < 0)
-                                return EXIT_FAIL;
-                } else if ((k = opt_bool(a, "--no-trunc", NULL)) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        no_trunc = k == 1;
-                } else if ((k = opt_bool(a, "--noheading", "-n")) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        noheading = k == 1;
-                } else if ((k = opt_value(argc, argv, &i, "--format", NULL, &format)) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                } else if (a[0] == '-' && a[1]) {
-                        return unknown_flag("images", a);
-                } else if (filter) {
-                        return perr("`%s images` takes at most one image name (`%s` is extra)",
-                                    prog, a);
-                } else {
-                        filter = a;
-                }
-        }
+        if (!pos)
+                return perr("out of memory");
+        r = parse_opts("images", usage_images, images_opts,
+                       sizeof(images_opts) / sizeof(images_opts[0]), images_opt, &ic, argc, argv,
+                       pos, &n_pos);
+        if (r >= 0)
+                return r;
+        r = 0;
+        if (n_pos > 1)
+                return perr("`%s images` takes at most one image name (`%s` is extra)", prog,
+                            pos[1]);
+        quiet = ic.quiet, no_trunc = ic.no_trunc, noheading = ic.noheading, format = ic.format;
+        filter = n_pos ? pos[0] : NULL;
         if (stores_open(&st, &err) < 0 || store_list_all(&st.w, st.ro, st.n_ro, &v, &n, &err) < 0) {
                 stores_close(&st);
                 return pfail(&err);
@@ -1012,52 +1037,52 @@ static char *object_lookup(const char *path, bool json, void *ctx)
 
 static const char usage_inspect[] = "Usage: %s inspect [--type image] [-f FORMAT] NAME...\n";
 
+enum { INSPECT_FORMAT, INSPECT_TYPE };
+static const struct podman_opt inspect_opts[] = {
+    {"--format", 'f', true, NULL, INSPECT_FORMAT},
+    {"--type", 't', true, NULL, INSPECT_TYPE},
+};
+
+static int inspect_opt(void *ctx, int id, const char *v)
+{
+        if (id == INSPECT_FORMAT)
+                *(const char **)ctx = v;
+        else if (strcmp(v, "image") != 0 && strcmp(v, "all") != 0)
+                return podman_opt_error("--type %s: csandbox's %s inspect knows images", v, prog);
+        return 0;
+}
+
 static int cmd_inspect(int argc, char **argv)
 {
         struct cs_error err = {0};
         struct stores st;
-        const char *format = NULL, *type = NULL;
+        const char *format = NULL;
+        _cleanup_free_ char **pos = calloc((size_t)argc, sizeof(char *));
+        size_t n_pos;
         cJSON *arr;
-        int status = 0, named = 0;
+        int status = 0;
 
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i];
-                int k;
-
-                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-                        printf(usage_inspect, prog);
-                        return 0;
-                } else if ((k = opt_value(argc, argv, &i, "--format", "-f", &format)) != 0 ||
-                           (k = opt_value(argc, argv, &i, "--type", "-t", &type)) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        if (type && strcmp(type, "image") != 0 && strcmp(type, "all") != 0)
-                                return perr("--type %s: csandbox's %s inspect knows images", type,
-                                            prog);
-                } else if (a[0] == '-' && a[1]) {
-                        return unknown_flag("inspect", a);
-                } else {
-                        named++;
-                }
-        }
-        if (named == 0)
+        if (!pos)
+                return perr("out of memory");
+        status = parse_opts("inspect", usage_inspect, inspect_opts,
+                            sizeof(inspect_opts) / sizeof(inspect_opts[0]), inspect_opt, &format,
+                            argc, argv, pos, &n_pos);
+        if (status >= 0)
+                return status;
+        status = 0;
+        if (n_pos == 0)
                 return perr("`%s inspect` needs at least one image name", prog);
         if (stores_open(&st, &err) < 0) {
                 stores_close(&st);
                 return pfail(&err);
         }
         arr = cJSON_CreateArray();
-        for (int i = 1; arr && i < argc; i++) {
+        for (size_t i = 0; arr && i < n_pos; i++) {
                 char digest[OCI_DIGEST_LEN + 1];
                 struct image_store *at = NULL;
                 cJSON *o;
 
-                if (argv[i][0] == '-') {
-                        i += (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--format") == 0 ||
-                              strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--type") == 0);
-                        continue;
-                }
-                if (find_image(&st, argv[i], digest, &at, NULL, false) < 0) {
+                if (find_image(&st, pos[i], digest, &at, NULL, false) < 0) {
                         status = EXIT_FAIL;
                         continue;
                 }
@@ -1094,51 +1119,49 @@ static int cmd_inspect(int argc, char **argv)
 
 static const char usage_rmi[] = "Usage: %s rmi [-f] [-i] NAME...\n";
 
+enum { RMI_FORCE, RMI_IGNORE };
+static const struct podman_opt rmi_opts[] = {
+    {"--force", 'f', false, NULL, RMI_FORCE},
+    {"--ignore", 'i', false, NULL, RMI_IGNORE},
+};
+
+static int rmi_opt(void *ctx, int id, const char *v)
+{
+        ((bool *)ctx)[id] = on(v);
+        return 0;
+}
+
 static int cmd_rmi(int argc, char **argv)
 {
         struct cs_error err = {0};
         struct stores st;
-        bool force = false, ignore = false;
-        int status = 0, named = 0;
+        bool flags[2] = {false, false};
+        _cleanup_free_ char **pos = calloc((size_t)argc, sizeof(char *));
+        size_t n_pos;
+        int status;
 
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i];
-                int k;
-
-                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-                        printf(usage_rmi, prog);
-                        return 0;
-                } else if ((k = opt_bool(a, "--force", "-f")) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        force = k == 1;
-                } else if ((k = opt_bool(a, "--ignore", "-i")) != 0) {
-                        if (k < 0)
-                                return EXIT_FAIL;
-                        ignore = k == 1;
-                } else if (a[0] == '-' && a[1]) {
-                        return unknown_flag("rmi", a);
-                } else {
-                        named++;
-                }
-        }
-        if (named == 0)
+        if (!pos)
+                return perr("out of memory");
+        status = parse_opts("rmi", usage_rmi, rmi_opts, sizeof(rmi_opts) / sizeof(rmi_opts[0]),
+                            rmi_opt, flags, argc, argv, pos, &n_pos);
+        if (status >= 0)
+                return status;
+        status = 0;
+        if (n_pos == 0)
                 return perr("`%s rmi` needs at least one image name", prog);
         if (stores_open(&st, &err) < 0) {
                 stores_close(&st);
                 return pfail(&err);
         }
-        for (int i = 1; i < argc; i++) {
+        for (size_t i = 0; i < n_pos; i++) {
                 char digest[OCI_DIGEST_LEN + 1], probe[OCI_DIGEST_LEN + 1];
                 struct image_store *at = NULL;
                 struct image_info *v = NULL;
-                const char *name = argv[i];
-                bool by_id;
+                const char *name = pos[i];
+                bool by_id, force = flags[RMI_FORCE], ignore = flags[RMI_IGNORE];
                 size_t n = 0, names = 0;
                 int r;
 
-                if (name[0] == '-')
-                        continue;
                 r = find_image(&st, name, digest, &at, &by_id, ignore);
                 if (r == -ENOENT && ignore)
                         continue;
@@ -1182,31 +1205,32 @@ static int cmd_tag(int argc, char **argv)
         struct stores st;
         char digest[OCI_DIGEST_LEN + 1], src[OCI_DIGEST_LEN + 1];
         struct image_store *at = NULL;
-        int status = 0;
+        _cleanup_free_ char **pos = calloc((size_t)argc, sizeof(char *));
+        size_t n_pos;
+        int status;
 
-        for (int i = 1; i < argc; i++) {
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        printf("Usage: %s tag IMAGE TARGET_NAME...\n", prog);
-                        return 0;
-                }
-                if (argv[i][0] == '-' && argv[i][1])
-                        return unknown_flag("tag", argv[i]);
-        }
-        if (argc < 3)
+        if (!pos)
+                return perr("out of memory");
+        status = parse_opts("tag", "Usage: %s tag IMAGE TARGET_NAME...\n", NULL, 0, NULL, NULL,
+                            argc, argv, pos, &n_pos);
+        if (status >= 0)
+                return status;
+        status = 0;
+        if (n_pos < 2)
                 return perr("`%s tag` needs an image and at least one new name", prog);
         if (stores_open(&st, &err) < 0) {
                 stores_close(&st);
                 return pfail(&err);
         }
-        if (find_image(&st, argv[1], digest, &at, NULL, false) < 0) {
+        if (find_image(&st, pos[0], digest, &at, NULL, false) < 0) {
                 stores_close(&st);
                 return EXIT_FAIL;
         }
         /* by its digest: a short ID names it as well as a name does */
         snprintf(src, sizeof(src), "%s", digest);
-        for (int i = 2; i < argc; i++)
+        for (size_t i = 1; i < n_pos; i++)
                 if (store_tag(&st.w, at == &st.w ? NULL : st.ro, at == &st.w ? 0 : st.n_ro,
-                              at == &st.w ? src : argv[1], argv[i], &err) < 0)
+                              at == &st.w ? src : pos[0], pos[i], &err) < 0)
                         status = pfail(&err);
         stores_close(&st);
         return status;

@@ -4,6 +4,7 @@
  * csandbox process that launched it: signals go to it (it forwards them to the container),
  * and the container dies with it (the runner's PDEATHSIG and pid namespace). */
 #include "podman.h"
+#include "podman_opts.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -635,59 +636,69 @@ static void ps_format_row(const char *f, const struct ps_row *row)
         putchar('\n');
 }
 
-static bool opt_value(int argc, char **argv, int *i, const char *lng, char shrt, const char **ret)
+/* podman_opts_parse for a subcommand, positionals into *pos (freed by the caller), at least
+ * min_pos of them (containers): -1 parsed, else the exit status (0 after --help). */
+static int parse_opts(const char *prog, const char *sub, const char *usage,
+                      const struct podman_opt *opts, size_t n, podman_opt_fn fn, void *ctx,
+                      int argc, char **argv, char ***pos, size_t *n_pos, size_t min_pos)
 {
-        const char *a = argv[*i];
-        size_t l = strlen(lng);
+        int r;
 
-        if (strncmp(a, lng, l) == 0 && a[l] == '=') {
-                *ret = a + l + 1;
-                return true;
+        *pos = calloc((size_t)argc, sizeof(char *));
+        if (!*pos) {
+                fprintf(stderr, "%s: %s: out of memory\n", prog, sub);
+                return CS_EXIT_SETUP;
         }
-        if (strcmp(a, lng) == 0 || (shrt && a[0] == '-' && a[1] == shrt && a[2] == '\0')) {
-                if (*i + 1 >= argc) {
-                        *ret = NULL;
-                        return true;
-                }
-                *ret = argv[++*i];
-                return true;
+        r = podman_opts_parse(prog, sub, usage, opts, n, fn, ctx, argc, argv, *pos, n_pos);
+        if (r == 0 && *n_pos < min_pos) {
+                fprintf(stderr, "%s: %s: give at least one container's name or ID\n", prog, sub);
+                return CS_EXIT_SETUP;
         }
-        if (shrt && a[0] == '-' && a[1] == shrt && a[2] != '-') {
-                *ret = a + 2;
-                return true;
-        }
-        return false;
+        return r == 0 ? -1 : r == 1 ? 0 : CS_EXIT_SETUP;
 }
 
-static int unsupported(const char *prog, const char *cmd, const char *opt)
+static int set_flag(void *ctx, int id, const char *v)
 {
-        fprintf(stderr, "%s: %s: %s is not supported by csandbox's podman\n", prog, cmd, opt);
-        return CS_EXIT_SETUP;
+        ((bool *)ctx)[id] = strcmp(v, "true") == 0;
+        return 0;
+}
+
+enum { PS_ALL, PS_QUIET, PS_FORMAT };
+static const struct podman_opt ps_opts[] = {
+    {"--all", 'a', false, NULL, PS_ALL},
+    {"--quiet", 'q', false, NULL, PS_QUIET},
+    {"--format", 0, true, NULL, PS_FORMAT},
+};
+
+static int ps_opt(void *ctx, int id, const char *v)
+{
+        struct ps_data *p = ctx;
+
+        if (id == PS_FORMAT)
+                p->format = v;
+        else if (id == PS_ALL)
+                p->all = strcmp(v, "true") == 0;
+        else
+                p->quiet = strcmp(v, "true") == 0;
+        return 0;
 }
 
 int podman_ps(const char *prog, int argc, char **argv)
 {
         struct ps_data p = {0};
         struct cs_error err = {0};
-        size_t w[7];
+        _cleanup_free_ char **pos = NULL;
+        size_t w[7], n_pos;
         int rootfd, r;
 
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i];
-
-                if (strcmp(a, "-a") == 0 || strcmp(a, "--all") == 0)
-                        p.all = true;
-                else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
-                        p.quiet = true;
-                else if (strcmp(a, "-aq") == 0 || strcmp(a, "-qa") == 0)
-                        p.all = p.quiet = true;
-                else if (opt_value(argc, argv, &i, "--format", 0, &p.format)) {
-                        if (!p.format) {
-                                fprintf(stderr, "%s: ps: --format needs a value\n", prog);
-                                return CS_EXIT_SETUP;
-                        }
-                } else
-                        return unsupported(prog, "ps", a);
+        r = parse_opts(prog, "ps", "Usage: %s ps [-a] [-q] [--format FORMAT]\n", ps_opts,
+                       sizeof(ps_opts) / sizeof(ps_opts[0]), ps_opt, &p, argc, argv, &pos, &n_pos,
+                       0);
+        if (r >= 0)
+                return r;
+        if (n_pos) {
+                fprintf(stderr, "%s: ps takes no arguments (`%s`)\n", prog, pos[0]);
+                return CS_EXIT_SETUP;
         }
         if (p.format && ps_format_check(p.format, prog) < 0)
                 return CS_EXIT_SETUP;
@@ -742,30 +753,28 @@ static int copy_out(int fd)
         return n < 0 ? -errno : 0;
 }
 
+static const struct podman_opt logs_opts[] = {{"--follow", 'f', false, NULL, 0}};
+
 int podman_logs(const char *prog, int argc, char **argv)
 {
         struct cs_error err = {0};
         struct podman_ctr c;
-        const char *ref = NULL;
+        const char *ref;
         bool follow = false;
+        _cleanup_free_ char **pos = NULL;
+        size_t n_pos;
         char path[80];
         int rootfd, fd, pidfd, r;
 
-        for (int i = 1; i < argc; i++) {
-                if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--follow") == 0)
-                        follow = true;
-                else if (argv[i][0] == '-')
-                        return unsupported(prog, "logs", argv[i]);
-                else if (ref) {
-                        fprintf(stderr, "%s: logs: give one container\n", prog);
-                        return CS_EXIT_SETUP;
-                } else
-                        ref = argv[i];
-        }
-        if (!ref) {
-                fprintf(stderr, "%s: logs: give a container's name or ID\n", prog);
+        r = parse_opts(prog, "logs", "Usage: %s logs [-f] CONTAINER\n", logs_opts, 1, set_flag,
+                       &follow, argc, argv, &pos, &n_pos, 1);
+        if (r >= 0)
+                return r;
+        if (n_pos > 1) {
+                fprintf(stderr, "%s: logs: give one container\n", prog);
                 return CS_EXIT_SETUP;
         }
+        ref = pos[0];
         r = podman_state_open(&rootfd, &err);
         if (r >= 0)
                 r = ctr_find(rootfd, ref, &c, &err);
@@ -831,69 +840,72 @@ static void ctr_stop(int rootfd, const struct podman_ctr *c, int sig, int timeou
         ctr_finish(rootfd, c->id);
 }
 
+static const struct podman_opt stop_opts[] = {{"--time", 't', true, NULL, 0}};
+
+struct stop_ctx {
+        const char *prog;
+        int timeout;
+};
+
+static int stop_opt(void *ctx, int id, const char *v)
+{
+        struct stop_ctx *c = ctx;
+
+        (void)id;
+        return parse_timeout(c->prog, v, &c->timeout);
+}
+
 int podman_stop(const char *prog, int argc, char **argv)
 {
         struct cs_error err = {0};
-        int timeout = 10, rootfd, status = 0, n = 0;
-        const char *v;
+        _cleanup_free_ char **pos = NULL;
+        struct stop_ctx sc = {prog, 10};
+        int rootfd, status;
+        size_t n_pos;
 
-        for (int i = 1; i < argc; i++) {
-                if (argv[i][0] != '-')
-                        continue;
-                if (opt_value(argc, argv, &i, "--time", 't', &v)) {
-                        if (parse_timeout(prog, v, &timeout) < 0)
-                                return CS_EXIT_SETUP;
-                } else
-                        return unsupported(prog, "stop", argv[i]);
-        }
+        status = parse_opts(prog, "stop", "Usage: %s stop [-t SECONDS] CONTAINER...\n", stop_opts,
+                            1, stop_opt, &sc, argc, argv, &pos, &n_pos, 1);
+        if (status >= 0)
+                return status;
+        status = 0;
         if (podman_state_open(&rootfd, &err) < 0)
                 return fail(prog, &err);
-        for (int i = 1; i < argc; i++) {
+        for (size_t i = 0; i < n_pos; i++) {
                 struct podman_ctr c;
 
-                if (argv[i][0] == '-') {
-                        if (strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--time") == 0)
-                                i++;
-                        continue;
-                }
-                n++;
-                if (ctr_find(rootfd, argv[i], &c, &err) < 0) {
+                if (ctr_find(rootfd, pos[i], &c, &err) < 0) {
                         status = fail(prog, &err);
                         continue;
                 }
-                ctr_stop(rootfd, &c, SIGTERM, timeout);
-                printf("%s\n", argv[i]);
+                ctr_stop(rootfd, &c, SIGTERM, sc.timeout);
+                printf("%s\n", pos[i]);
                 podman_ctr_free(&c);
         }
         close(rootfd);
-        if (n == 0) {
-                fprintf(stderr, "%s: stop: give at least one container's name or ID\n", prog);
-                return CS_EXIT_SETUP;
-        }
         return status;
 }
+
+static const struct podman_opt rm_opts[] = {{"--force", 'f', false, NULL, 0}};
 
 int podman_rm(const char *prog, int argc, char **argv)
 {
         struct cs_error err = {0};
         bool force = false;
-        int rootfd, status = 0, n = 0;
+        _cleanup_free_ char **pos = NULL;
+        int rootfd, status;
+        size_t n_pos;
 
-        for (int i = 1; i < argc; i++) {
-                if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--force") == 0)
-                        force = true;
-                else if (argv[i][0] == '-')
-                        return unsupported(prog, "rm", argv[i]);
-        }
+        status = parse_opts(prog, "rm", "Usage: %s rm [-f] CONTAINER...\n", rm_opts, 1, set_flag,
+                            &force, argc, argv, &pos, &n_pos, 1);
+        if (status >= 0)
+                return status;
+        status = 0;
         if (podman_state_open(&rootfd, &err) < 0)
                 return fail(prog, &err);
-        for (int i = 1; i < argc; i++) {
+        for (size_t i = 0; i < n_pos; i++) {
                 struct podman_ctr c;
 
-                if (argv[i][0] == '-')
-                        continue;
-                n++;
-                if (ctr_find(rootfd, argv[i], &c, &err) < 0) {
+                if (ctr_find(rootfd, pos[i], &c, &err) < 0) {
                         fail(prog, &err);
                         status = status ? status : 1; /* podman: no such container is 1 */
                         continue;
@@ -902,7 +914,7 @@ int podman_rm(const char *prog, int argc, char **argv)
                         fprintf(stderr,
                                 "%s: rm: container `%s` is running; stop it first or use rm "
                                 "-f\n",
-                                prog, argv[i]);
+                                prog, pos[i]);
                         status = 2;
                 } else {
                         ctr_stop(rootfd, &c, SIGKILL, 0);
@@ -914,10 +926,6 @@ int podman_rm(const char *prog, int argc, char **argv)
                 podman_ctr_free(&c);
         }
         close(rootfd);
-        if (n == 0) {
-                fprintf(stderr, "%s: rm: give at least one container's name or ID\n", prog);
-                return CS_EXIT_SETUP;
-        }
         return status;
 }
 
@@ -943,55 +951,64 @@ static int parse_signal(const char *v)
         return -1;
 }
 
+static const struct podman_opt kill_opts[] = {{"--signal", 's', true, NULL, 0}};
+
+struct kill_ctx {
+        const char *prog;
+        int sig;
+};
+
+static int kill_opt(void *ctx, int id, const char *v)
+{
+        struct kill_ctx *c = ctx;
+
+        (void)id;
+        c->sig = parse_signal(v);
+        if (c->sig < 0) {
+                fprintf(stderr,
+                        "%s: kill: --signal `%s` is not supported by csandbox's podman (KILL, "
+                        "TERM, INT, HUP, QUIT, USR1, USR2, WINCH are)\n",
+                        c->prog, v);
+                return -1;
+        }
+        return 0;
+}
+
 int podman_kill(const char *prog, int argc, char **argv)
 {
         struct cs_error err = {0};
-        int sig = SIGKILL, rootfd, status = 0;
-        const char *v;
+        struct kill_ctx kc = {prog, SIGKILL};
+        _cleanup_free_ char **pos = NULL;
+        int rootfd, status;
+        size_t n_pos;
 
-        for (int i = 1; i < argc; i++) {
-                if (argv[i][0] != '-')
-                        continue;
-                if (opt_value(argc, argv, &i, "--signal", 's', &v)) {
-                        sig = v ? parse_signal(v) : -1;
-                        if (sig < 0) {
-                                fprintf(stderr,
-                                        "%s: kill: --signal `%s` is not supported by "
-                                        "csandbox's podman (KILL, TERM, INT, HUP, QUIT, USR1, "
-                                        "USR2, WINCH are)\n",
-                                        prog, v ? v : "");
-                                return CS_EXIT_SETUP;
-                        }
-                } else
-                        return unsupported(prog, "kill", argv[i]);
-        }
+        status = parse_opts(prog, "kill", "Usage: %s kill [-s SIGNAL] CONTAINER...\n", kill_opts, 1,
+                            kill_opt, &kc, argc, argv, &pos, &n_pos, 1);
+        if (status >= 0)
+                return status;
+        status = 0;
         if (podman_state_open(&rootfd, &err) < 0)
                 return fail(prog, &err);
-        for (int i = 1; i < argc; i++) {
+        for (size_t i = 0; i < n_pos; i++) {
                 struct podman_ctr c;
                 int pidfd;
 
-                if (argv[i][0] == '-') {
-                        if (strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--signal") == 0)
-                                i++;
-                        continue;
-                }
-                if (ctr_find(rootfd, argv[i], &c, &err) < 0) {
+                if (ctr_find(rootfd, pos[i], &c, &err) < 0) {
                         status = fail(prog, &err);
                         continue;
                 }
                 pidfd = ctr_pidfd(&c);
                 if (pidfd < 0) {
-                        fprintf(stderr, "%s: kill: container `%s` is not running\n", prog, argv[i]);
+                        fprintf(stderr, "%s: kill: container `%s` is not running\n", prog, pos[i]);
                         status = CS_EXIT_SETUP;
                 } else {
-                        pidfd_signal(pidfd, sig);
-                        if (sig == SIGKILL) {
+                        pidfd_signal(pidfd, kc.sig);
+                        if (kc.sig == SIGKILL) {
                                 pidfd_wait(pidfd, -1);
                                 ctr_finish(rootfd, c.id);
                         }
                         close(pidfd);
-                        printf("%s\n", argv[i]);
+                        printf("%s\n", pos[i]);
                 }
                 podman_ctr_free(&c);
         }
@@ -1002,20 +1019,23 @@ int podman_kill(const char *prog, int argc, char **argv)
 int podman_wait(const char *prog, int argc, char **argv)
 {
         struct cs_error err = {0};
-        int rootfd, status = 0, n = 0;
+        _cleanup_free_ char **pos = NULL;
+        int rootfd, status;
+        size_t n_pos;
 
-        for (int i = 1; i < argc; i++)
-                if (argv[i][0] == '-')
-                        return unsupported(prog, "wait", argv[i]);
+        status = parse_opts(prog, "wait", "Usage: %s wait CONTAINER...\n", NULL, 0, NULL, NULL,
+                            argc, argv, &pos, &n_pos, 1);
+        if (status >= 0)
+                return status;
+        status = 0;
         if (podman_state_open(&rootfd, &err) < 0)
                 return fail(prog, &err);
-        for (int i = 1; i < argc; i++) {
+        for (size_t i = 0; i < n_pos; i++) {
                 struct podman_ctr c;
                 char id[65];
                 int pidfd;
 
-                n++;
-                if (ctr_find(rootfd, argv[i], &c, &err) < 0) {
+                if (ctr_find(rootfd, pos[i], &c, &err) < 0) {
                         status = fail(prog, &err);
                         continue;
                 }
@@ -1035,9 +1055,5 @@ int podman_wait(const char *prog, int argc, char **argv)
                 podman_ctr_free(&c);
         }
         close(rootfd);
-        if (n == 0) {
-                fprintf(stderr, "%s: wait: give at least one container's name or ID\n", prog);
-                return CS_EXIT_SETUP;
-        }
         return status;
 }

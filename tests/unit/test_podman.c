@@ -1,6 +1,8 @@
 /* Unit tests for `podman run`'s option parser: podman's syntax, and the `csandbox exec`
- * flags each option becomes. */
+ * flags each option becomes; and for the other subcommands' one option parser
+ * (cli/podman_opts.c). */
 #include "cli/podman.h"
+#include "cli/podman_opts.h"
 #include "common/error.h"
 
 #include <stdio.h>
@@ -198,6 +200,70 @@ static void test_missing_values_and_image(void)
         PASS();
 }
 
+/* ---- the other subcommands' parser ---- */
+
+enum { O_ALL, O_QUIET, O_TIME, O_PULL };
+static const struct podman_opt opts[] = {
+    {"--all", 'a', false, NULL, O_ALL},
+    {"--quiet", 'q', false, NULL, O_QUIET},
+    {"--time", 't', true, NULL, O_TIME},
+    {"--pull", 0, true, "always", O_PULL},
+};
+
+/* What the parser reported, as "id=value " words, then "| " and the positionals. */
+static char seen[512];
+
+static int record(void *ctx, int id, const char *v)
+{
+        (void)ctx;
+        if (strcmp(v, "refuse") == 0)
+                return podman_opt_error("refused");
+        snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "%d=%s ", id, v);
+        return 0;
+}
+
+static int opts_parse(char **argv)
+{
+        char *pos[16];
+        size_t n_pos = 0;
+        int argc = 0, r;
+
+        while (argv[argc])
+                argc++;
+        seen[0] = '\0';
+        r = podman_opts_parse("podman", "test", "usage %s\n", opts, sizeof(opts) / sizeof(opts[0]),
+                              record, NULL, argc, argv, pos, &n_pos);
+        strcat(seen, "|");
+        for (size_t i = 0; i < n_pos; i++)
+                snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), " %s", pos[i]);
+        return r;
+}
+
+static void test_subcommand_options_as_podman_reads_them(void)
+{
+        char *forms[] = {
+            "sub",      "x",   "-aq", "--quiet=false", "-t5",          "y",  "--time", "7",
+            "--time=8", "-at", "9",   "--pull",        "--pull=never", "--", "-a",     NULL};
+        char *bad_bool[] = {"sub", "--all=maybe", NULL};
+        char *unknown_long[] = {"sub", "--frob", NULL};
+        char *unknown_short[] = {"sub", "-az", NULL};
+        char *no_value[] = {"sub", "x", "-t", NULL};
+        char *refused[] = {"sub", "-t", "refuse", "x", NULL};
+        char *help[] = {"sub", "x", "--help", "--frob", NULL};
+
+        CHECK(opts_parse(forms) == 0);
+        CHECKF(strcmp(seen, "0=true 1=true 1=false 2=5 2=7 2=8 0=true 2=9 3=always 3=never | x y "
+                            "-a") == 0,
+               "%s", seen);
+        CHECK(opts_parse(bad_bool) == -1);
+        CHECK(opts_parse(unknown_long) == -1);
+        CHECK(opts_parse(unknown_short) == -1 && strcmp(seen, "0=true |") == 0);
+        CHECK(opts_parse(no_value) == -1);
+        CHECK(opts_parse(refused) == -1 && strcmp(seen, "|") == 0);
+        CHECK(opts_parse(help) == 1);
+        PASS();
+}
+
 int main(void)
 {
         test_syntax_forms_and_the_image_ends_the_options();
@@ -208,5 +274,6 @@ int main(void)
         test_network_spellings();
         test_entrypoint_forms();
         test_missing_values_and_image();
+        test_subcommand_options_as_podman_reads_them();
         return failures ? 1 : 0;
 }
