@@ -17,8 +17,10 @@
  * for pasta at most. Attaching to the tap announces a link change while the carrier is
  * still off, which by default flushes the interface's neighbours, queued packets with them
  * (a lost SYN costs a second); arp_evict_nocarrier and ndisc_evict_nocarrier (Linux 5.16
- * and 5.18) turned off keep them. On a kernel without those, pid 1 waits for pasta's tap as
- * before. When the host's routes do not fit this (no gateway, a multipath default), pasta
+ * and 5.18) turned off keep them. On a kernel without those, or where /proc/sys is read-only
+ * (container engines mount it so), pid 1 waits for pasta's tap as before; should setting them
+ * fail all the same, it waits for pasta to attach (the tap's carrier) before the payload
+ * starts. When the host's routes do not fit this (no gateway, a multipath default), pasta
  * configures the namespace itself and the payload waits for it. */
 #include "internal.h"
 #include "netlink.h"
@@ -38,10 +40,15 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #define NET_TAP_MTU 65520
+/* linux/if.h's, which net/if.h leaves out */
+#ifndef IFF_LOWER_UP
+#define IFF_LOWER_UP 0x10000
+#endif
 /* Solicitations every 10 ms (the kernel's shortest) until pasta answers, for as long as
  * csandbox waits for pasta at most; once resolved, a gateway that stops answering is
  * given about as long as by default (3 s) before it counts as unreachable. */
@@ -289,11 +296,20 @@ static int tap_wait(const struct net_tap_conf *c, int watch, struct cs_error *er
         }
 }
 
+/* A sysctl pid 1 can set: the kernel has it, and /proc/sys is not mounted read-only (as
+ * container engines mount it). */
+static bool sysctl_settable(const char *path)
+{
+        struct statvfs sv;
+
+        return statvfs(path, &sv) == 0 && !(sv.f_flag & ST_RDONLY);
+}
+
 bool netconf_tap_handoff(const struct net_tap_conf *c)
 {
-        return access("/proc/sys/net/ipv4/conf/default/arp_evict_nocarrier", F_OK) == 0 &&
+        return sysctl_settable("/proc/sys/net/ipv4/conf/default/arp_evict_nocarrier") &&
                (!c->has6 ||
-                access("/proc/sys/net/ipv6/conf/default/ndisc_evict_nocarrier", F_OK) == 0);
+                sysctl_settable("/proc/sys/net/ipv6/conf/default/ndisc_evict_nocarrier"));
 }
 
 int netconf_tap_make(const struct net_tap_conf *c)
@@ -419,10 +435,72 @@ static int link_up(int nl, int idx)
         return netlink_request(nl, &m.nh);
 }
 
+/* Whether interface idx has a carrier now (IFF_LOWER_UP, which the kernel computes when
+ * asked, unlike IFF_RUNNING, which follows the carrier only after a delay): 1, 0 or -errno. */
+static int link_lower_up(int nl, int idx)
+{
+        struct nl_msg m;
+        struct ifinfomsg *ifi = netlink_begin(&m, RTM_GETLINK, 0, sizeof(*ifi));
+        _Alignas(struct nlmsghdr) char buf[8192];
+        ssize_t n;
+
+        ifi->ifi_family = AF_UNSPEC;
+        ifi->ifi_index = idx;
+        if (send(nl, &m, m.nh.nlmsg_len, 0) < 0)
+                return -errno;
+        do
+                n = recv(nl, buf, sizeof(buf), 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
+             nh = NLMSG_NEXT(nh, n)) {
+                if (nh->nlmsg_type == NLMSG_ERROR)
+                        return ((struct nlmsgerr *)NLMSG_DATA(nh))->error ?: -EPROTO;
+                if (nh->nlmsg_type == RTM_NEWLINK &&
+                    nh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+                        return (((struct ifinfomsg *)NLMSG_DATA(nh))->ifi_flags & IFF_LOWER_UP) !=
+                               0;
+        }
+        return -EPROTO;
+}
+
+/* Until pasta has attached to the tap (it has a carrier then): where the neighbour queue
+ * cannot be made to hold the payload's first packets, the payload waits for pasta. */
+static int carrier_wait(const struct net_tap_conf *c, int nl, int idx, struct cs_error *err)
+{
+        _cleanup_close_ int watch = netconf_tap_watch(err);
+        struct timespec t0;
+
+        if (watch < 0)
+                return watch;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+                struct pollfd p = {.fd = watch, .events = POLLIN};
+                char buf[8192];
+                long left = NET_HELPER_TIMEOUT_MS - ms_since(&t0);
+                int up = link_lower_up(nl, idx);
+
+                if (up < 0)
+                        return cs_error_set(err, -up, "watch the sandbox's network interface %s",
+                                            c->ifname);
+                if (up)
+                        return 0;
+                if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
+                        return cs_error_setx(err, ETIMEDOUT,
+                                             "pasta did not attach to the sandbox's network "
+                                             "interface %s within %d s",
+                                             c->ifname, NET_HELPER_TIMEOUT_MS / 1000);
+                while (recv(watch, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+                        ;
+        }
+}
+
 int netconf_tap_up(const struct net_tap_conf *c, int watch, struct cs_error *err)
 {
         _cleanup_close_ int nl = -1;
         const char *step, *what = "";
+        bool held = true;
         int idx, r;
 
         if (watch >= 0) {
@@ -434,12 +512,9 @@ int netconf_tap_up(const struct net_tap_conf *c, int watch, struct cs_error *err
                 if (idx == 0)
                         return cs_error_set(
                             err, errno, "configure the sandbox's network interface %s", c->ifname);
-                r = neigh_hold(c, &what);
-                if (r < 0)
-                        return cs_error_set(err, -r,
-                                            "configure the sandbox's network interface %s: "
-                                            "set its %s",
-                                            c->ifname, what);
+                /* Refused (a /proc/sys read-only after all): the payload waits for pasta
+                 * below instead, so that nothing it sends first is flushed. */
+                held = neigh_hold(c, &what) >= 0;
         }
         nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
         if (nl < 0)
@@ -465,7 +540,7 @@ int netconf_tap_up(const struct net_tap_conf *c, int watch, struct cs_error *err
         if (r < 0)
                 return cs_error_set(err, -r, "configure the sandbox's network interface %s: %s",
                                     c->ifname, step);
-        return 0;
+        return held ? 0 : carrier_wait(c, nl, idx, err);
 }
 
 int netconf_pasta_args(const struct net_tap_conf *c, char **argv, size_t n,

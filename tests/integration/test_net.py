@@ -496,6 +496,24 @@ def test_payload_starts_before_pasta_attaches_and_its_first_packet_waits(csb, tm
     assert dict(zip(names, values))["RetransSegs"] == "0", lines
 
 
+@pytest.mark.parametrize("slow", [False, True])
+def test_pasta_works_where_proc_sys_is_read_only(csb, tmp_path, slow):
+    """As in a container (engines mount /proc/sys read-only), the tap's neighbour settings
+    cannot be made: pasta then makes the tap and the payload waits for it (it starts with a
+    carrier), and the first connection arrives, at once and with a slow pasta alike."""
+    env = fake_pasta(tmp_path, SLOW_PASTA) if slow else base_env()
+    script = ("mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys &&"
+              f' exec "$0" exec --net pasta --ro-bind {csb.probe_path} {HOST_PROBE} -- sh -c'
+              f' "cat /sys/class/net/csbt-h0/carrier; {HOST_PROBE} connect {TEST_HOST} 8080"')
+    r = subprocess.run(["unshare", "-Urm", "--propagation", "private", "sh", "-c", script,
+                        csb.binary], capture_output=True, text=True, timeout=120, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "1", r.stdout
+    assert json.loads(lines[1])["errno"] == "ok", r.stdout
+
+
 def parent_of(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
