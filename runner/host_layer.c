@@ -35,6 +35,7 @@
  * The host's files are lower layers only: every change lands in the tmpfs, which nothing
  * of the host ever reads. */
 #include "internal.h"
+#include "mounts_internal.h"
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
@@ -61,8 +62,6 @@
 
 #define LAYER_MAX_DIRS  2000000u /* directories in one skeleton */
 #define LAYER_MAX_DEPTH 128u
-#define LAYER_MAX_SUBS  256u
-#define LAYER_MAX_INFO  (8u << 20) /* /proc/self/mountinfo */
 #define LAYER_MAX_COPY  (512ull << 20)
 #define LAYER_REPLY     4096
 /* What the helper holds: SYS_ADMIN to mount, and the broker's own capabilities. An overlay
@@ -296,105 +295,6 @@ static int layer_file(int lower, int upper, const char *dir, const char *rel,
         return how == LAYER_COPY ? copy_fd(from, to, st.st_size, err, dir, rel) : 0;
 }
 
-/* "\040" and the like in a mountinfo field, in place. */
-static void unescape(char *s)
-{
-        char *o = s;
-
-        for (; *s; s++, o++) {
-                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-                    s[3] >= '0' && s[3] <= '7') {
-                        *o = (char)(((s[1] - '0') << 6) | ((s[2] - '0') << 3) | (s[3] - '0'));
-                        s += 3;
-                } else {
-                        *o = *s;
-                }
-        }
-        *o = '\0';
-}
-
-/* The session's mounts right below dir (the first under it on each branch), cloned with
- * what is below them; ret_paths[i] is where clone i goes back. */
-static int layer_submounts(const char *dir, int *clones, char **paths, size_t *n,
-                           struct cs_error *err)
-{
-        _cleanup_close_ int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-        _cleanup_free_ char *info = NULL;
-        size_t len = 0, dlen = strlen(dir);
-        char *line, *save = NULL;
-
-        *n = 0;
-        if (fd < 0)
-                return cs_error_set(err, errno, "read /proc/self/mountinfo");
-        info = malloc(LAYER_MAX_INFO + 1);
-        if (!info)
-                return cs_error_set(err, ENOMEM, "read /proc/self/mountinfo");
-        for (;;) {
-                ssize_t r = read(fd, info + len, LAYER_MAX_INFO - len);
-
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0)
-                        return cs_error_set(err, errno, "read /proc/self/mountinfo");
-                if (r == 0)
-                        break;
-                len += (size_t)r;
-                if (len == LAYER_MAX_INFO)
-                        return cs_error_setx(err, E2BIG, "the session has too many mounts");
-        }
-        info[len] = '\0';
-        for (line = strtok_r(info, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                char *f[5], *w = line, *sp = NULL;
-                bool covered = false;
-                size_t i;
-
-                for (i = 0; i < 5 && (f[i] = strtok_r(i ? NULL : w, " ", &sp)); i++)
-                        ;
-                if (i < 5)
-                        continue;
-                unescape(f[4]);
-                if (strncmp(f[4], dir, dlen) != 0 || f[4][dlen] != '/')
-                        continue;
-                for (i = 0; i < *n; i++) {
-                        size_t l = strlen(paths[i]);
-
-                        if (strcmp(paths[i], f[4]) == 0 ||
-                            (strncmp(paths[i], f[4], l) == 0 && f[4][l] == '/'))
-                                covered = true;
-                }
-                if (covered)
-                        continue;
-                /* A shorter one after its children: they go with it. */
-                for (i = 0; i < *n;) {
-                        size_t l = strlen(f[4]);
-
-                        if (strncmp(paths[i], f[4], l) == 0 && paths[i][l] == '/') {
-                                free(paths[i]);
-                                paths[i] = paths[--*n];
-                        } else {
-                                i++;
-                        }
-                }
-                if (*n >= LAYER_MAX_SUBS)
-                        return cs_error_setx(err, E2BIG, "%s has more than %u mounts below it", dir,
-                                             LAYER_MAX_SUBS);
-                paths[*n] = strdup(f[4]);
-                if (!paths[*n])
-                        return cs_error_set(err, ENOMEM, "keep a mount of %s", dir);
-                ++*n;
-        }
-        for (size_t i = 0; i < *n; i++)
-                clones[i] = -1;
-        for (size_t i = 0; i < *n; i++) {
-                clones[i] = (int)syscall(SYS_open_tree, AT_FDCWD, paths[i],
-                                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
-                                             AT_SYMLINK_NOFOLLOW);
-                if (clones[i] < 0)
-                        return cs_error_set(err, errno, "keep the session's mount at %s", paths[i]);
-        }
-        return 0;
-}
-
 /* Whether the kernel takes D as an overlay's lower: it refuses (EINVAL) a lower with mounts
  * below it that it locked, made outside the session (`ip netns exec` binds
  * /etc/resolv.conf, a container runtime /etc/hosts): an overlay would show what they
@@ -586,8 +486,7 @@ static int layer_one(int tmp, size_t idx, const char *dir, struct layer_walk *w,
 {
         _cleanup_close_ int target = open_no_links(dir, O_PATH | O_DIRECTORY);
         _cleanup_close_ int lower = -1, mnt = -1;
-        int clones[LAYER_MAX_SUBS];
-        char *paths[LAYER_MAX_SUBS];
+        struct submount *subs = NULL;
         size_t n_subs = 0;
         struct stat st;
         int r;
@@ -626,7 +525,7 @@ static int layer_one(int tmp, size_t idx, const char *dir, struct layer_walk *w,
                 }
         }
         if (r >= 0)
-                r = layer_submounts(dir, clones, paths, &n_subs, err);
+                r = submounts_clone(target, &subs, &n_subs, dir, err);
         if (r >= 0 && sys_move_mount(mnt, target) < 0)
                 r = cs_error_set(err, errno, "mount the layer over %s", dir);
         for (size_t i = 0; i < w->n_keep; i++) {
@@ -639,18 +538,17 @@ static int layer_one(int tmp, size_t idx, const char *dir, struct layer_walk *w,
                 close(w->keep_fd[i]);
         }
         w->n_keep = 0;
-        for (size_t i = 0; i < n_subs; i++) {
-                if (r >= 0) {
-                        _cleanup_close_ int at = open_no_links(paths[i], O_PATH);
+        /* the session's mounts back, each beneath the layer's own mount */
+        for (size_t i = 0; r >= 0 && i < n_subs; i++) {
+                _cleanup_close_ int at =
+                    mnt_openat2(mnt, subs[i].rel, O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                                RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, err);
 
-                        if (at < 0 || sys_move_mount(clones[i], at) < 0)
-                                r = cs_error_set(err, errno, "put the session's mount at %s back",
-                                                 paths[i]);
-                }
-                if (clones[i] >= 0)
-                        close(clones[i]);
-                free(paths[i]);
+                r = at < 0 ? cs_error_set(err, -at, "put the session's mount at %s/%s back", dir,
+                                          subs[i].rel)
+                           : mnt_attach(subs[i].tree, at, subs[i].rel, dir, err);
         }
+        submounts_free(subs, n_subs);
         return r;
 }
 

@@ -21,14 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* A mount beneath a directory that an overlay is about to cover: a recursive clone of it,
- * and its path relative to that directory. */
-struct submount {
-        int tree;
-        char *rel;
-};
-
-static void submounts_free(struct submount *subs, size_t n)
+void submounts_free(struct submount *subs, size_t n)
 {
         for (size_t i = 0; i < n; i++) {
                 if (subs[i].tree >= 0)
@@ -75,10 +68,8 @@ static int rel_shorter(const void *a, const void *b)
         return la < lb ? -1 : la > lb;
 }
 
-/* Clone the outermost mounts beneath dir (an overlay over dir hides them; they are attached
- * again on the overlay). Resolved beneath dir without following a symlink. */
-static int submounts_clone(int dir, struct submount **ret, size_t *ret_n, const char *dest,
-                           struct cs_error *err)
+int submounts_clone(int dir, struct submount **ret, size_t *ret_n, const char *dest,
+                    struct cs_error *err)
 {
         char self[64], abs[SPEC_PATH_MAX];
         _cleanup_fclose_ FILE *f = NULL;

@@ -1,5 +1,6 @@
 /* Internal to the mount files (mounts.c, mount_kinds.c, mount_dest.c, mount_cover.c, and
- * their primitives in mount_util.c).
+ * their primitives in mount_util.c; host_layer.c, which covers directories of a running
+ * session, uses the submount clones and the two primitives below them).
  * One convention for every helper here: a negative errno on failure, with err saying what
  * failed (a caller may say it again in its own words); an fd or 0 on success. */
 #pragma once
@@ -102,6 +103,19 @@ int mnt_symlink_dest(const char *dest, const char *target, char *out, size_t siz
 int mnt_dest_open(struct mnt_state *st, const char *dest, enum want want, bool optional,
                   int *ret_fd, struct cs_error *err);
 int mnt_attach(int tree, int dst, const char *what, const char *dest, struct cs_error *err);
+/* A mount beneath a directory that an overlay is about to cover: a recursive clone of it,
+ * and its path relative to that directory. */
+struct submount {
+        int tree;
+        char *rel;
+};
+/* Clone the outermost mounts beneath dir (an overlay over dir hides them; they are attached
+ * again on the overlay, each at its rel opened beneath the overlay's mount). Found in
+ * /proc/self/mountinfo, resolved beneath dir without following a symlink; dest names dir
+ * in errors. */
+int submounts_clone(int dir, struct submount **ret, size_t *ret_n, const char *dest,
+                    struct cs_error *err);
+void submounts_free(struct submount *subs, size_t n);
 /* A new filesystem instance as a detached mount. */
 int mnt_new_fs(const char *type, const char *const *opts, uint64_t attrs, int *ret_fd,
                struct cs_error *err);
