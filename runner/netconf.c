@@ -272,6 +272,21 @@ static long ms_since(const struct timespec *t0)
         return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
+/* Until the next link notification on watch: 0, or -ETIMEDOUT once NET_HELPER_TIMEOUT_MS
+ * have passed since t0. */
+static int link_event_wait(int watch, const struct timespec *t0)
+{
+        struct pollfd p = {.fd = watch, .events = POLLIN};
+        char buf[8192];
+        long left = NET_HELPER_TIMEOUT_MS - ms_since(t0);
+
+        if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
+                return -ETIMEDOUT;
+        while (recv(watch, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+                ;
+        return 0;
+}
+
 /* The tap's index once pasta has made it (a link notification wakes us). */
 static int tap_wait(const struct net_tap_conf *c, int watch, struct cs_error *err)
 {
@@ -280,19 +295,14 @@ static int tap_wait(const struct net_tap_conf *c, int watch, struct cs_error *er
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (;;) {
                 unsigned idx = if_nametoindex(c->ifname);
-                struct pollfd p = {.fd = watch, .events = POLLIN};
-                char buf[8192];
-                long left = NET_HELPER_TIMEOUT_MS - ms_since(&t0);
 
                 if (idx)
                         return (int)idx;
-                if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
+                if (link_event_wait(watch, &t0) < 0)
                         return cs_error_setx(err, ETIMEDOUT,
                                              "pasta did not create the sandbox's network "
                                              "interface %s within %d s",
                                              c->ifname, NET_HELPER_TIMEOUT_MS / 1000);
-                while (recv(watch, buf, sizeof(buf), MSG_DONTWAIT) > 0)
-                        ;
         }
 }
 
@@ -476,9 +486,6 @@ static int carrier_wait(const struct net_tap_conf *c, int nl, int idx, struct cs
                 return watch;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (;;) {
-                struct pollfd p = {.fd = watch, .events = POLLIN};
-                char buf[8192];
-                long left = NET_HELPER_TIMEOUT_MS - ms_since(&t0);
                 int up = link_lower_up(nl, idx);
 
                 if (up < 0)
@@ -486,13 +493,11 @@ static int carrier_wait(const struct net_tap_conf *c, int nl, int idx, struct cs
                                             c->ifname);
                 if (up)
                         return 0;
-                if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
+                if (link_event_wait(watch, &t0) < 0)
                         return cs_error_setx(err, ETIMEDOUT,
                                              "pasta did not attach to the sandbox's network "
                                              "interface %s within %d s",
                                              c->ifname, NET_HELPER_TIMEOUT_MS / 1000);
-                while (recv(watch, buf, sizeof(buf), MSG_DONTWAIT) > 0)
-                        ;
         }
 }
 
