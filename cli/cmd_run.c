@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,7 +435,15 @@ int cmd_run(int argc, char **argv, bool plan_only)
                 status = r < 0 ? cli_fail(&err) : cli_print_plan(&plan.spec);
         } else {
                 struct run_trust trust;
+                sigset_t pipe_set;
 
+                /* A closed pipe at csandbox's own end-of-session lines (`... | head -1`)
+                 * must not end csandbox before the session's check: SIGPIPE stays blocked
+                 * (writes fail with EPIPE instead) and is never delivered; every process
+                 * csandbox starts clears its mask. */
+                sigemptyset(&pipe_set);
+                sigaddset(&pipe_set, SIGPIPE);
+                sigprocmask(SIG_BLOCK, &pipe_set, NULL);
                 /* The records stand for the report should this process not live to write
                  * it; the journal judges every change while the session runs. */
                 r = run_trust_begin(&trust, &plan, &config, &err);

@@ -51,12 +51,13 @@ static void item_line(const char *item, FILE *f)
                 detail && *detail ? detail : "", detail && *detail ? ")" : "");
 }
 
-/* In the watcher: one changed path judged. */
+/* In the watcher: one changed path judged; a setuid or setgid bit does not stay. */
 static void on_changed(void *ctx, unsigned root, int root_fd, const char *rel)
 {
         struct run_trust *t = ctx;
 
         trust_judge(&t->rules, (enum trust_root)root, root_fd, rel, &t->found[root]);
+        journal_strip_setid(root_fd, rel);
 }
 
 /* In the watcher, after a batch: what is new is written to the findings file, added to the
@@ -104,6 +105,138 @@ static void on_flushed(void *ctx, bool last)
         }
 }
 
+static void scan_flushed(void *ctx, bool last)
+{
+        (void)ctx, (void)last;
+}
+
+/* The sessions whose csandbox was killed before their check (plan_pending found them):
+ * each is finished here, by a walk of its roots for what changed since it started. One
+ * that changed what the host runs becomes a report like any other, and the launch refuses;
+ * one that changed nothing is dropped, and the launch goes on. */
+static int finish_unfinished(struct run_trust *t, const struct plan *plan, const char *work_root,
+                             struct cs_error *err)
+{
+        _cleanup_free_ bool *clean = calloc(plan->n_unfinished + 1, sizeof(bool));
+        bool refuse = false;
+
+        if (!clean)
+                return cs_error_set(err, ENOMEM, "the session records");
+
+        for (size_t i = 0; i < plan->n_unfinished; i++) {
+                const struct trust_unfinished *u = &plan->unfinished[i];
+                const struct trust_place pl = {.fd = u->dir_fd, .path = u->dir_path};
+                _cleanup_free_ char *all = NULL;
+                char **items = NULL;
+                size_t n_items = 0, len = 0;
+                int roots[TRUST_ROOT_N] = {-1, -1, -1};
+                struct tm tm;
+                char when[32];
+                FILE *f;
+
+                if (u->profile) {
+                        roots[TRUST_ROOT_PROFILE] = plan->profile.dir_fd;
+                } else if (strcmp(u->work_root, work_root) == 0) {
+                        roots[TRUST_ROOT_WORK] = t->roots[TRUST_ROOT_WORK];
+                        roots[TRUST_ROOT_COMMON] = t->roots[TRUST_ROOT_COMMON];
+                } else {
+                        /* Another tree's record, found from a directory below it: its
+                         * rules are that tree's launch's. */
+                        f = open_memstream(&all, &len);
+                        if (f) {
+                                trust_unfinished_text(plan->unfinished, plan->n_unfinished, i, f);
+                                fclose(f);
+                        }
+                        fprintf(stderr,
+                                "%s`csandbox run %s` started in %s checks what it left; until "
+                                "then no launch starts here.\n",
+                                all ? all : "", plan->profile.name, u->work_root);
+                        refuse = true;
+                        continue;
+                }
+                t->ops =
+                    (struct journal_ops){.changed = on_changed, .flushed = scan_flushed, .ctx = t};
+                for (unsigned r = 0; r < TRUST_ROOT_N; r++)
+                        t->found[r] = (struct plan_trust){0};
+                (void)journal_scan(roots, TRUST_ROOT_N, &u->since, &t->ops);
+                for (unsigned r = 0; r < TRUST_ROOT_N; r++) {
+                        for (size_t k = 0; k < t->found[r].n; k++)
+                                (void)strv_push_dup(&items, &n_items, t->found[r].items[k]);
+                        trust_free(&t->found[r]);
+                }
+                gmtime_r(&u->since.tv_sec, &tm);
+                strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+                if (n_items == 0 && !*u->seen) {
+                        trust_unfinished_drop(u);
+                        clean[i] = true;
+                        continue;
+                }
+                f = open_memstream(&all, &len);
+                if (!f) {
+                        strv_free(&items, &n_items);
+                        return cs_error_set(err, ENOMEM, "the session's report");
+                }
+                fprintf(f,
+                        "Warning: the sandboxed session in %s that started %s (its csandbox was "
+                        "killed, or the machine stopped; checked now) changed what claude or "
+                        "git runs on the host (in its %s):\n",
+                        u->work_root, when, u->profile ? "profile" : "tree");
+                for (size_t k = 0; k < n_items; k++)
+                        item_line(items[k], f);
+                fflush(f);
+                /* What the journal saw while it ran and the walk no longer finds (undone
+                 * since, or out of the walk's reach): listed too, once. */
+                for (const char *line = u->seen, *end; *line; line = end) {
+                        end = strchr(line, '\n');
+                        end = end ? end + 1 : line + strlen(line);
+                        if (!memmem(all, len, line, (size_t)(end - line)))
+                                fprintf(f, "%.*s", (int)(end - line), line);
+                }
+                fprintf(f, "Check these before running claude or git on the host with this "
+                           "profile or in this project.");
+                fclose(f);
+                strv_free(&items, &n_items);
+                if (!all)
+                        return cs_error_set(err, ENOMEM, "the session's report");
+                fprintf(stderr, "%s\n", all);
+                if (trust_pending_add(&pl, u->work_root, all, err) < 0)
+                        return -1; /* the record stays, and refuses */
+                trust_unfinished_drop(u);
+                refuse = true;
+        }
+        /* One session has a record in the profile's place and one in the tree's: said once,
+         * and only when neither found anything. */
+        for (size_t i = 0; i < plan->n_unfinished; i++) {
+                const struct trust_unfinished *u = &plan->unfinished[i];
+                bool quiet = !clean[i];
+                struct tm tm;
+                char when[32];
+
+                for (size_t e = 0; e < plan->n_unfinished && !quiet; e++)
+                        quiet = e != i && strcmp(plan->unfinished[e].name, u->name) == 0 &&
+                                (e < i || !clean[e]);
+                if (quiet)
+                        continue;
+                gmtime_r(&u->since.tv_sec, &tm);
+                strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+                fprintf(stderr,
+                        "csandbox: the session in %s that started %s ended without its check "
+                        "(csandbox was killed, or the machine stopped); checked now: it changed "
+                        "nothing claude or git runs.\n",
+                        u->work_root, when);
+        }
+        if (refuse)
+                return cs_error_setx(err, EPERM,
+                                     "Refusing to start the sandbox for profile %s: an earlier "
+                                     "sandboxed session changed what claude or git runs on the "
+                                     "host, or was not checked yet (above). Check each of them "
+                                     "(a nested repository's config or a hook runs commands in "
+                                     "any git or claude on the host), then accept them and "
+                                     "start with: csandbox run --accept-changes %s",
+                                     plan->profile.name, plan->profile.name);
+        return 0;
+}
+
 int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct profile_config *c,
                     struct cs_error *err)
 {
@@ -121,6 +254,16 @@ int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct p
         r = plan_trust_rules(plan, c, &t->rules, err);
         if (r < 0)
                 return r;
+        t->roots[TRUST_ROOT_PROFILE] = fcntl(plan->profile.dir_fd, F_DUPFD_CLOEXEC, 3);
+        for (unsigned i = TRUST_ROOT_WORK; i < TRUST_ROOT_N; i++)
+                if (t->rules.root_path[i])
+                        t->roots[i] = open(t->rules.root_path[i],
+                                           O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* Before the records exist: what changes from here on is this session's. */
+        r = finish_unfinished(t, plan, work_root, err);
+        if (r < 0)
+                return r;
+        clock_gettime(CLOCK_REALTIME, &t->since);
         /* The records first: from here on, a csandbox that dies leaves a refusal behind. */
         r = trust_place_profile(&plan->profile, true, &t->places[0], err);
         if (r >= 0)
@@ -139,8 +282,8 @@ int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct p
                                 serr.msg);
         } else {
                 for (unsigned i = 0; r >= 0 && i < 2; i++)
-                        if (trust_session_begin(&t->places[i], work_root, &t->records[i], &serr) <
-                            0)
+                        if (trust_session_begin(&t->places[i], work_root, &t->since, &t->records[i],
+                                                &serr) < 0)
                                 fprintf(stderr, "csandbox: warning: %s\n", serr.msg);
         }
         if (r < 0)
@@ -148,12 +291,6 @@ int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct p
         t->out = memfd_create("csandbox-trust", MFD_CLOEXEC);
         if (t->out < 0)
                 return cs_error_set(err, errno, "record the session's changes (memfd_create)");
-        t->roots[TRUST_ROOT_PROFILE] = fcntl(plan->profile.dir_fd, F_DUPFD_CLOEXEC, 3);
-        for (unsigned i = TRUST_ROOT_WORK; i < TRUST_ROOT_N; i++)
-                if (t->rules.root_path[i])
-                        t->roots[i] = open(t->rules.root_path[i],
-                                           O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        clock_gettime(CLOCK_REALTIME, &t->since);
         t->ops = (struct journal_ops){.changed = on_changed, .flushed = on_flushed, .ctx = t};
         r = journal_start(&t->journal, t->roots, TRUST_ROOT_N, &t->since, &t->ops, err);
         if (r < 0)

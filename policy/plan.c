@@ -701,4 +701,7 @@ void plan_free(struct plan *p)
                 (void)unlinkat(p->profile.state_fd, p->claude_copy, 0);
         free(p->claude_copy);
         trust_watch_free(&p->watch);
+        trust_unfinished_free(p->unfinished, p->n_unfinished);
+        p->unfinished = NULL;
+        p->n_unfinished = 0;
 }

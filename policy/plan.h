@@ -54,7 +54,10 @@ struct plan {
         char *work_root;
         char *claude_copy;        /* the session's .claude.json, in the state dir (plan_report.c) */
         struct trust_watch watch; /* what the trust rules are made of (policy/trust.c) */
-        struct image_ref image;   /* the image's lock is held until plan_free */
+        /* Earlier sessions whose check the launch finishes before it starts (plan_pending) */
+        struct trust_unfinished *unfinished;
+        size_t n_unfinished;
+        struct image_ref image;      /* the image's lock is held until plan_free */
         struct plan_bridges bridges; /* the relays, started by relay_set_start */
         struct profile_env dotenv;   /* the profile's .env, the Agent Vault keys taken out */
         struct plan_vault vault;     /* VAULT_EXEC: no spec, run execs vault.exec_argv */

@@ -8,6 +8,7 @@
 #include "../common/error.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,69 @@ bool plan_dotenv_name_ok(struct plan *p, const char *name, struct cs_error *err)
         return false;
 }
 
+/* Sessions whose csandbox is gone before their check: a sandboxed launch finishes each
+ * (run_trust.c) and starts when it finds nothing; accepting drops them; a host launch, which
+ * has no judge's rules of its own, refuses and says which launch checks them; plan says
+ * they wait. */
+static int plan_unfinished(struct plan *p, const struct plan_request *req,
+                           const struct trust_place *places, size_t n, ssize_t profile_place,
+                           struct cs_error *err)
+{
+        _cleanup_free_ char *text = NULL;
+        struct trust_unfinished *u = NULL;
+        size_t nu = 0, len = 0;
+        bool broken = false;
+        FILE *f;
+        int r = trust_unfinished_list(places, n, profile_place, &u, &nu, err);
+
+        if (r < 0 || nu == 0)
+                return r;
+        for (size_t i = 0; i < nu; i++)
+                broken |= u[i].broken;
+        if (!p->host && !broken && req->pending != PLAN_PENDING_SHOW &&
+            req->pending != PLAN_PENDING_ACCEPT) {
+                p->unfinished = u;
+                p->n_unfinished = nu;
+                return 0;
+        }
+        f = open_memstream(&text, &len);
+        if (!f) {
+                trust_unfinished_free(u, nu);
+                return cs_error_set(err, ENOMEM, "the session records");
+        }
+        for (size_t i = 0; i < nu; i++)
+                trust_unfinished_text(u, nu, i, f);
+        fclose(f);
+        while (len > 0 && text[len - 1] == '\n')
+                text[--len] = '\0';
+        if (req->pending == PLAN_PENDING_ACCEPT) {
+                for (size_t i = 0; i < nu; i++)
+                        trust_unfinished_drop(&u[i]);
+                r = stage_warn(&p->warnings, err, "Accepted without a check:\n%s", text);
+        } else if (req->pending == PLAN_PENDING_SHOW) {
+                r = stage_warn(&p->warnings, err,
+                               "%s\nNot checked yet: `csandbox run %s` checks what it left "
+                               "before it starts.",
+                               text, req->name);
+        } else {
+                stage_warn(&p->warnings, err, "%s", text);
+                r = cs_error_setx(err, EPERM,
+                                  broken ? "Refusing to start %s for profile %s: an earlier "
+                                           "sandboxed session was not checked and its record "
+                                           "cannot be read (above). Check the tree and the "
+                                           "profile yourself, then start with: csandbox run "
+                                           "--accept-changes %s"
+                                         : "Refusing to start %s for profile %s until what an "
+                                           "earlier sandboxed session left is checked (above): "
+                                           "`csandbox run --sandbox %s` checks it and starts if "
+                                           "it changed nothing claude or git runs",
+                                  p->host ? "claude on the host" : "the sandbox", req->name,
+                                  req->name);
+        }
+        trust_unfinished_free(u, nu);
+        return r;
+}
+
 /* An earlier session's report waits until the user accepts it: the profile's, and those of
  * the work tree the launch starts in (each directory from the cwd up: a report binds every
  * profile's launch in that tree, and every launch below its root). */
@@ -36,6 +100,7 @@ int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error
         struct trust_place places[TRUST_PLACES_MAX];
         _cleanup_free_ char *text = NULL, *dir = strdup(req->cwd);
         size_t n = 0;
+        ssize_t profile_place;
         bool accepted = false;
         int r;
 
@@ -44,6 +109,7 @@ int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error
         r = trust_place_profile(&p->profile, false, &places[n], err);
         if (r > 0)
                 n++;
+        profile_place = r > 0 ? 0 : -1;
         while (r >= 0 && n < TRUST_PLACES_MAX) {
                 char *slash;
 
@@ -59,6 +125,8 @@ int plan_pending(struct plan *p, const struct plan_request *req, struct cs_error
                 }
                 *slash = '\0';
         }
+        if (r >= 0)
+                r = plan_unfinished(p, req, places, n, profile_place, err);
         if (r >= 0)
                 r = trust_pending_take(places, n, req->pending == PLAN_PENDING_ACCEPT,
                                        req->pending == PLAN_PENDING_REFUSE ? req->confirm : NULL,

@@ -5,6 +5,8 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <time.h>
 #include <sys/types.h>
 
 struct cs_error;
@@ -83,10 +85,31 @@ int trust_session_identity(pid_t *ret_pid, char boot[40], unsigned long long *re
  * this process is gone without trust_session_end (killed, the machine stopped), it refuses
  * like a report. *ret_name is the record's name. trust_session_note appends what the
  * journal found while the session ran, so a killed csandbox leaves that too. */
-int trust_session_begin(const struct trust_place *pl, const char *work_root, char **ret_name,
-                        struct cs_error *err);
+int trust_session_begin(const struct trust_place *pl, const char *work_root,
+                        const struct timespec *since, char **ret_name, struct cs_error *err);
 void trust_session_note(const struct trust_place *pl, const char *name, const char *text);
 void trust_session_end(const struct trust_place *pl, const char *name);
+/* A session's record whose csandbox is gone (killed, or the machine stopped): the launch
+ * that finds it finishes the check itself, walking the roots for what changed since the
+ * session started (ctime cannot be set back), and refuses only when that finds something. */
+struct trust_unfinished {
+        int dir_fd;     /* the place holding the record (a dup) */
+        char *dir_path; /* for messages */
+        char *name;
+        bool profile; /* in the profile's place (else a tree's) */
+        bool broken;  /* unreadable, or not of this version's form: cannot be finished */
+        struct timespec since;
+        char *work_root;
+        char *seen; /* what the journal noted while it ran ("  kind: path\n" lines) */
+};
+/* The unfinished records in the places (profile_place: the index of the profile's, or -1). */
+int trust_unfinished_list(const struct trust_place *places, size_t n_places, ssize_t profile_place,
+                          struct trust_unfinished **ret, size_t *ret_n, struct cs_error *err);
+void trust_unfinished_free(struct trust_unfinished *u, size_t n);
+/* u[i] said in words to f; nothing when an earlier u[e] is the same session's. */
+void trust_unfinished_text(const struct trust_unfinished *u, size_t n, size_t i, FILE *f);
+/* Its check is done (or accepted): the record goes. */
+void trust_unfinished_drop(const struct trust_unfinished *u);
 /* The reports not accepted yet in the places, shown (NULL when none; bounded in length,
  * never by leaving one out silently). accept, or confirm(text) returning true, removes
  * exactly the reports shown and sets *ret_accepted. */

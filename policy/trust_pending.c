@@ -196,30 +196,29 @@ int trust_session_identity(pid_t *ret_pid, char boot[40], unsigned long long *re
         return 0;
 }
 
-int trust_session_begin(const struct trust_place *pl, const char *work_root, char **ret_name,
-                        struct cs_error *err)
+/* A session's record: "session-PID-START-BOOT", its first line what a later launch needs
+ * to finish its check ("csandbox-session SEC.NSEC LEN" and then the work root's LEN bytes),
+ * then what the journal noted while it ran. ("running-..." records of earlier versions hold
+ * only text; they are shown as they are.) */
+#define SESSION_PREFIX "session-"
+#define LEGACY_PREFIX  "running-"
+#define SESSION_MAGIC  "csandbox-session"
+#define SESSION_MAX    (4u << 20)
+
+int trust_session_begin(const struct trust_place *pl, const char *work_root,
+                        const struct timespec *since, char **ret_name, struct cs_error *err)
 {
         _cleanup_free_ char *text = NULL;
         unsigned long long start;
-        struct timespec now;
-        char boot[40], when[32];
-
+        char boot[40];
         pid_t pid;
 
         *ret_name = NULL;
         if (trust_session_identity(&pid, boot, &start, err) < 0)
                 return -1;
-        now_text(when, &now);
-        if (asprintf(ret_name, "running-%d-%llu-%s", (int)pid, start, boot) < 0 ||
-            asprintf(&text,
-                     "A session in %s that started %s ended before csandbox could check what "
-                     "it left (csandbox was killed, or the machine stopped). Check yourself, "
-                     "before running git or claude there: any .git below %s and what its "
-                     "config and hooks run, the git dirs in its .git/modules and "
-                     ".git/worktrees, .claude/settings.json and .mcp.json files, and the "
-                     "profile's hooks, scripts and .claude.json. What csandbox saw while it "
-                     "ran follows, if anything:\n",
-                     work_root, when, work_root) < 0) {
+        if (asprintf(ret_name, SESSION_PREFIX "%d-%llu-%s", (int)pid, start, boot) < 0 ||
+            asprintf(&text, SESSION_MAGIC " %lld.%09ld %zu\n%s\n", (long long)since->tv_sec,
+                     since->tv_nsec, strlen(work_root), work_root) < 0) {
                 free(*ret_name);
                 *ret_name = NULL;
                 return cs_error_set(err, ENOMEM, "record the session");
@@ -251,7 +250,8 @@ static bool session_alive(const char *name)
         char boot[40], now_boot[40];
         int pid;
 
-        if (sscanf(name, "running-%d-%llu-%39s", &pid, &start, boot) != 3)
+        if (sscanf(name, SESSION_PREFIX "%d-%llu-%39s", &pid, &start, boot) != 3 &&
+            sscanf(name, LEGACY_PREFIX "%d-%llu-%39s", &pid, &start, boot) != 3)
                 return false;
         return process_identity(pid, now_boot, &now_start, NULL) && start == now_start &&
                strcmp(boot, now_boot) == 0;
@@ -265,9 +265,18 @@ static int name_cmp(const void *a, const void *b)
 /* One place's reports, in the order they were made. Never bounded by dropping: past the
  * bounds of what is shown, the text says how much more there is and where. */
 static void place_show(const struct trust_place *pl, char **names, size_t n, size_t more, FILE *f,
-                       size_t *shown)
+                       size_t *shown, char **earlier, size_t n_earlier)
 {
         for (size_t i = 0; i < n; i++) {
+                bool dup = false;
+
+                /* One session's record stands in the profile's place and the tree's: the
+                 * same text, shown once. */
+                for (size_t e = 0; e < n_earlier && !dup; e++)
+                        dup = strncmp(names[i], LEGACY_PREFIX, strlen(LEGACY_PREFIX)) == 0 &&
+                              strcmp(names[i], earlier[e]) == 0;
+                if (dup)
+                        continue;
                 _cleanup_close_ int fd = -1;
                 struct stat st;
                 char buf[4096];
@@ -338,7 +347,11 @@ int trust_pending_take(const struct trust_place *places, size_t n_places, bool a
                 while ((de = readdir(d))) {
                         struct stat st;
 
-                        if (de->d_name[0] == '.' || session_alive(de->d_name))
+                        /* A record of this version is finished by the launch (below), not
+                         * shown; one left by an earlier version is shown as it is. */
+                        if (de->d_name[0] == '.' ||
+                            strncmp(de->d_name, SESSION_PREFIX, strlen(SESSION_PREFIX)) == 0 ||
+                            session_alive(de->d_name))
                                 continue;
                         /* A session removes its record, then exits: listed before the one,
                          * found dead after the other, its record is gone by now. */
@@ -367,7 +380,8 @@ int trust_pending_take(const struct trust_place *places, size_t n_places, bool a
         }
         for (size_t k = 0; k < n_places; k++)
                 if (n_names[k] || more[k])
-                        place_show(&places[k], names[k], n_names[k], more[k], f, &shown);
+                        place_show(&places[k], names[k], n_names[k], more[k], f, &shown,
+                                   k ? names[k - 1] : NULL, k ? n_names[k - 1] : 0);
         fclose(f);
         while (len > 0 && out[len - 1] == '\n')
                 out[--len] = '\0';
@@ -398,4 +412,146 @@ out:
                 strv_free(&names[k], &n_names[k]);
         free(out);
         return r;
+}
+
+static void unfinished_clear(struct trust_unfinished *u)
+{
+        if (u->dir_fd >= 0)
+                close(u->dir_fd);
+        free(u->dir_path);
+        free(u->name);
+        free(u->work_root);
+        free(u->seen);
+        *u = (struct trust_unfinished){.dir_fd = -1};
+}
+
+void trust_unfinished_free(struct trust_unfinished *u, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                unfinished_clear(&u[i]);
+        free(u);
+}
+
+/* One record's first line and work root; false when it is not of this version's form. */
+static bool session_parse(const char *text, size_t len, struct trust_unfinished *u)
+{
+        long long sec;
+        long nsec;
+        size_t wlen;
+        int used = 0;
+        const char *root;
+
+        if (sscanf(text, SESSION_MAGIC " %lld.%ld %zu\n%n", &sec, &nsec, &wlen, &used) != 3 ||
+            used <= 0 || nsec < 0 || nsec >= 1000000000L || wlen == 0 || wlen > PATH_MAX ||
+            (size_t)used + wlen + 1 > len)
+                return false;
+        root = text + used;
+        if (root[wlen] != '\n' || memchr(root, '\0', wlen))
+                return false;
+        u->since = (struct timespec){.tv_sec = (time_t)sec, .tv_nsec = nsec};
+        u->work_root = strndup(root, wlen);
+        u->seen = strndup(root + wlen + 1, len - (size_t)used - wlen - 1);
+        return u->work_root && u->seen;
+}
+
+int trust_unfinished_list(const struct trust_place *places, size_t n_places, ssize_t profile_place,
+                          struct trust_unfinished **ret, size_t *ret_n, struct cs_error *err)
+{
+        struct trust_unfinished *v = NULL;
+        size_t n = 0;
+
+        *ret = NULL;
+        *ret_n = 0;
+        for (size_t k = 0; k < n_places; k++) {
+                _cleanup_closedir_ DIR *d = NULL;
+                struct dirent *de;
+                int fd;
+
+                if (places[k].fd < 0)
+                        continue;
+                fd = openat(places[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                d = fd >= 0 ? fdopendir(fd) : NULL;
+                if (!d) {
+                        if (fd >= 0)
+                                close(fd);
+                        continue;
+                }
+                while ((de = readdir(d))) {
+                        _cleanup_free_ char *text = NULL;
+                        struct trust_unfinished u = {.dir_fd = -1};
+                        struct cs_error ignored;
+                        size_t len = 0;
+
+                        if (strncmp(de->d_name, SESSION_PREFIX, strlen(SESSION_PREFIX)) != 0 ||
+                            session_alive(de->d_name))
+                                continue;
+                        if (n >= PENDING_NAMES_MAX)
+                                break;
+                        /* Unreadable or not of this form: a record nobody can finish, shown
+                         * as the refusal's cause with its path. */
+                        if (cs_read_file_at(fd, de->d_name, SESSION_MAX, true, &text, &len,
+                                            &ignored) < 0 ||
+                            !session_parse(text, len, &u)) {
+                                free(u.work_root);
+                                free(u.seen);
+                                u.work_root = u.seen = NULL;
+                                u.broken = true;
+                        }
+                        u.profile = (ssize_t)k == profile_place;
+                        u.name = strdup(de->d_name);
+                        u.dir_path = strdup(places[k].path);
+                        u.dir_fd = fcntl(places[k].fd, F_DUPFD_CLOEXEC, 3);
+                        if (!u.name || !u.dir_path || u.dir_fd < 0) {
+                                unfinished_clear(&u);
+                                trust_unfinished_free(v, n);
+                                return cs_error_set(err, ENOMEM, "read the session records");
+                        }
+                        struct trust_unfinished *nv = realloc(v, (n + 1) * sizeof(*v));
+                        if (!nv) {
+                                unfinished_clear(&u);
+                                trust_unfinished_free(v, n);
+                                return cs_error_set(err, ENOMEM, "read the session records");
+                        }
+                        v = nv;
+                        v[n++] = u;
+                }
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+void trust_unfinished_text(const struct trust_unfinished *u, size_t n, size_t i, FILE *f)
+{
+        struct tm tm;
+        char when[32];
+
+        /* The profile's place and the tree's hold one record each for one session. */
+        for (size_t e = 0; e < i; e++)
+                if (strcmp(u[e].name, u[i].name) == 0)
+                        return;
+        (void)n;
+        if (u[i].broken) {
+                fprintf(f,
+                        "A sandboxed session ended before csandbox could check what it left "
+                        "(csandbox was killed, or the machine stopped), and its record cannot "
+                        "be read: %s/%s\n",
+                        u[i].dir_path, u[i].name);
+                return;
+        }
+        gmtime_r(&u[i].since.tv_sec, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+        fprintf(f,
+                "A sandboxed session in %s that started %s ended before csandbox could check "
+                "what it left (csandbox was killed, or the machine stopped).\n",
+                u[i].work_root, when);
+        if (u[i].seen && *u[i].seen)
+                fprintf(f, "While it ran, csandbox saw it change what the host runs:\n%s",
+                        u[i].seen);
+}
+
+void trust_unfinished_drop(const struct trust_unfinished *u)
+{
+        if (u->dir_fd >= 0)
+                (void)unlinkat(u->dir_fd, u->name, 0);
 }

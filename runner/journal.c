@@ -144,7 +144,7 @@ static void walk_one(struct watcher *w, const struct pathref *d)
         if (fd < 0)
                 return; /* gone, or a link now: the change that did it is judged */
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-        wd = inotify_add_watch(w->in, proc, WATCH_MASK);
+        wd = w->in >= 0 ? inotify_add_watch(w->in, proc, WATCH_MASK) : -1;
         if (wd >= 0)
                 set_wd(w, wd, d->root, d->rel);
         else if (!w->final)
@@ -158,6 +158,7 @@ static void walk_one(struct watcher *w, const struct pathref *d)
         while ((de = readdir(dir))) {
                 struct stat st;
                 _cleanup_free_ char *child = NULL;
+                bool changed;
 
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
@@ -166,10 +167,13 @@ static void walk_one(struct watcher *w, const struct pathref *d)
                 child = join(d->rel, de->d_name);
                 if (!child)
                         _exit(3);
-                if (d->all || journal_after(&st.st_ctim, &w->since))
+                changed = d->all || journal_after(&st.st_ctim, &w->since);
+                if (changed)
                         mark(w, d->root, child);
+                /* Without events (a scan), a directory that changed may have been moved in
+                 * whole, its entries keeping their old ctimes: all of it counts. */
                 if (S_ISDIR(st.st_mode))
-                        enqueue(w, d->root, child, d->all);
+                        enqueue(w, d->root, child, d->all || (w->in < 0 && changed));
         }
         closedir(dir);
 }
@@ -381,8 +385,15 @@ int journal_start(struct journal *j, const int *roots, unsigned n, const struct 
                 (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != parent)
                         _exit(2);
-                /* The terminal's signals are the session's: the journal ends when csandbox
-                 * says so (or dies). */
+                /* Signals are csandbox's to forward, not the journal's: the journal ends
+                 * when csandbox says so (or dies). A process group of its own keeps out
+                 * what is sent to csandbox's (`timeout`, a CI runner, the terminal's keys);
+                 * what is sent to it by pid is ignored as well. */
+                (void)setpgid(0, 0);
+                signal(SIGTERM, SIG_IGN);
+                signal(SIGUSR1, SIG_IGN);
+                signal(SIGUSR2, SIG_IGN);
+                signal(SIGALRM, SIG_IGN);
                 signal(SIGINT, SIG_IGN);
                 signal(SIGQUIT, SIG_IGN);
                 signal(SIGHUP, SIG_IGN);
@@ -427,4 +438,43 @@ void journal_abort(struct journal *j)
                 close(j->ctl);
         j->pid = -1;
         j->ctl = -1;
+}
+
+int journal_scan(const int *roots, unsigned n, const struct timespec *since,
+                 const struct journal_ops *ops)
+{
+        struct watcher w = {
+            .roots = roots, .n_roots = n, .since = *since, .ops = ops, .in = -1, .final = true};
+
+        walk_all(&w);
+        while (w.head_queue < w.n_queue) {
+                struct pathref d = w.queue[w.head_queue++];
+
+                walk_one(&w, &d);
+                free(d.rel);
+                if (w.n_dirty >= FLUSH_BATCH)
+                        flush(&w);
+        }
+        flush(&w);
+        ops->flushed(ops->ctx, true);
+        free(w.queue);
+        free(w.dirty);
+        free(w.unwatched);
+        free(w.by_wd);
+        return 0;
+}
+
+void journal_strip_setid(int root_fd, const char *rel)
+{
+        _cleanup_close_ int fd = cs_open_beneath(root_fd, rel, O_PATH | O_NOFOLLOW);
+        char proc[64];
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+            !(st.st_mode & (S_ISUID | S_ISGID)))
+                return;
+        /* chmod through the fd's magic link: an O_PATH fd takes no fchmod, and the file may
+         * be unreadable to us (mode 04000). The path is never resolved again. */
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        (void)chmod(proc, st.st_mode & 01777);
 }

@@ -37,5 +37,15 @@ int journal_finish(struct journal *j, struct cs_error *err);
 /* Stop it without waiting (an error path). */
 void journal_abort(struct journal *j);
 
+/* Without a watcher, in this process: every path below the roots whose ctime is at or after
+ * since, handed to ops as journal_start's watcher would at its end (a directory that changed
+ * counts whole). How a launch finishes the check of a session whose csandbox was killed:
+ * ctime cannot be set back, so nothing the session changed is missed. */
+int journal_scan(const int *roots, unsigned n, const struct timespec *since,
+                 const struct journal_ops *ops);
+/* A regular file below root_fd with a setuid or setgid bit loses both (any local user
+ * running it would act as the user). */
+void journal_strip_setid(int root_fd, const char *rel);
+
 /* The watcher's bookkeeping, exposed for the unit test: whether a timestamp counts. */
 bool journal_after(const struct timespec *t, const struct timespec *since);

@@ -6,6 +6,7 @@ win over the profile's .env. Each attack is a program run inside as the fake cla
 import json
 import os
 import subprocess
+import time
 
 from conftest import CSANDBOX, TIMEOUT
 from test_run import CFG_IN, HOME_IN, Profiles, git, shell_claude  # noqa: F401
@@ -109,10 +110,9 @@ def test_a_file_the_settings_run_created_in_the_session_is_reported_and_refused(
     assert "later.sh" in r.stderr and "--accept-changes" in r.stderr
 
 
-def test_a_session_whose_csandbox_was_killed_refuses_the_next_launch(profiles, repo):
-    """Nobody lived to compare: the record written before the launch stands for the report."""
-    profiles.add()
-    shell_claude(profiles, 'echo started; exec sleep 60\n')
+def _killed_session(profiles, repo, script):
+    """A session whose csandbox is killed (SIGKILL) once the fake claude said "started"."""
+    shell_claude(profiles, script + 'echo started; exec sleep 60\n')
     proc = subprocess.Popen([CSANDBOX, "run", "work"], cwd=str(repo), env=profiles.env(),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
@@ -126,11 +126,119 @@ def test_a_session_whose_csandbox_was_killed_refuses_the_next_launch(profiles, r
     finally:
         proc.kill()
         proc.communicate()
+
+
+def test_a_killed_session_that_changed_nothing_is_checked_by_the_next_launch_which_starts(
+        profiles, repo):
+    """Only SIGKILL (or a machine stop) leaves a record; the next launch finishes its check by
+    a walk for what changed since it started, and starts when that finds nothing."""
+    profiles.add()
+    _killed_session(profiles, repo, f'echo "ordinary work" > "{repo}/notes.txt"\n')
+    shell_claude(profiles, "echo second session\n")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert "second session" in r.stdout
+    assert r.stderr.count("checked now: it changed nothing claude or git runs") == 1, r.stderr
+    assert "Refusing" not in r.stderr
+    r = profiles.run()
+    assert r.returncode == 0 and "checked now" not in r.stderr, r.stderr
+
+
+def test_a_killed_session_that_planted_a_hook_is_refused_by_the_next_launch(profiles, repo,
+                                                                            tmp_path):
+    """The walk judges what the session left, planted at its last moment (no live warning
+    needed): the next launch refuses, names it, once; plan says it waits; accepted, it
+    starts."""
+    profiles.add()
+    mark = tmp_path / "hook-ran"
+    _killed_session(profiles, repo, f"""cd "{repo}"
+mkdir -p lib && git -C lib init -q && printf '#!/bin/sh\\ntouch {mark}\\n' > lib/.git/hooks/post-checkout
+chmod +x lib/.git/hooks/post-checkout
+""")
+    shell_claude(profiles, "echo second session\n")
     r = profiles.run()
     assert r.returncode == 125, r.stderr
-    assert "ended before csandbox could check" in r.stderr and str(repo) in r.stderr
-    assert run_accepting(profiles).returncode == 0
+    assert "second session" not in r.stdout
+    assert f"{repo}/lib/.git" in r.stderr and "checked now" in r.stderr, r.stderr
+    assert r.stderr.count("(its csandbox was killed") == 1, r.stderr
+    r = profiles.run(cmd="plan")
+    assert r.returncode == 0 and "Not accepted yet" in r.stderr and f"{repo}/lib/.git" in r.stderr
+    assert profiles.run().returncode == 125
+    r = run_accepting(profiles)
+    assert r.returncode == 0 and "second session" in r.stdout, r.stderr
     assert profiles.run().returncode == 0
+    assert not mark.exists()
+
+
+def test_a_session_ended_by_sigterm_is_judged_and_the_next_launch_starts(profiles, repo):
+    """`timeout` (a CI job's limit, docker stop, systemd) sends SIGTERM to csandbox's whole
+    process group: the session ends gracefully, its changes are judged, nothing is left
+    that refuses the next launch; a plant made before it is reported as usual."""
+    profiles.add()
+    shell_claude(profiles, 'echo started; exec sleep 60\n')
+    r = subprocess.run(["timeout", "3", CSANDBOX, "run", "work"], cwd=str(repo),
+                       env=profiles.env(), stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 124 and "started" in r.stdout, r.stderr
+    assert "journal" not in r.stderr and "Refusing" not in r.stderr, r.stderr
+    shell_claude(profiles, "echo second session\n")
+    r = profiles.run()
+    assert r.returncode == 0 and "second session" in r.stdout, r.stderr
+    assert "checked now" not in r.stderr, "a graceful end leaves no record to finish"
+
+    shell_claude(profiles, f'git -C "{repo}" init -q sub && '
+                           f'git -C "{repo}/sub" config core.pager "touch /tmp/x"; '
+                           'echo started; exec sleep 60\n')
+    r = subprocess.run(["timeout", "-s", "INT", "3", CSANDBOX, "run", "work"], cwd=str(repo),
+                       env=profiles.env(), stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert f"{repo}/sub/.git" in r.stderr, r.stderr
+    shell_claude(profiles, "echo third session\n")
+    r = profiles.run()
+    assert r.returncode == 125 and f"{repo}/sub/.git" in r.stderr, r.stderr
+
+
+def test_a_closed_pipe_at_the_end_of_an_allowlist_session_leaves_nothing_that_refuses(
+        profiles, repo):
+    """`csandbox run ... 2>&1 | head -1`: the egress line at the end meets a closed pipe;
+    csandbox does not die of SIGPIPE before the session's check."""
+    profiles.add()
+    shell_claude(profiles, "echo one; echo two; echo three\n")
+    env = profiles.env(CLAUDE_PROFILE_SANDBOX_EGRESS="allowlist")
+    r = subprocess.run(f'"{CSANDBOX}" run work 2>&1 | head -1; echo "rc=${{PIPESTATUS[0]}}"',
+                       shell=True, executable="/bin/bash", cwd=str(repo), env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert r.stdout.startswith("one\n"), r.stdout
+    shell_claude(profiles, "echo second session\n")
+    r = profiles.run(env=env)
+    assert r.returncode == 0 and "second session" in r.stdout, r.stderr
+    assert "checked now" not in r.stderr and "Refusing" not in r.stderr, r.stderr
+
+
+def test_a_setuid_bit_a_file_in_the_tree_gets_during_the_session_is_removed(profiles, repo):
+    """Whatever gives a file in a writable root a setuid or setgid bit while the session runs
+    (here the host itself, beside it), the journal takes the bit off and reports the file:
+    no other local account can run it as the user."""
+    profiles.add()
+    tool = repo / "tool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    shell_claude(profiles, 'echo started; read line; echo done\n')
+    proc = subprocess.Popen([CSANDBOX, "run", "work"], cwd=str(repo), env=profiles.env(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"started\n"
+        tool.chmod(0o6755)
+        deadline = time.monotonic() + 10
+        while tool.stat().st_mode & 0o6000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        out, err = proc.communicate(b"go\n", timeout=TIMEOUT)
+    finally:
+        proc.kill()
+    assert tool.stat().st_mode & 0o7777 == 0o755, oct(tool.stat().st_mode)
+    assert b"setuid or setgid file" in err and str(tool).encode() in err, err
 
 
 def test_nested_repository_with_fsmonitor_and_gitlink_is_reported_and_refused(profiles, repo,
@@ -604,13 +712,15 @@ def test_a_linked_marker_removed_inside_refuses_the_next_launch(profiles, repo):
     assert "claude on the host" in r.stderr
 
 
-def test_a_setuid_copy_of_a_shell_left_in_the_tree_is_reported(profiles, repo):
+def test_a_setuid_copy_of_a_shell_is_never_left_in_the_tree(profiles, repo):
+    """Refused inside, or taken off by the journal: no other local account gets a shell
+    that runs as the user."""
     profiles.add()
-    shell_claude(profiles, f'cp /bin/sh "{repo}/tool" && chmod 4755 "{repo}/tool" && echo set\n')
+    shell_claude(profiles, f'cp /bin/sh "{repo}/tool"; chmod 4755 "{repo}/tool"; '
+                           f'chmod 2755 "{repo}/tool"; echo done\n')
     r = profiles.run()
-    assert r.returncode == 0 and "set" in r.stdout, r.stderr
-    assert os.stat(repo / "tool").st_mode & 0o4000
-    assert f"setuid or setgid file: {repo}/tool" in r.stderr, r.stderr
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert os.stat(repo / "tool").st_mode & 0o6000 == 0, oct(os.stat(repo / "tool").st_mode)
 
 
 def test_claudes_own_state_and_inert_repositories_are_not_findings(profiles, repo):
