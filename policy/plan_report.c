@@ -309,6 +309,10 @@ int plan_trust_rules(const struct plan *p, const struct profile_config *c, struc
                         ret->main_ino = (unsigned long long)st.st_ino;
                 }
         }
+        if (p->profile.state_fd >= 0 && fstat(p->profile.state_fd, &st) == 0) {
+                ret->state_dev = (unsigned long long)st.st_dev;
+                ret->state_ino = (unsigned long long)st.st_ino;
+        }
         /* With a copy of its own, the session cannot write the host's file: only without
          * one does the journal judge it, against what it held at the start. */
         ret->claude_json_copied = p->claude_copy != NULL;

@@ -546,10 +546,13 @@ static void judge_work(struct judge *j, int root_fd, char **comp, size_t n, cons
         }
         for (size_t k = 0; k < n && dfd >= 0; k++) {
                 if (strcmp(comp[k], ".git") == 0) {
-                        judge_dotgit(j, dfd, dpath, comp + k + 1, n - k - 1, k == 0);
+                        judge_dotgit(j, dfd, dpath, comp + k + 1, n - k - 1,
+                                     k == 0 && root == TRUST_ROOT_WORK);
                         return;
                 }
-                if (k >= 1 && is_git_dir(dfd)) {
+                /* The root too: a tree that is no repository can be made a bare one, which
+                 * git then finds from every directory in it. */
+                if (is_git_dir(dfd)) {
                         judge_git_dir(j, dfd, dpath, comp + k, n - k, false);
                         return;
                 }
@@ -564,6 +567,58 @@ static void judge_work(struct judge *j, int root_fd, char **comp, size_t n, cons
                         strcat(dpath, "/");
                 strcat(dpath, comp[k]);
         }
+}
+
+/* Whether rel is a link that leads (as the host resolves it, links followed) into the
+ * profile's state dir, or a gitfile whose git dir is there. */
+static bool link_into_state(const struct trust_rules *r, int root_fd, const char *rel)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        const char *base = strrchr(rel, '/');
+        size_t len;
+
+        if (!r->state_dev && !r->state_ino)
+                return false;
+        if (fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        base = base ? base + 1 : rel;
+        if (S_ISLNK(st.st_mode)) {
+                fd = openat(root_fd, rel, O_PATH | O_CLOEXEC);
+        } else if (S_ISREG(st.st_mode) && strcmp(base, ".git") == 0 &&
+                   read_git_file(root_fd, rel, GITFILE_MAX, &text, &len) == 0 &&
+                   strncmp(text, "gitdir: ", 8) == 0) {
+                _cleanup_close_ int dfd = -1;
+                _cleanup_free_ char *dir = strndup(rel, (size_t)(base - rel));
+
+                while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+                        text[--len] = '\0';
+                dfd = dir && *dir ? openat(root_fd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
+                                  : fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+                if (dfd >= 0)
+                        fd = openat(dfd, text + 8, O_PATH | O_CLOEXEC);
+        }
+        /* Dangling for now: judged again when the journal looks at its referrers. */
+        for (int up = 0; fd >= 0 && up < JUDGE_DEPTH_MAX; up++) {
+                struct stat ds;
+                int parent;
+
+                if (fstat(fd, &ds) < 0)
+                        return false;
+                if ((unsigned long long)ds.st_dev == r->state_dev &&
+                    (unsigned long long)ds.st_ino == r->state_ino)
+                        return true;
+                parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (parent >= 0 && fstat(parent, &st) == 0 && st.st_dev == ds.st_dev &&
+                    st.st_ino == ds.st_ino) {
+                        close(parent); /* "/" */
+                        return false;
+                }
+                close(fd);
+                fd = parent;
+        }
+        return false;
 }
 
 void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd, const char *rel,
@@ -590,8 +645,12 @@ void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd,
         if (setid_file(root_fd, rel))
                 finding(out, "setuid or setgid file", j.base, rel,
                         "any local user running it acts as you");
+        if (link_into_state(r, root_fd, rel))
+                finding(out, "link into the sandbox's own storage", j.base, rel,
+                        "the host reaches what the session keeps there, which is not judged");
+        /* A git dir anywhere the session writes is judged by git's rules: a gitfile or a
+         * link in the tree can lead the host's git to it, whenever it was made. */
         if (root == TRUST_ROOT_PROFILE)
                 judge_profile(&j, root_fd, comp, n, rel);
-        else
-                judge_work(&j, root_fd, comp, n, rel, root);
+        judge_work(&j, root_fd, comp, n, rel, root);
 }

@@ -30,6 +30,10 @@ struct trust_rules {
          * commondir pointing at it adds nothing to judge. */
         unsigned long long main_dev, main_ino;
         bool plugins_enabled; /* the settings enable a plugin: its files are code */
+        /* The profile's state dir (dev, ino): the session writes parts of it (chrome/, the
+         * engine's containers/, its copies), which no rule judges: a link into it is a
+         * finding. 0, 0: none. */
+        unsigned long long state_dev, state_ino;
         /* The session writes its own copy of .claude.json (written back after it): the
          * host's file is not the session's to change, and not judged. */
         bool claude_json_copied;

@@ -63,6 +63,11 @@ struct watcher {
         size_t n_unwatched, cap_unwatched;
         struct move moves[MOVES_MAX];
         size_t n_moves;
+        /* Referrers the session changed: a .git entry, a commondir or gitdir file, a link.
+         * What they lead to may change later, anywhere (even where nothing is watched):
+         * they are judged again after every batch and at the end. */
+        struct pathref *refs;
+        size_t n_refs, cap_refs;
         bool overflow, final;
 };
 
@@ -271,15 +276,50 @@ static int ref_cmp(const void *a, const void *b)
         return strcmp(x->rel, y->rel);
 }
 
+static bool is_referrer(int root_fd, const char *rel)
+{
+        const char *base = strrchr(rel, '/');
+        struct stat st;
+
+        base = base ? base + 1 : rel;
+        if (strcmp(base, ".git") == 0 || strcmp(base, "commondir") == 0 ||
+            strcmp(base, "gitdir") == 0)
+                return true;
+        return fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
+static void remember_referrer(struct watcher *w, const struct pathref *d)
+{
+        for (size_t i = 0; i < w->n_refs; i++)
+                if (w->refs[i].root == d->root && strcmp(w->refs[i].rel, d->rel) == 0)
+                        return;
+        push(&w->refs, &w->n_refs, &w->cap_refs, d->root, strdup(d->rel), false);
+}
+
+/* The referrers, judged again with this batch (all of them at the end; while the session
+ * runs, as many as stay cheap to judge at every batch). */
+#define REFS_EVERY_BATCH 256u
+static void rejudge_referrers(struct watcher *w, bool all)
+{
+        if (!all && w->n_refs > REFS_EVERY_BATCH)
+                return;
+        for (size_t i = 0; i < w->n_refs; i++)
+                mark(w, w->refs[i].root, w->refs[i].rel);
+}
+
 static void flush(struct watcher *w)
 {
         if (w->n_dirty == 0)
                 return;
+        rejudge_referrers(w, w->final);
         qsort(w->dirty, w->n_dirty, sizeof(w->dirty[0]), ref_cmp);
         for (size_t i = 0; i < w->n_dirty; i++) {
-                if (i == 0 || ref_cmp(&w->dirty[i], &w->dirty[i - 1]) != 0)
-                        w->ops->changed(w->ops->ctx, w->dirty[i].root, w->roots[w->dirty[i].root],
-                                        w->dirty[i].rel);
+                if (i > 0 && ref_cmp(&w->dirty[i], &w->dirty[i - 1]) == 0)
+                        continue;
+                if (is_referrer(w->roots[w->dirty[i].root], w->dirty[i].rel))
+                        remember_referrer(w, &w->dirty[i]);
+                w->ops->changed(w->ops->ctx, w->dirty[i].root, w->roots[w->dirty[i].root],
+                                w->dirty[i].rel);
         }
         for (size_t i = 0; i < w->n_dirty; i++)
                 free(w->dirty[i].rel);
@@ -304,7 +344,7 @@ static void walk_all(struct watcher *w)
 
 static _Noreturn void watcher_main(struct watcher *w, int ctl)
 {
-        long long last = now_ms();
+        long long last = now_ms(), last_refs = last;
         bool finishing = false;
 
         walk_all(w);
@@ -328,6 +368,12 @@ static _Noreturn void watcher_main(struct watcher *w, int ctl)
                         walk_one(w, &d);
                         free(d.rel);
                 }
+                /* What a referrer leads to may change where no watch sees it (outside the
+                 * roots): judged again every second too. */
+                if (w->n_refs && now_ms() - last_refs >= 1000) {
+                        rejudge_referrers(w, false);
+                        last_refs = now_ms();
+                }
                 if (w->n_dirty &&
                     (finishing || w->n_dirty >= FLUSH_BATCH || now_ms() - last >= FLUSH_MS)) {
                         flush(w);
@@ -346,6 +392,7 @@ static _Noreturn void watcher_main(struct watcher *w, int ctl)
                                 if (w->head_queue < w->n_queue)
                                         continue;
                         }
+                        rejudge_referrers(w, true);
                         flush(w);
                         w->ops->flushed(w->ops->ctx, true);
                         _exit(0);
@@ -457,6 +504,9 @@ int journal_scan(const int *roots, unsigned n, const struct timespec *since,
         }
         flush(&w);
         ops->flushed(ops->ctx, true);
+        for (size_t i = 0; i < w.n_refs; i++)
+                free(w.refs[i].rel);
+        free(w.refs);
         free(w.queue);
         free(w.dirty);
         free(w.unwatched);

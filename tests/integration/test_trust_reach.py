@@ -1,0 +1,120 @@
+"""What the host reaches, not the name a change came through: a git dir is judged wherever
+the session can write it and whenever it, or whatever leads to it (a gitfile, a link),
+changes; the judge finds the git dir git itself finds. Each attack plants the referrer
+first and its target after, in a place the referrer's rules do not cover, and the host's
+real git shows the plant is live while csandbox reports it and refuses the next launch."""
+import os
+import subprocess
+
+from conftest import CSANDBOX, TIMEOUT  # noqa: F401
+from test_run import CFG_IN, HOME_IN, Profiles, git, shell_claude  # noqa: F401
+import pytest
+
+
+@pytest.fixture
+def profiles(tmp_path):
+    return Profiles(tmp_path)
+
+
+@pytest.fixture
+def repo(profiles):
+    git("init", "-q", cwd=profiles.project)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=profiles.project)
+    return profiles.project
+
+
+def host_git(cwd, *args):
+    """The user's own git on the host (its exit status is not the point)."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", *args], cwd=str(cwd), env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def refused_naming(profiles, *names):
+    shell_claude(profiles, "echo second session\n")
+    r = profiles.run()
+    assert r.returncode == 125 and "second session" not in r.stdout, r.stderr
+    for name in names:
+        assert name in r.stderr, r.stderr
+
+
+def test_a_gitfile_whose_git_dir_is_made_later_in_the_profile_dir(profiles, repo, tmp_path):
+    d = profiles.add()
+    mark = tmp_path / "ran"
+    shell_claude(profiles, f"""set -e
+mkdir -p "{repo}/sub"
+echo "gitdir: {d}/w/.git" > "{repo}/sub/.git"
+sleep 0.5
+git init -q "{CFG_IN}/w"
+git -C "{CFG_IN}/w" config core.fsmonitor "touch {mark}"
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"{d}/w/.git" in r.stderr, r.stderr
+    refused_naming(profiles, f"{d}/w/.git")
+    host_git(repo / "sub", "status")
+    assert mark.exists(), "the plant is live: the host's git status in sub runs it"
+
+
+def test_a_gitfile_whose_git_dir_is_made_later_in_the_engines_storage(profiles, repo, tmp_path):
+    """The session's container storage is writable and watched by nobody: a gitfile that
+    leads there is judged again at the end, and leading there is itself a finding."""
+    profiles.add()
+    mark = tmp_path / "ran"
+    store = profiles.state() / "containers"
+    shell_claude(profiles, f"""set -e
+mkdir -p "{repo}/sub"
+echo "gitdir: {store}/w/.git" > "{repo}/sub/.git"
+sleep 0.5
+git init -q "{HOME_IN}/.local/share/csandbox/w"
+git -C "{HOME_IN}/.local/share/csandbox/w" config core.fsmonitor "touch {mark}"
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"{repo}/sub/.git" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/sub/.git")
+    host_git(repo / "sub", "status")
+    assert mark.exists(), "the plant is live: the host's git status in sub runs it"
+
+
+def test_a_link_into_the_engines_storage_where_a_repository_is_made_later(profiles, repo,
+                                                                          tmp_path):
+    profiles.add()
+    mark = tmp_path / "ran"
+    store = profiles.state() / "containers"
+    shell_claude(profiles, f"""set -e
+ln -s "{store}/w" "{repo}/vendor"
+sleep 0.5
+git init -q "{HOME_IN}/.local/share/csandbox/w"
+git -C "{HOME_IN}/.local/share/csandbox/w" config core.fsmonitor "touch {mark}"
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"link into the sandbox's own storage: {repo}/vendor" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/vendor")
+    host_git(repo / "vendor", "status")
+    assert mark.exists(), "the plant is live: the host's git status in vendor runs it"
+
+
+def test_the_root_of_a_tree_that_is_no_repository_made_a_git_dir(profiles, tmp_path):
+    """git takes a directory with HEAD, objects and refs for a git dir, the work tree's root
+    included, from every directory below it: the judge finds the git dir git finds."""
+    profiles.add()
+    tree = profiles.project
+    (tree / "src").mkdir()
+    shell_claude(profiles, f"""set -e
+cd "{tree}"
+git init -q --bare "{tree}/b"
+mv b/HEAD b/objects b/refs b/config . && rm -rf b
+git config --file config alias.st "!touch {tmp_path}/ran"
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    found = host_git(tree / "src", "rev-parse", "--absolute-git-dir").stdout.strip()
+    assert found == str(tree), "git's own discovery is the oracle"
+    assert f"git repository that runs commands: {tree}" in r.stderr, r.stderr
+    refused_naming(profiles, str(tree))
