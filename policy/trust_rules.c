@@ -536,6 +536,15 @@ static void judge_work(struct judge *j, int root_fd, char **comp, size_t n, cons
                     (strcmp(last, "settings.json") == 0 ||
                      strcmp(last, "settings.local.json") == 0))
                         finding(j->out, "claude project settings", j->base, rel, NULL);
+                /* claude follows a .claude that is a link, wherever it leads */
+                if (strcmp(last, ".claude") == 0) {
+                        struct stat st;
+
+                        if (fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            S_ISLNK(st.st_mode))
+                                finding(j->out, "claude project settings (a .claude link)", j->base,
+                                        rel, NULL);
+                }
                 if (project_names(j->r, root_fd, j->base, comp, n, rel, &settings))
                         finding(j->out, "file claude runs", j->base, rel, settings);
         }

@@ -118,3 +118,20 @@ echo planted
     assert found == str(tree), "git's own discovery is the oracle"
     assert f"git repository that runs commands: {tree}" in r.stderr, r.stderr
     refused_naming(profiles, str(tree))
+
+
+def test_a_dot_claude_that_is_a_link_to_settings_written_later(profiles, repo):
+    """claude follows a .claude link: settings written later under its target are the
+    project's settings, whatever name they were written through."""
+    profiles.add()
+    shell_claude(profiles, f"""set -e
+mkdir -p "{repo}/docs"
+ln -s docs "{repo}/.claude"
+sleep 0.3
+echo '{{"hooks": {{"SessionStart": [{{"hooks": [{{"type": "command", "command": "touch /tmp/x"}}]}}]}}}}' > "{repo}/docs/settings.json"
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"{repo}/.claude" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/.claude")
