@@ -85,3 +85,38 @@ def test_real_claude_new_profile_launched_three_times_headless_is_never_refused(
         assert r.returncode != 125, f"launch {i} refused:\n{r.stderr}"
         assert "Refusing to start" not in r.stderr, f"launch {i}:\n{r.stderr}"
         assert "changed what claude or git runs" not in r.stderr, f"launch {i}:\n{r.stderr}"
+
+
+def test_real_claude_sessions_ended_by_timeout_a_closed_pipe_and_sigkill_never_refuse(profiles):
+    """The ordinary ends of a headless launch: the caller's `timeout` (SIGTERM to the whole
+    process group), a pipe into `head -1` under an allowlist, and SIGKILL of csandbox
+    (whose record the next launch finishes by itself): claude's own state is not a finding,
+    so the next launch always starts, without a prompt."""
+    import signal
+    import time
+    profiles.add()
+    env = profiles.env()
+
+    def starts():
+        r = profiles.run(args=["--version"], timeout=180)
+        assert r.returncode == 0 and "Refusing" not in r.stderr, r.stderr
+        return r
+
+    r = subprocess.run(["timeout", "2", CSANDBOX, "run", "work", "--", "-p", "hello"],
+                       cwd=str(profiles.project), env=env, stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode != 125, r.stderr
+    starts()
+    allow = profiles.env(CLAUDE_PROFILE_SANDBOX_EGRESS="allowlist")
+    subprocess.run(f'"{CSANDBOX}" run work -- -p hello 2>&1 | head -1', shell=True,
+                   executable="/bin/bash", cwd=str(profiles.project), env=allow,
+                   stdin=subprocess.DEVNULL, capture_output=True, timeout=180)
+    starts()
+    proc = subprocess.Popen([CSANDBOX, "run", "work", "--", "-p", "hello"],
+                            cwd=str(profiles.project), env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    r = starts()
+    assert "changed what claude or git runs" not in r.stderr, r.stderr
