@@ -297,15 +297,39 @@ static int step(struct ttymodes *m, unsigned char c)
         return EV_NONE;
 }
 
+static bool special(unsigned char c)
+{
+        return c == 0x1b || c == 0x0e || c == 0x0f;
+}
+
 /* How many bytes from p on change nothing (nearly all output): plain text in the ground
- * state, up to the next ESC, SO or SI. */
+ * state, up to the next ESC, SO or SI. Eight bytes at a time: with bit 0 set in each byte,
+ * SO and SI both read 0x0f, ESC 0x1b (and SUB too: that word is then looked at bytewise). */
 static size_t plain_span(const unsigned char *p, size_t len)
 {
+        const uint64_t ones = ~(uint64_t)0 / 255, highs = ones * 0x80;
         size_t i = 0;
 
-        while (i < len && p[i] != 0x1b && p[i] != 0x0e && p[i] != 0x0f)
-                i++;
-        return i;
+        while (i < len) {
+                size_t end = len - i < 8 ? len : i + 8;
+
+                if (end == i + 8) {
+                        uint64_t w, x, y;
+
+                        memcpy(&w, p + i, 8);
+                        w |= ones;
+                        x = w ^ (ones * 0x0f);
+                        y = w ^ (ones * 0x1b);
+                        if (!(((x - ones) & ~x) & highs) && !(((y - ones) & ~y) & highs)) {
+                                i = end;
+                                continue;
+                        }
+                }
+                for (; i < end; i++)
+                        if (special(p[i]))
+                                return i;
+        }
+        return len;
 }
 
 void ttymodes_feed(struct ttymodes *m, const void *buf, size_t len)

@@ -192,6 +192,25 @@ static void test_restore_undoes_exactly_what_was_changed(void)
         PASS();
 }
 
+static void test_shifts_and_escapes_are_seen_anywhere_in_plain_text(void)
+{
+        char text[40], restore[TTYMODES_RESTORE_MAX + 1];
+
+        /* Text is skipped eight bytes at a time: SO, and ESC ( 0, at every offset, after a
+         * SUB (which looks like ESC in that scan) or not. */
+        for (size_t pos = 0; pos < 24; pos++) {
+                memset(text, 'a', sizeof(text) - 1);
+                text[sizeof(text) - 1] = '\0';
+                text[pos] = 0x0e;
+                CHECK(restore_of(text, restore) > 0 && strcmp(restore, "\017") == 0);
+                memcpy(text + pos, "\033(0", 3);
+                if (pos)
+                        text[0] = 0x1a;
+                CHECK(restore_of(text, restore) > 0 && strcmp(restore, "\033(B") == 0);
+        }
+        PASS();
+}
+
 static void test_saved_cursor_state_is_followed(void)
 {
         char restore[TTYMODES_RESTORE_MAX + 1];
@@ -339,6 +358,7 @@ int main(void)
         test_keypad_application_mode_is_reset_and_set_again();
         test_restore_is_nothing_after_a_session_that_changed_nothing();
         test_restore_undoes_exactly_what_was_changed();
+        test_shifts_and_escapes_are_seen_anywhere_in_plain_text();
         test_saved_cursor_state_is_followed();
         test_restore_after_output_cut_inside_a_sequence_starts_with_can();
         test_title_push_goes_just_before_the_first_title_change();
