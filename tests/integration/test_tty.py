@@ -604,6 +604,8 @@ def test_stdin_a_pipe_stdout_a_terminal(term):
     t.expect(b"from the pipe")
     assert t.drain_until_exit() == 0
     assert info["isatty"] == [0, 1, 1]
+    # The terminal is not raw, so it does the output processing: once, not on the pty too.
+    assert t.out.endswith(b"}\r\nfrom the pipe\r\n"), t.out
     assert t.modes() == t.before
 
 
