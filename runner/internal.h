@@ -23,6 +23,7 @@ struct tty_link {
         int out_fd;       /* our fd the pty's output goes to, or -1 */
         int raw_fd;       /* the caller's terminal put in raw mode while relayed, or -1 */
         int size_fd;      /* the terminal whose window size the pty takes, or -1 */
+        bool keep_opost;  /* raw_fd keeps its output processing (our stdout is not it) */
         bool have_termios;
         struct termios termios; /* the pty's initial modes: the caller's */
         struct winsize ws;

@@ -71,6 +71,10 @@ static void terminal_raw(struct relay *r)
         }
         raw = r->saved;
         cfmakeraw(&raw);
+        /* Others write to this terminal too (the reader of our stdout's pipe, stderr): it
+         * keeps its output processing, or their lines would staircase. */
+        if (r->t->keep_opost)
+                raw.c_oflag = r->saved.c_oflag;
         /* From a background job this stops us with SIGTTOU until the shell hands us the
          * terminal: a job in the background must not take the terminal from the shell. */
         if (tcsetattr(fd, TCSANOW, &raw) == 0)
@@ -120,8 +124,9 @@ static void take_terminal(struct relay *r)
         if (r->fg) {
                 terminal_raw(r);
                 if (r->modes_off) {
-                        /* The caller's title again, as at the start (suspend popped it). */
-                        relay_out_emit(r, TTYMODES_TITLE_PUSH, strlen(TTYMODES_TITLE_PUSH));
+                        /* The caller's title saved again, when suspend popped it. */
+                        if (r->modes.title)
+                                relay_out_emit(r, TTYMODES_TITLE_PUSH, strlen(TTYMODES_TITLE_PUSH));
                         relay_out_emit(r, set, ttymodes_set(&r->modes, set));
                 }
                 r->modes_off = false;
@@ -144,15 +149,34 @@ static void hangup(struct relay *r)
         }
 }
 
+/* The relay's output goes to the caller's terminal (and not to a pipe or a file). */
+static bool out_is_terminal(const struct relay *r)
+{
+        return r->out_open && r->t->out_fd >= 0 && (r->t->tty_fds & (1u << r->t->out_fd));
+}
+
 /* > 0: bytes read; 0: nothing now; -1: nobody inside holds the pty any more (EIO). */
 int relay_pty_read(struct relay *r)
 {
-        ssize_t n = read(r->master, r->out_buf + r->out_len, sizeof(r->out_buf) - r->out_len);
+        size_t room = sizeof(r->out_buf) - r->out_len;
+        bool tty = out_is_terminal(r);
+        ssize_t n;
 
+        if (room <= TTYMODES_FILTER_EXTRA)
+                return 0;
+        /* A terminal gets the title push in front of the session's first title change (so
+         * the output goes through the filter); anything else the session's bytes alone. */
+        n = read(r->master, tty ? r->pty_buf : r->out_buf + r->out_len,
+                 room - TTYMODES_FILTER_EXTRA);
         if (n > 0) {
-                ttymodes_feed(&r->modes, r->out_buf + r->out_len, (size_t)n);
-                if (r->out_open)
-                        r->out_len += (size_t)n;
+                if (tty) {
+                        r->out_len += ttymodes_filter(&r->modes, r->pty_buf, (size_t)n,
+                                                      r->out_buf + r->out_len);
+                } else {
+                        ttymodes_feed(&r->modes, r->out_buf + r->out_len, (size_t)n);
+                        if (r->out_open)
+                                r->out_len += (size_t)n;
+                }
                 return 1;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -240,8 +264,8 @@ void relay_out_emit(struct relay *r, const char *seq, size_t len)
 }
 
 /* The session stopped (Ctrl-Z inside, or a stop signal): give the caller's shell its
- * terminal back as it was, the modes the session switched on off and every other state
- * back to its default, and stop with it. SIGCONT (relay_signal) takes it again. */
+ * terminal back as it was, what the session changed undone, and stop with it. SIGCONT
+ * (relay_signal) takes it again. */
 static void suspend(struct relay *r)
 {
         char reset[TTYMODES_RESTORE_MAX];
@@ -326,20 +350,24 @@ void relay_open_out(struct relay *r)
                 r->out = r->own_out;
 }
 
-/* After pid 1 is gone: what the session wrote last, then the modes it left on and every
- * other state back to its default (before csandbox prints a word, so what it prints is
- * seen), then the caller's own modes. */
+/* After pid 1 is gone: what the session wrote last, then what it changed in the terminal's
+ * state undone (before csandbox prints a word, so what it prints is seen), then the
+ * caller's own modes. */
 void relay_finish(struct relay *r)
 {
         char reset[TTYMODES_RESTORE_MAX];
 
         /* Everything inside is gone, so the pty holds all it ever will. */
         while (r->master >= 0 && r->pty_open) {
-                if (r->out_len == sizeof(r->out_buf))
+                if (r->out_len >= RELAY_OUT_FULL)
                         out_flush(r);
                 if (relay_pty_read(r) <= 0)
                         break;
         }
+        out_flush(r);
+        /* The start of an escape sequence held back for a title push that never came. */
+        if (r->out_open)
+                r->out_len += ttymodes_flush(&r->modes, r->out_buf + r->out_len);
         out_flush(r);
         if (!r->modes_off) /* else they are off already */
                 relay_out_emit(r, reset, ttymodes_restore(&r->modes, reset));

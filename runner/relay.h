@@ -12,6 +12,8 @@
 
 #define RELAY_IN_BUF  4096
 #define RELAY_OUT_BUF (64 * 1024)
+/* The pty is read while the output buffer has room for a read and what the filter adds. */
+#define RELAY_OUT_FULL (RELAY_OUT_BUF - TTYMODES_FILTER_EXTRA)
 
 /* Messages between csandbox and pid 1 on the control socket (one byte each). */
 enum { CTL_MASTER = 'm', CTL_STOPPED = 'z', CTL_CONTINUE = 'c' };
@@ -40,6 +42,7 @@ struct relay {
         size_t in_len, out_len;
         char in_buf[RELAY_IN_BUF];
         char out_buf[RELAY_OUT_BUF];
+        char pty_buf[RELAY_OUT_BUF]; /* a read of the pty, before the filter */
 };
 
 /* Where the pty's output goes (an opening of our own when it is the caller's terminal). */

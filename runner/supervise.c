@@ -32,7 +32,7 @@ int runner_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int 
 {
         struct timespec t0;
         bool helper_failed = false;
-        /* 68 KiB of buffers: on the heap, not the stack. */
+        /* 132 KiB of buffers: on the heap, not the stack. */
         _cleanup_free_ struct relay *r = calloc(1, sizeof(*r));
         int e;
 
@@ -44,8 +44,6 @@ int runner_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int 
         r->in_open = t->in_fd >= 0;
         ttymodes_init(&r->modes);
         relay_open_out(r);
-        /* Before the session's first byte; relay_finish (or a suspend) pops it. */
-        relay_out_emit(r, TTYMODES_TITLE_PUSH, strlen(TTYMODES_TITLE_PUSH));
         clock_gettime(CLOCK_MONOTONIC, &t0);
 
         while (!r->exited) {
@@ -78,7 +76,7 @@ int runner_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int 
                         }
                         /* Read the pty only while there is room: a payload writing faster
                          * than the terminal reads blocks in its write. */
-                        if (r->out_len < sizeof(r->out_buf))
+                        if (r->out_len < RELAY_OUT_FULL)
                                 pty_events |= POLLIN;
                         if (r->in_len)
                                 pty_events |= POLLOUT;
@@ -117,7 +115,7 @@ int runner_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int 
                         relay_in_read(r);
                 if (i_pty >= 0 && r->master >= 0 && r->pty_open &&
                     (p[i_pty].revents & (POLLIN | POLLHUP | POLLERR)))
-                        while (relay_pty_read(r) > 0 && r->out_len < sizeof(r->out_buf))
+                        while (relay_pty_read(r) > 0 && r->out_len < RELAY_OUT_FULL)
                                 ;
                 if (r->in_len && r->master >= 0 && r->pty_open)
                         relay_pty_write(r);

@@ -20,9 +20,19 @@
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Our fds a and b are the same terminal. */
+static bool same_terminal(const struct tty_link *t, int a, int b)
+{
+        struct stat sa, sb;
+
+        return a >= 0 && b >= 0 && (t->tty_fds & (1u << a)) && (t->tty_fds & (1u << b)) &&
+               fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
+}
 
 int tty_prepare(const struct sandbox_spec *s, struct tty_link *t, struct cs_error *err)
 {
@@ -56,6 +66,13 @@ int tty_prepare(const struct sandbox_spec *s, struct tty_link *t, struct cs_erro
         /* The pty starts with the caller's modes (erase, intr, iutf8...), as ssh passes them. */
         if (first_tty >= 0 && tcgetattr(t->raw_fd >= 0 ? t->raw_fd : first_tty, &t->termios) == 0)
                 t->have_termios = true;
+        /* With our stdout elsewhere, the caller's terminal stays a terminal to those who
+         * write to it (raw input only). Output processing then happens once, there, as
+         * without a sandbox: not on the pty as well, or each newline would get two CRs. */
+        t->keep_opost = t->raw_fd >= 0 && !same_terminal(t, t->raw_fd, 1);
+        if ((t->tty_fds & (1u << t->out_fd)) &&
+            (t->keep_opost || !same_terminal(t, t->raw_fd, t->out_fd)))
+                t->termios.c_oflag &= ~(tcflag_t)OPOST;
         if (t->size_fd >= 0)
                 ioctl(t->size_fd, TIOCGWINSZ, &t->ws);
         return 0;

@@ -137,15 +137,16 @@ def payload_pids(marker):
 
 
 TITLE_PUSH = b"\x1b[22;0t"
-# csandbox's own sequences after the session's last byte: escape sequences, SI, a newline
-# at the bottom after origin mode, the title popped last.
-RESTORE = re.compile(rb"(?:\x1b\[9999;1H\n|\x1b\[[<?]?[0-9;]*[a-zA-Z]|\x1b[78=>]|\x1b[()]B|\x0f)*"
-                     rb"\x1b\[23;0t\Z")
+TITLE_POP = b"\x1b[23;0t"
+# csandbox's own sequences after the session's last byte, when the session changed the
+# terminal's state: escape sequences, SI, a newline at the bottom after origin mode.
+RESTORE = re.compile(rb"\x18?(?:\x1b\[9999;1H\n|\x1b\[[<?]?[0-9;]*[a-zA-Z]|\x1b[78=>]|\x1b[()]B|"
+                     rb"\x0f)+\Z")
 
 
 def session_bytes(out):
-    """What the session wrote, without csandbox's title push before and restore after."""
-    return RESTORE.sub(b"", out.removeprefix(TITLE_PUSH), count=1)
+    """What the session wrote, without what csandbox restores after it."""
+    return RESTORE.sub(b"", out, count=1)
 
 
 def tty_info(t):
@@ -205,7 +206,7 @@ def test_a_terminal_slower_than_the_payload_loses_nothing(term):
     time.sleep(1.5)  # the terminal reads nothing: the relay's buffers fill, the payload waits
     assert t.drain_until_exit() == 0
     assert t.out.count(b"a") == 3000000
-    assert session_bytes(t.out).endswith(b"\r\nend\r\n")
+    assert t.out == b"a" * 3000000 + b"\r\nend\r\n"  # and nothing of csandbox's
 
 
 @pytest.mark.parametrize("key,sig", [(b"\x03", signal.SIGINT), (b"\x1c", signal.SIGQUIT)],
@@ -366,19 +367,26 @@ def _printf(data):
 def _hostile_session(term):
     t = term(["--tty=pty", "--", "sh", "-c", _printf(HOSTILE)], rows=24, cols=80)
     assert t.drain_until_exit() == 0
-    assert HOSTILE.replace(b"\n", b"\r\n") in t.out, t.out  # the pty's ONLCR
+    assert HOSTILE[-20:] in t.out, t.out
     return t
 
 
 def test_the_terminal_is_fully_reset_after_a_hostile_session(term):
     t = _hostile_session(term)
-    before, _, after = t.out.partition(HOSTILE.replace(b"\n", b"\r\n"))
-    assert before == TITLE_PUSH  # the caller's title saved, nothing else first
+    # The caller's title saved just before the session's first title change, nothing else.
+    title = HOSTILE.index(b"\x1b]0;")
+    seen = (HOSTILE[:title] + TITLE_PUSH + HOSTILE[title:]).replace(b"\n", b"\r\n")
+    assert t.out.startswith(seen), t.out
+    after = t.out[len(seen):]
     for seq in FULL_RESET:
         assert seq in after, (seq, after)
-    # The title popped last; the screen is never cleared (scrollback stays).
-    assert after.endswith(b"\x1b[23;0t")
-    assert b"J" not in after and b"\x1bc" not in after
+    # Exactly what the session changed, undone: the modes (the primary screen last), the
+    # attributes and charsets the primary screen had saved, insert mode, origin mode and
+    # the scroll region (a new line at the bottom), the title popped last. The screen is
+    # never cleared (scrollback stays).
+    assert after == (b"\x1b>\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1004l"
+                     b"\x1b[?1006l\x1b[?25h\x1b[?1l\x1b[?7h\x1b[?1049l\x1b[m\x1b(B\x1b)B\x0f"
+                     b"\x1b[4l\x1b[?6l\x1b[r\x1b[9999;1H\n\x1b[23;0t"), after
     assert t.modes() == t.before
 
 
@@ -417,6 +425,81 @@ def test_what_csandbox_prints_after_a_hostile_session_renders_plainly(term):
     assert any("\u250c\u2500\u2500\u2510" in line for line in screen.display), screen.display
 
 
+# --- only the session's bytes, and exactly its changes undone -------------------------------
+
+def test_under_script_a_plain_session_records_exactly_its_output():
+    """script(1) records what reaches the terminal: the session's bytes, nothing before its
+    first (no title push) and nothing after its last (no reset block)."""
+    p = subprocess.run(["script", "-qc", f"{CSANDBOX} exec -- echo X", "/dev/null"],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT,
+                       env=base_env())
+    assert p.returncode == 0, p
+    assert p.stdout == b"X\r\n"
+
+
+def test_a_session_that_changes_nothing_gets_no_bytes_of_csandboxs(term):
+    # Attributes, charsets and an insert mode switched back, a screen cleared, OSC 52 and
+    # a hyperlink: text and state that ends as it began.
+    data = (b"plain \x1b[1;31mred\x1b[m \x1b(0q\x1b(B \x0eq\x0f \x1b[4hi\x1b[4l\x1b[2J\x1b[H"
+            b"\x1b]52;c;eA==\x07\x1b]8;;http://x/\x1b\\link\x1b]8;;\x1b\\\n")
+    t = term(["--", "sh", "-c", _printf(data)])
+    assert t.drain_until_exit() == 0
+    assert t.out == data.replace(b"\n", b"\r\n")
+    assert t.modes() == t.before
+
+
+# A title, attributes, the alternate screen, a mouse mode and bracketed paste.
+CHANGES = b"\x1b]0;session title\x07\x1b[1;31m\x1b[?1049h\x1b[?1000h\x1b[?2004hon the alt screen"
+CHANGES_UNDONE = b"\x1b[?2004l\x1b[?1000l\x1b[?1049l\x1b[m\x1b[23;0t"
+
+
+def test_a_session_that_changes_the_terminal_gets_exactly_that_undone(term):
+    pyte = pytest.importorskip("pyte")
+    t = term(["--", "sh", "-c", _printf(CHANGES)], rows=24, cols=80)
+    assert t.drain_until_exit() == 0
+    # The push just before the title change (the first byte), the undo just after the last.
+    assert t.out == TITLE_PUSH + CHANGES + CHANGES_UNDONE, t.out
+    # Through a terminal model: every mode and attribute as on a fresh screen.
+    fresh, screen = pyte.Screen(80, 24), pyte.Screen(80, 24)
+    pyte.ByteStream(screen).feed(t.out)
+    assert screen.mode == fresh.mode
+    assert screen.cursor.attrs == fresh.cursor.attrs
+    assert t.modes() == t.before
+
+
+def test_a_sequence_split_across_writes_is_still_tracked(term):
+    # Each piece a write of its own, with a pause between (the relay reads them apart): a
+    # mode cut in its parameter, a title change cut after its ESC and after its number.
+    parts = [b"a\x1b[?20", b"04hb\x1b", b"]2", b";split title\x07c"]
+    script = "; sleep 0.3; ".join(_printf(x) for x in parts)
+    t = term(["--", "sh", "-c", script])
+    assert t.drain_until_exit() == 0
+    assert t.out == (b"a\x1b[?2004hb" + TITLE_PUSH + b"\x1b]2;split title\x07c"
+                     + b"\x1b[?2004l" + TITLE_POP), t.out
+
+
+def test_stdin_a_terminal_stdout_a_pipe_keeps_the_terminals_output_processing(term):
+    """Raw input only: the caller's terminal keeps OPOST and ONLCR while the session runs,
+    so what others write to it does not staircase; the session's stderr reaches it with one
+    CR per line, and the pipe gets the session's stdout alone."""
+    r, w = os.pipe()
+    t = term(["--", "sh", "-c", "echo out; echo err >&2; read x; echo \"got $x\" >&2"],
+             stdout=w)
+    os.close(w)
+    t.expect(b"err\r\n")
+    attrs = termios.tcgetattr(t.slave)
+    assert attrs[3] & termios.ICANON == 0  # raw input: csandbox holds the terminal
+    assert attrs[1] & termios.OPOST and attrs[1] & termios.ONLCR, attrs
+    os.write(t.slave, b"from outside\n")  # another writer to the terminal
+    t.expect(b"from outside\r\n")
+    t.send(b"go\r")
+    assert t.drain_until_exit() == 0
+    assert t.out == b"err\r\nfrom outside\r\ngo\r\ngot go\r\n", t.out
+    assert os.read(r, 65536) == b"out\n"
+    os.close(r)
+    assert t.modes() == t.before
+
+
 def test_an_eof_typed_ahead_never_reaches_the_screen_as_a_nul(term):
     """script(1) sends ^D when its own input ends, often before csandbox takes the terminal
     raw; in canonical mode the kernel keeps it as a NUL byte, which raw mode used to hand
@@ -425,7 +508,7 @@ def test_an_eof_typed_ahead_never_reaches_the_screen_as_a_nul(term):
     for i in range(50):
         t = term(["--tty=pty", "--", "printf", "hello"], typeahead=b"\x04", echoctl=False)
         assert t.drain_until_exit() == 0
-        if session_bytes(t.out) != b"hello":
+        if t.out != b"hello":
             bad.append((i, t.out))
         t.close()
     assert not bad, f"{len(bad)} of 50 launches: {bad[:3]}"
@@ -521,6 +604,8 @@ def test_stdin_a_pipe_stdout_a_terminal(term):
     t.expect(b"from the pipe")
     assert t.drain_until_exit() == 0
     assert info["isatty"] == [0, 1, 1]
+    # The terminal is not raw, so it does the output processing: once, not on the pty too.
+    assert t.out.endswith(b"}\r\nfrom the pipe\r\n"), t.out
     assert t.modes() == t.before
 
 
