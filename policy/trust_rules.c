@@ -384,6 +384,23 @@ static bool path_named(const struct trust_rules *r, enum trust_root root, const 
         return strv_has(r->named[root], r->n_named[root], rel);
 }
 
+/* The named file whose directory holds rel (at any depth), or NULL: what a script loads
+ * without naming it comes from there first (Python's sys.path[0], node_modules, a sourced
+ * helper beside it). A script at the root itself is left out: its directory is the whole
+ * tree or profile, which the other rules cover. */
+static const char *path_beside_named(const struct trust_rules *r, enum trust_root root,
+                                     const char *rel)
+{
+        for (size_t i = 0; i < r->n_named[root]; i++) {
+                const char *n = r->named[root][i], *slash = strrchr(n, '/');
+                size_t dl = slash ? (size_t)(slash - n) : 0;
+
+                if (dl && strncmp(rel, n, dl) == 0 && rel[dl] == '/' && strcmp(rel, n) != 0)
+                        return n;
+        }
+        return NULL;
+}
+
 /* Whether a project's settings file in a directory on the way to rel (the work root
  * included) names base/rel in a command: claude started in that directory would run it. */
 static bool project_names(const struct trust_rules *r, int root_fd, const char *base, char **comp,
@@ -636,6 +653,7 @@ void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd,
         _cleanup_free_ char *copy = strdup(rel);
         char *comp[JUDGE_DEPTH_MAX], *save = NULL, *c;
         struct judge j = {.r = r, .base = r->root_path[root], .out = out};
+        const char *beside;
         size_t n = 0;
 
         if (!copy || !j.base)
@@ -651,6 +669,15 @@ void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd,
                 return;
         if (path_named(r, root, rel))
                 finding(out, "file the host runs", j.base, rel, "named by the settings");
+        else if ((beside = path_beside_named(r, root, rel))) {
+                _cleanup_free_ char *why = NULL;
+
+                if (asprintf(&why,
+                             "beside %s/%s, which the settings name: what it loads comes "
+                             "from there first",
+                             j.base, beside) >= 0)
+                        finding(out, "file beside one the host runs", j.base, rel, why);
+        }
         if (setid_file(root_fd, rel))
                 finding(out, "setuid or setgid file", j.base, rel,
                         "any local user running it acts as you");

@@ -3,6 +3,7 @@ the session can write it and whenever it, or whatever leads to it (a gitfile, a 
 changes; the judge finds the git dir git itself finds. Each attack plants the referrer
 first and its target after, in a place the referrer's rules do not cover, and the host's
 real git shows the plant is live while csandbox reports it and refuses the next launch."""
+import json
 import os
 import subprocess
 
@@ -135,3 +136,40 @@ echo planted
     assert r.returncode == 0 and "planted" in r.stdout, r.stderr
     assert f"{repo}/.claude" in r.stderr, r.stderr
     refused_naming(profiles, f"{repo}/.claude")
+
+
+def test_a_module_planted_beside_a_project_hook_script_the_settings_name(profiles, repo):
+    """The settings name .claude/hooks/start.py (read-only inside); python runs it with its
+    own directory first on sys.path, so a json.py beside it runs instead of the standard
+    module: what sits beside a named script is judged as the script is."""
+    profiles.add()
+    (repo / ".claude" / "hooks").mkdir(parents=True)
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"SessionStart": [
+        {"hooks": [{"type": "command",
+                    "command": 'python3 "$CLAUDE_PROJECT_DIR"/.claude/hooks/start.py'}]}]}}))
+    (repo / ".claude" / "hooks" / "start.py").write_text("import json\nprint(json.dumps(1))\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "hooks", cwd=repo)
+    shell_claude(profiles, f"""
+echo evil > "{repo}/.claude/hooks/start.py" 2>/dev/null && echo "wrote the script"
+printf 'import os\\n' > "{repo}/.claude/hooks/json.py" && echo planted
+mkdir -p "{repo}/.claude/hooks/node_modules/x" && echo ok > "{repo}/.claude/hooks/node_modules/x/index.js"
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert "wrote the script" not in r.stdout
+    assert f"file beside one the host runs: {repo}/.claude/hooks/json.py" in r.stderr, r.stderr
+    assert f"{repo}/.claude/hooks/node_modules/x/index.js" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/.claude/hooks/json.py")
+
+
+def test_a_module_planted_beside_a_profile_script_the_settings_name(profiles):
+    d = profiles.add(settings=json.dumps({"hooks": {"SessionStart": [{"hooks": [
+        {"type": "command", "command": 'python3 "$CLAUDE_CONFIG_DIR"/scripts/start.py'}]}]}}))
+    (d / "scripts").mkdir()
+    (d / "scripts" / "start.py").write_text("import json\n")
+    shell_claude(profiles, f"printf 'import os\\\\n' > {CFG_IN}/scripts/json.py && echo planted\n")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"file beside one the host runs: {d}/scripts/json.py" in r.stderr, r.stderr
+    refused_naming(profiles, f"{d}/scripts/json.py")
