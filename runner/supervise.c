@@ -7,10 +7,13 @@
 #include "../common/error.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +28,62 @@ static bool helper_ready(int fd)
                 n = read(fd, buf, sizeof(buf));
         while (n < 0 && errno == EINTR);
         return n > 0;
+}
+
+#define PAUSE_AGAIN_MS 1000
+
+static int pause_fd = -1;
+
+void runner_pause_from(int fd)
+{
+        pause_fd = fd;
+}
+
+/* sig to every process of the session but pid 1 (csandbox's own, which only reaps and
+ * forwards), from inside its pid namespace: kill(-1) there reaches each one, nested pid
+ * namespaces too, and the kernel holds a signal to many processes for a fork in progress,
+ * so no child is missed. Entering the user namespace first: pid namespaces are entered with
+ * CAP_SYS_ADMIN in one's own, which its creator has there. */
+static void session_signal(pid_t pid1, int sig)
+{
+        int pidfd = (int)syscall(SYS_pidfd_open, pid1, 0);
+        pid_t p;
+
+        if (pidfd < 0)
+                return;
+        p = fork();
+        if (p == 0) {
+                pid_t q;
+
+                if (setns(pidfd, CLONE_NEWUSER | CLONE_NEWPID) < 0)
+                        _exit(1);
+                q = fork();
+                if (q == 0)
+                        _exit(kill(-1, sig) < 0 ? 1 : 0);
+                while (q > 0 && waitpid(q, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                _exit(0);
+        }
+        while (p > 0 && waitpid(p, NULL, 0) < 0 && errno == EINTR)
+                ;
+        close(pidfd);
+}
+
+/* The change journal's word: the last byte counts. EOF: it is gone (the session ends with
+ * what it judged, the rest by the session's record). */
+static void pause_read(struct relay *r)
+{
+        char buf[64];
+        ssize_t n = read(pause_fd, buf, sizeof(buf));
+
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+                pause_fd = -1;
+                return;
+        }
+        if (n <= 0)
+                return;
+        r->paused = buf[n - 1] == 'p';
+        session_signal(r->pid, r->paused ? SIGSTOP : SIGCONT);
 }
 
 int runner_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int *ret_wstatus,
@@ -49,10 +108,12 @@ int runner_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int 
         clock_gettime(CLOCK_MONOTONIC, &t0);
 
         while (!r->exited) {
-                struct pollfd p[6];
-                int i_in = -1, i_pty = -1, i_out = -1, i_ctl = -1, i_helper = -1, n = 0;
+                struct pollfd p[7];
+                int i_in = -1, i_pty = -1, i_out = -1, i_ctl = -1, i_helper = -1, i_pause = -1,
+                    n = 0;
                 int timeout = -1;
                 short pty_events = 0;
+                bool pause_wait = false;
 
                 p[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
                 if (helper_fd >= 0) {
@@ -66,6 +127,16 @@ int runner_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int 
                                 timeout = 0;
                         i_helper = n;
                         p[n++] = (struct pollfd){.fd = helper_fd, .events = POLLIN};
+                }
+                if (pause_fd >= 0) {
+                        i_pause = n;
+                        p[n++] = (struct pollfd){.fd = pause_fd, .events = POLLIN};
+                }
+                /* Paused: stopped again each second, should a process have started since
+                 * (the payload itself, when the pause came during the set-up). */
+                if (r->paused && (timeout < 0 || timeout > PAUSE_AGAIN_MS)) {
+                        timeout = PAUSE_AGAIN_MS;
+                        pause_wait = true;
                 }
                 if (t->ctl[0] >= 0) {
                         i_ctl = n;
@@ -99,7 +170,7 @@ int runner_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int 
                         e = errno;
                         goto fail;
                 }
-                if (i_helper >= 0 && (ready == 0 || p[i_helper].revents)) {
+                if (i_helper >= 0 && ((ready == 0 && !pause_wait) || p[i_helper].revents)) {
                         if (ready > 0 && helper_ready(helper_fd)) {
                                 helper_fd = -1;
                         } else if (!helper_failed) {
@@ -109,6 +180,10 @@ int runner_supervise(struct tty_link *t, pid_t pid, int sfd, int helper_fd, int 
                                 kill(pid, SIGKILL);
                         }
                 }
+                if (i_pause >= 0 && p[i_pause].revents)
+                        pause_read(r);
+                else if (ready == 0 && pause_wait)
+                        session_signal(pid, SIGSTOP);
                 if (i_ctl >= 0 && p[i_ctl].revents)
                         relay_ctl_read(r);
                 /* What was just read is written at once (all fds but the caller's input
