@@ -6,11 +6,13 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -39,23 +41,75 @@ void runner_pause_from(int fd)
         pause_fd = fd;
 }
 
+/* pid's parent and how many pid namespaces it is seen in (its NSpid line); false: gone. */
+static bool proc_parent(pid_t pid, pid_t *ppid, int *depth)
+{
+        char path[64], line[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        f = fopen(path, "re");
+        if (!f)
+                return false;
+        *ppid = -1;
+        *depth = 0;
+        while (fgets(line, sizeof(line), f)) {
+                if (strncmp(line, "PPid:", 5) == 0)
+                        *ppid = (pid_t)atoi(line + 5);
+                else if (strncmp(line, "NSpid:", 6) == 0)
+                        for (char *c = strtok(line + 6, " \t\n"); c; c = strtok(NULL, " \t\n"))
+                                ++*depth;
+        }
+        fclose(f);
+        return true;
+}
+
+/* A pidfd of one process of the session in the sandbox's own pid namespace (a child of
+ * pid 1 seen in as many pid namespaces), -1 if there is none. Not pid 1 itself: it is not
+ * dumpable, and its memory is csandbox's, so the kernel would not let us enter its
+ * namespaces through it; a process that pid 1 started runs a program of the sandbox's. */
+static int session_member(pid_t pid1)
+{
+        _cleanup_closedir_ DIR *d = opendir("/proc");
+        struct dirent *de;
+        pid_t ppid;
+        int depth1, depth;
+
+        if (!d || !proc_parent(pid1, &ppid, &depth1))
+                return -1;
+        while ((de = readdir(d))) {
+                pid_t pid = (pid_t)atoi(de->d_name);
+                int fd;
+
+                if (pid <= 0 || !proc_parent(pid, &ppid, &depth) || ppid != pid1 || depth != depth1)
+                        continue;
+                fd = (int)syscall(SYS_pidfd_open, pid, 0);
+                /* Still that process (the pidfd holds it), not a reused pid. */
+                if (fd >= 0 && proc_parent(pid, &ppid, &depth) && ppid == pid1)
+                        return fd;
+                if (fd >= 0)
+                        close(fd);
+        }
+        return -1;
+}
+
 /* sig to every process of the session but pid 1 (csandbox's own, which only reaps and
  * forwards), from inside its pid namespace: kill(-1) there reaches each one, nested pid
  * namespaces too, and the kernel holds a signal to many processes for a fork in progress,
- * so no child is missed. Entering the user namespace first: pid namespaces are entered with
- * CAP_SYS_ADMIN in one's own, which its creator has there. */
+ * so no child is missed. The user namespace is entered first: a pid namespace is entered
+ * with CAP_SYS_ADMIN in one's own user namespace, which the session's creator has there. */
 static void session_signal(pid_t pid1, int sig)
 {
-        int pidfd = (int)syscall(SYS_pidfd_open, pid1, 0);
+        int pidfd = session_member(pid1);
         pid_t p;
 
         if (pidfd < 0)
-                return;
+                return; /* nothing runs but pid 1 */
         p = fork();
         if (p == 0) {
                 pid_t q;
 
-                if (setns(pidfd, CLONE_NEWUSER | CLONE_NEWPID) < 0)
+                if (setns(pidfd, CLONE_NEWUSER) < 0 || setns(pidfd, CLONE_NEWPID) < 0)
                         _exit(1);
                 q = fork();
                 if (q == 0)

@@ -43,7 +43,7 @@ USERNS = ("max_user_namespaces", None)
 # Takes every inotify instance, then every watch (on files of its own in /tmp) it can get,
 # and says where the kernel refused; then holds them while the rest of the script runs.
 HOLDER = r"""
-import ctypes, errno, os, sys
+import ctypes, errno, os, signal, sys
 libc = ctypes.CDLL(None, use_errno=True)
 fds = []
 while True:
@@ -66,7 +66,7 @@ print("watches", n, errno.errorcode[e], flush=True)
 if len(sys.argv) > 1:
     open(sys.argv[1], "w").write("full\n")
     while True:
-        os.pause()
+        signal.pause()
 """
 
 
