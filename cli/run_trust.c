@@ -111,6 +111,8 @@ static void on_blind(void *ctx, bool blind, unsigned root, const char *rel, int 
         struct run_trust *t = ctx;
         _cleanup_free_ char *msg = NULL;
         const char *plain = isatty(STDERR_FILENO) ? "\033[0m\033(B\017" : "";
+        _cleanup_free_ char *dir = NULL;
+        char now[32] = "";
         long max = -1;
         FILE *f;
 
@@ -125,23 +127,30 @@ static void on_blind(void *ctx, bool blind, unsigned root, const char *rel, int 
         }
         f = fopen("/proc/sys/fs/inotify/max_user_watches", "re");
         if (f) {
-                if (fscanf(f, "%ld", &max) != 1)
+                if (fscanf(f, "%ld", &max) != 1 || max <= 0)
                         max = -1;
                 fclose(f);
         }
-        if (asprintf(&msg,
-                     "%s\r\n\acsandbox: the session is paused: its change journal cannot watch "
-                     "%s%s%s (%s), so it could not warn you of what the session changes there. "
-                     "Your inotify watches are used up (fs.inotify.max_user_watches = %ld; the "
-                     "session may use half of them). Raise the limit, as root: sysctl "
-                     "fs.inotify.max_user_watches=%ld (or close programs that watch many "
-                     "files); the session goes on by itself once every directory is watched. "
-                     "To end it instead: kill %ld\r\n",
-                     plain,
+        if (max > 0)
+                snprintf(now, sizeof(now), " = %ld", max);
+        /* The name is the session's: no control characters reach the terminal. */
+        if (asprintf(&dir, "%s%s%s",
                      root < TRUST_ROOT_N && t->rules.root_path[root] ? t->rules.root_path[root]
                                                                      : "",
-                     *rel ? "/" : "", rel, strerror(e), max, max > 0 ? max * 2 : 1048576L,
-                     (long)getppid()) >= 0)
+                     *rel ? "/" : "", rel) < 0)
+                dir = NULL;
+        for (char *c = dir; c && *c; c++)
+                if (!isprint((unsigned char)*c))
+                        *c = '?';
+        if (asprintf(&msg,
+                     "%s\r\n\acsandbox: the session is paused: its change journal cannot watch "
+                     "%s (%s), so it could not warn you of what the session changes there. "
+                     "Your inotify watches are used up (fs.inotify.max_user_watches%s). Raise "
+                     "the limit, as root: sysctl fs.inotify.max_user_watches=%ld (or close "
+                     "programs that watch many files); the session goes on by itself once "
+                     "every directory is watched. To end it instead: kill %ld\r\n",
+                     plain, dir ? dir : "a directory", strerror(e), now,
+                     max > 0 ? max * 2 : 1048576L, (long)getppid()) >= 0)
                 (void)cs_write_all(STDERR_FILENO, msg, strlen(msg));
 }
 

@@ -200,3 +200,46 @@ echo resumed
     assert r.returncode == 125 and f"{repo}/many/sub/.git" in r.stderr, r.stderr[-3000:]
     assert not mark.exists()
     shutil.rmtree(repo / "many")
+
+
+def test_a_paused_session_ends_when_csandbox_is_told_to_and_is_still_reported(profiles, repo,
+                                                                             tmp_path):
+    """The user ends a paused session instead (the `kill` the message names): the session
+    cannot take the signal while stopped, so it is killed; what it planted is reported and
+    refuses the next launch."""
+    profiles.add()
+    need = host_limit(*WATCHES) - host_limit(*WATCHES) // 2 + 2000
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+mkdir -p sub && git -C sub init -q && git -C sub config core.fsmonitor "touch {tmp_path}/ran"
+cat > /tmp/holder.py <<'PY'
+{HOLDER}
+PY
+python3 /tmp/holder.py /tmp/full &
+while [ ! -e /tmp/full ]; do sleep 0.05; done
+python3 -c 'import os
+os.mkdir("many")
+for i in range({need}): os.mkdir("many/%d" % i)'
+echo not-paused
+sleep 120
+""")
+    proc = subprocess.Popen([CSANDBOX, "run", "work"], cwd=str(repo), env=profiles.env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        seen = ""
+        while "the session is paused" not in seen:
+            line = proc.stderr.readline()
+            assert line, "csandbox's stderr ended without a pause: " + seen
+            seen += line
+        assert f"kill {proc.pid}" in seen, seen
+        proc.terminate()
+        out, err = proc.communicate(timeout=TIMEOUT * 4)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode != 0
+    assert f"{repo}/sub/.git (config sets core.fsmonitor)" in seen + err, (seen + err)[-3000:]
+    r = profiles.run()
+    assert r.returncode == 125 and f"{repo}/sub/.git" in r.stderr, r.stderr[-3000:]
+    shutil.rmtree(repo / "many")
