@@ -15,7 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,11 +65,10 @@ static bool proc_parent(pid_t pid, pid_t *ppid, int *depth)
         return true;
 }
 
-/* A pidfd of one process of the session in the sandbox's own pid namespace (a child of
- * pid 1 seen in as many pid namespaces), -1 if there is none. Not pid 1 itself: it is not
- * dumpable, and its memory is csandbox's, so the kernel would not let us enter its
- * namespaces through it; a process that pid 1 started runs a program of the sandbox's. */
-static int session_member(pid_t pid1)
+/* One process of the session in the sandbox's own pid namespace (a child of pid 1 seen in
+ * as many pid namespaces), -1 if there is none. Not pid 1 itself: its memory is csandbox's
+ * and not dumpable, so the kernel would not let us reach its namespaces through it. */
+static pid_t session_member(pid_t pid1)
 {
         _cleanup_closedir_ DIR *d = opendir("/proc");
         struct dirent *de;
@@ -79,16 +79,9 @@ static int session_member(pid_t pid1)
                 return -1;
         while ((de = readdir(d))) {
                 pid_t pid = (pid_t)atoi(de->d_name);
-                int fd;
 
-                if (pid <= 0 || !proc_parent(pid, &ppid, &depth) || ppid != pid1 || depth != depth1)
-                        continue;
-                fd = (int)syscall(SYS_pidfd_open, pid, 0);
-                /* Still that process (the pidfd holds it), not a reused pid. */
-                if (fd >= 0 && proc_parent(pid, &ppid, &depth) && ppid == pid1)
-                        return fd;
-                if (fd >= 0)
-                        close(fd);
+                if (pid > 0 && proc_parent(pid, &ppid, &depth) && ppid == pid1 && depth == depth1)
+                        return pid;
         }
         return -1;
 }
@@ -96,20 +89,30 @@ static int session_member(pid_t pid1)
 /* sig to every process of the session but pid 1 (csandbox's own, which only reaps and
  * forwards), from inside its pid namespace: kill(-1) there reaches each one, nested pid
  * namespaces too, and the kernel holds a signal to many processes for a fork in progress,
- * so no child is missed. The user namespace is entered first: a pid namespace is entered
- * with CAP_SYS_ADMIN in one's own user namespace, which the session's creator has there. */
+ * so no child is missed. The pid namespace's owner, not the member's user namespace (a
+ * nested one, perhaps), is entered first: a pid namespace is entered with CAP_SYS_ADMIN
+ * over it and in one's own user namespace, which the session's creator has there. */
 static void session_signal(pid_t pid1, int sig)
 {
-        int pidfd = session_member(pid1);
-        pid_t p;
+        pid_t member = session_member(pid1), p;
 
-        if (pidfd < 0)
+        if (member < 0)
                 return; /* nothing runs but pid 1 */
         p = fork();
         if (p == 0) {
-                pid_t q;
+                char path[64];
+                int pidns, userns;
+                pid_t q, ppid;
+                int depth;
 
-                if (setns(pidfd, CLONE_NEWUSER) < 0 || setns(pidfd, CLONE_NEWPID) < 0)
+                snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)member);
+                pidns = open(path, O_RDONLY | O_CLOEXEC);
+                /* Still that process, not a reused pid. */
+                if (pidns < 0 || !proc_parent(member, &ppid, &depth) || ppid != pid1)
+                        _exit(1);
+                userns = ioctl(pidns, NS_GET_USERNS);
+                if (userns < 0 || setns(userns, CLONE_NEWUSER) < 0 ||
+                    setns(pidns, CLONE_NEWPID) < 0)
                         _exit(1);
                 q = fork();
                 if (q == 0)
@@ -120,7 +123,6 @@ static void session_signal(pid_t pid1, int sig)
         }
         while (p > 0 && waitpid(p, NULL, 0) < 0 && errno == EINTR)
                 ;
-        close(pidfd);
 }
 
 /* The change journal's word: the last byte counts. EOF: it is gone (the session ends with

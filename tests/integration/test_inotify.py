@@ -137,18 +137,22 @@ def state_of(pid):
         return "gone"
 
 
+@pytest.mark.parametrize("nested", [False, True])
 def test_a_journal_out_of_watches_pauses_the_session_until_it_can_watch_again(profiles, repo,
-                                                                             tmp_path):
+                                                                             tmp_path, nested):
     """The attack: the session holds every watch it may, then makes more directories than
     the user's watches left can cover, and plants a nested repository among them. The
     journal runs out: the session is paused (every process stopped) and the user told which
     sysctl to raise; once watches are free again (here: the holder is killed from outside)
-    the session goes on, and the plant is reported and refuses the next launch."""
+    the session goes on, and the plant is reported and refuses the next launch. nested: the
+    payload first moves into a user namespace of its own, which must not keep it going."""
     profiles.add()
     mark = tmp_path / "fsmonitor-ran"
     need = host_limit(*WATCHES) - host_limit(*WATCHES) // 2 + 2000
     token = "csb-inotify-holder"
-    shell_claude(profiles, f"""set -e
+    reexec = ('[ -n "$CSB_NESTED" ] || CSB_NESTED=1 exec unshare --user sh "$0"\n'
+              if nested else "")
+    shell_claude(profiles, f"""{reexec}set -e
 cd "{repo}"
 cat > /tmp/holder.py <<'PY'
 {HOLDER}
