@@ -237,6 +237,56 @@ static int finish_unfinished(struct run_trust *t, const struct plan *plan, const
         return 0;
 }
 
+/* In the watcher: out of inotify watches, the session is paused (csandbox's main process
+ * stops it on the 'p'), and the user told why and what to do; or it goes on ('r'). */
+static void on_blind(void *ctx, bool blind, unsigned root, const char *rel, int e)
+{
+        struct run_trust *t = ctx;
+        _cleanup_free_ char *msg = NULL;
+        const char *plain = isatty(STDERR_FILENO) ? "\033[0m\033(B\017" : "";
+        _cleanup_free_ char *dir = NULL;
+        char now[32] = "";
+        long max = -1;
+        FILE *f;
+
+        (void)!write(t->pause[1], blind ? "p" : "r", 1);
+        if (!blind) {
+                if (asprintf(&msg,
+                             "%s\r\ncsandbox: every directory is watched again; the session "
+                             "goes on\r\n",
+                             plain) >= 0)
+                        (void)cs_write_all(STDERR_FILENO, msg, strlen(msg));
+                return;
+        }
+        f = fopen("/proc/sys/fs/inotify/max_user_watches", "re");
+        if (f) {
+                if (fscanf(f, "%ld", &max) != 1 || max <= 0)
+                        max = -1;
+                fclose(f);
+        }
+        if (max > 0)
+                snprintf(now, sizeof(now), " = %ld", max);
+        /* The name is the session's: no control characters reach the terminal. */
+        if (asprintf(&dir, "%s%s%s",
+                     root < TRUST_ROOT_N && t->rules.root_path[root] ? t->rules.root_path[root]
+                                                                     : "",
+                     *rel ? "/" : "", rel) < 0)
+                dir = NULL;
+        for (char *c = dir; c && *c; c++)
+                if (!isprint((unsigned char)*c))
+                        *c = '?';
+        if (asprintf(&msg,
+                     "%s\r\n\acsandbox: the session is paused: its change journal cannot watch "
+                     "%s (%s), so it could not warn you of what the session changes there. "
+                     "Your inotify watches are used up (fs.inotify.max_user_watches%s). Raise "
+                     "the limit, as root: sysctl fs.inotify.max_user_watches=%ld (or close "
+                     "programs that watch many files); the session goes on by itself once "
+                     "every directory is watched. To end it instead: kill %ld\r\n",
+                     plain, dir ? dir : "a directory", strerror(e), now,
+                     max > 0 ? max * 2 : 1048576L, (long)getppid()) >= 0)
+                (void)cs_write_all(STDERR_FILENO, msg, strlen(msg));
+}
+
 int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct profile_config *c,
                     struct cs_error *err)
 {
@@ -246,6 +296,7 @@ int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct p
 
         memset(t, 0, sizeof(*t));
         t->out = -1;
+        t->pause[0] = t->pause[1] = -1;
         t->journal.pid = -1;
         t->journal.ctl = -1;
         for (unsigned i = 0; i < TRUST_ROOT_N; i++)
@@ -291,10 +342,17 @@ int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct p
         t->out = memfd_create("csandbox-trust", MFD_CLOEXEC);
         if (t->out < 0)
                 return cs_error_set(err, errno, "record the session's changes (memfd_create)");
-        t->ops = (struct journal_ops){.changed = on_changed, .flushed = on_flushed, .ctx = t};
+        if (pipe2(t->pause, O_CLOEXEC) < 0)
+                return cs_error_set(err, errno, "start the change journal (pipe2)");
+        t->ops = (struct journal_ops){
+            .changed = on_changed, .flushed = on_flushed, .blind = on_blind, .ctx = t};
         r = journal_start(&t->journal, t->roots, TRUST_ROOT_N, &t->since, &t->ops, err);
         if (r < 0)
                 return r;
+        /* The watcher alone writes: its end (exit) is the pipe's. */
+        close(t->pause[1]);
+        t->pause[1] = -1;
+        runner_pause_from(t->pause[0]);
         t->started = true;
         return 0;
 }
@@ -411,5 +469,9 @@ void run_trust_free(struct run_trust *t)
         }
         if (t->out >= 0)
                 close(t->out);
+        runner_pause_from(-1);
+        for (unsigned i = 0; i < 2; i++)
+                if (t->pause[i] >= 0)
+                        close(t->pause[i]);
         trust_rules_free(&t->rules);
 }

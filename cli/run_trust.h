@@ -18,6 +18,9 @@ struct run_trust {
         size_t reported[TRUST_ROOT_N];
         unsigned live;
         int out; /* a memfd: "root\tkind\tpath\tdetail" lines, written by the watcher */
+        /* The watcher's word to the runner: 'p' pause the session (a directory could not
+         * be watched), 'r' resume it. */
+        int pause[2];
 };
 
 /* Before the launch: the records, the rules, the journal. */

@@ -400,6 +400,49 @@ static int add_profile_pins(struct plan *p, struct cs_error *err)
         return 0;
 }
 
+/* The lowest of the limits in the files (of this user namespace and of the first one):
+ * what the kernel checks first; -1 when none can be read. */
+static long sysctl_lowest(const char *const *paths, size_t n)
+{
+        long low = -1;
+
+        for (size_t i = 0; i < n && paths[i]; i++) {
+                FILE *f = fopen(paths[i], "re");
+                long v;
+
+                if (!f)
+                        continue;
+                if (fscanf(f, "%ld", &v) == 1 && v >= 0 && (low < 0 || v < low))
+                        low = v;
+                fclose(f);
+        }
+        return low;
+}
+
+/* The session's user namespace gets half of the caller's inotify watches and instances and
+ * of its user namespaces. What the session takes counts against the caller's limit as
+ * well, and csandbox's change journal, outside as the caller, needs watches for as many
+ * directories as the session's own watchers would (the same trees): half each. An instance
+ * the journal holds already when the session starts; half of the rest keeps other
+ * launches' journals and the caller's own programs going. Nested namespaces: a session
+ * that used them all up would refuse the next launch its sandbox. */
+static void plan_userns_limits(struct sandbox_spec *s)
+{
+        static const char *const files[SPEC_USERNS_LIMIT_N][2] = {
+            [SPEC_USERNS_INOTIFY_WATCHES] = {"/proc/sys/user/max_inotify_watches",
+                                             "/proc/sys/fs/inotify/max_user_watches"},
+            [SPEC_USERNS_INOTIFY_INSTANCES] = {"/proc/sys/user/max_inotify_instances",
+                                               "/proc/sys/fs/inotify/max_user_instances"},
+            [SPEC_USERNS_USER_NAMESPACES] = {"/proc/sys/user/max_user_namespaces", NULL},
+        };
+
+        for (size_t i = 0; i < SPEC_USERNS_LIMIT_N; i++) {
+                long v = sysctl_lowest(files[i], 2);
+
+                s->userns_limits[i] = v < 0 ? -1 : v / 2;
+        }
+}
+
 /* §2.5: the mask goes over <profile>/chrome, which claude makes a directory. Anything else
  * there (a link a session planted, a file) would leave the host's native-host wrapper
  * writable or the mask mounted somewhere else: refuse, and say how to fix it. */
@@ -619,6 +662,8 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         /* §2.2 the VM's size, as cgroup limits when asked for. */
         s->memory_max = (uint64_t)c->ram_mib << 20;
         s->cpu_milli = c->cpus_milli;
+        /* The change journal's inotify watches, which the session could otherwise use up. */
+        plan_userns_limits(s);
         /* #13/#14 CA trust, #15 linked globals, #16/#17 pins. */
         if (r >= 0)
                 r = add_ca_trust(p, &ca, err);

@@ -8,11 +8,49 @@
 #include "egress.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+
+/* The limits of the sandbox's own user namespace (the spec's userns_limits). The kernel
+ * resolves /proc/sys/user to the writer's user namespace's table and lets a holder of
+ * CAP_SYS_RESOURCE in that namespace write it: pid 1, before it drops its capabilities.
+ * The session's counts go to the caller's too, so this only ever lowers what it gets. */
+static void userns_limits_set(const struct sandbox_spec *s)
+{
+        const char *failed = NULL;
+        int e = 0;
+
+        for (size_t i = 0; i < SPEC_USERNS_LIMIT_N; i++) {
+                const char *name = spec_userns_limit_name((enum spec_userns_limit)i);
+                char path[64], v[32];
+                int fd, len;
+
+                if (s->userns_limits[i] < 0)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/sys/user/%s", name);
+                len = snprintf(v, sizeof(v), "%ld\n", s->userns_limits[i]);
+                fd = open(path, O_WRONLY | O_CLOEXEC);
+                if (fd < 0 || write(fd, v, (size_t)len) != len) {
+                        failed = failed ? failed : name;
+                        e = e ? e : errno;
+                }
+                if (fd >= 0)
+                        close(fd);
+        }
+        if (failed && runner_note_first("userns-limits"))
+                fprintf(stderr,
+                        "csandbox: note (shown once on this machine): the session's user "
+                        "namespace keeps the kernel's limits (/proc/sys/user/%s: %s; a "
+                        "container engine mounts /proc/sys read-only), so a session may use "
+                        "up your inotify watches; csandbox then pauses it until its change "
+                        "journal can watch every directory again\n",
+                        failed, strerror(e));
+}
 
 void runner_child_main(const struct sandbox_spec *s, const struct net_helper *net,
                        const struct sock_fprog *filter, const struct tty_link *tty, int syncfd,
@@ -59,6 +97,7 @@ void runner_child_main(const struct sandbox_spec *s, const struct net_helper *ne
                 syncfd = -1;
         }
 
+        userns_limits_set(s);
         if (s->net != SPEC_NET_HOST && netns_setup(s, net, &err) < 0)
                 runner_child_fail(errfd, &err);
         if (egress_fd >= 0 && egress_ns_setup(egress_fd, &err) < 0)

@@ -29,6 +29,7 @@
 #define FLUSH_BATCH 4096u
 #define WALK_CHUNK  64u
 #define MOVES_MAX   64u
+#define RETRY_MS    1000
 
 struct dir_entry {
         unsigned root;
@@ -69,6 +70,9 @@ struct watcher {
         struct pathref *refs;
         size_t n_refs, cap_refs;
         bool overflow, final;
+        bool blind;  /* told ops->blind: a directory lacks its watch for want of watches */
+        bool short_; /* a watch was refused for want of watches since the last retry */
+        long long retried;
 };
 
 bool journal_after(const struct timespec *t, const struct timespec *since)
@@ -146,15 +150,33 @@ static void walk_one(struct watcher *w, const struct pathref *d)
         struct dirent *de;
         int wd;
 
-        if (fd < 0)
-                return; /* gone, or a link now: the change that did it is judged */
+        if (fd < 0) {
+                /* Gone, or a link now: the change that did it is judged. Unreadable (mode
+                 * 000, which the session can set and undo): listed again when its mode
+                 * changes, and at the end. */
+                if ((errno == EACCES || errno == EPERM) && !w->final)
+                        push(&w->unwatched, &w->n_unwatched, &w->cap_unwatched, d->root,
+                             strdup(d->rel), true);
+                return;
+        }
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
         wd = w->in >= 0 ? inotify_add_watch(w->in, proc, WATCH_MASK) : -1;
         if (wd >= 0)
                 set_wd(w, wd, d->root, d->rel);
-        else if (!w->final)
+        else if (!w->final) {
+                int e = errno;
+
                 push(&w->unwatched, &w->n_unwatched, &w->cap_unwatched, d->root, strdup(d->rel),
                      d->all);
+                /* Out of watches (the session may have taken them): tell, so that the
+                 * session is paused until this one can be watched. */
+                if (e == ENOSPC || e == ENOMEM) {
+                        w->short_ = true;
+                        if (!w->blind && w->ops->blind)
+                                w->ops->blind(w->ops->ctx, true, d->root, d->rel, e);
+                        w->blind = true;
+                }
+        }
         dir = fdopendir(fd);
         if (!dir) {
                 close(fd);
@@ -260,8 +282,9 @@ static void read_events(struct watcher *w)
                                 }
                         }
                         /* Created or moved in: every entry below counts as changed (a
-                         * directory moved into place as a .git, say). */
-                        if (ev->mask & (IN_CREATE | IN_MOVED_TO))
+                         * directory moved into place as a .git, say). A directory whose
+                         * mode changed may be readable now where it was not: listed whole. */
+                        if (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_ATTRIB))
                                 enqueue(w, d->root, child, true);
                 }
         }
@@ -342,6 +365,73 @@ static void walk_all(struct watcher *w)
                         enqueue(w, r, "", false);
 }
 
+/* Is an ancestor of ref (the same root) in the sorted list v[0..n)? */
+static bool ancestor_listed(const struct pathref *v, size_t n, const struct pathref *ref)
+{
+        _cleanup_free_ char *up = strdup(ref->rel);
+
+        if (!up)
+                _exit(3);
+        for (char *slash = strrchr(up, '/');; slash = strrchr(up, '/')) {
+                struct pathref key = {.root = ref->root, .rel = up};
+
+                if (slash)
+                        *slash = '\0';
+                else if (*up)
+                        *up = '\0';
+                else
+                        return false;
+                if (bsearch(&key, v, n, sizeof(*v), ref_cmp))
+                        return true;
+        }
+}
+
+/* Blind: once a second, try to watch the first directory left unwatched; when that works,
+ * walk every topmost unwatched directory again (watch, then list by ctime), and when that
+ * walk ends without a refusal, every directory is watched: say so. The unwatched list keeps
+ * what stays unwatched, for the final walk. */
+static void retry_blind(struct watcher *w, bool finishing)
+{
+        bool walking = w->head_queue < w->n_queue;
+        struct pathref *v = w->unwatched;
+        size_t n = w->n_unwatched;
+
+        if (!w->blind || finishing || walking)
+                return;
+        if (!w->short_) {
+                w->blind = false;
+                if (w->ops->blind)
+                        w->ops->blind(w->ops->ctx, false, 0, "", 0);
+                return;
+        }
+        if (now_ms() - w->retried < RETRY_MS)
+                return;
+        w->retried = now_ms();
+        if (n) {
+                int fd = cs_open_beneath(w->roots[v[0].root], *v[0].rel ? v[0].rel : ".",
+                                         O_RDONLY | O_DIRECTORY);
+                char proc[64];
+                int wd = -1;
+
+                if (fd >= 0) {
+                        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+                        wd = inotify_add_watch(w->in, proc, WATCH_MASK);
+                        close(fd);
+                        if (wd < 0)
+                                return; /* still out of watches */
+                        set_wd(w, wd, v[0].root, v[0].rel);
+                }
+        }
+        w->short_ = false;
+        qsort(v, n, sizeof(*v), ref_cmp);
+        for (size_t i = 0; i < n; i++)
+                if ((i == 0 || ref_cmp(&v[i], &v[i - 1]) != 0) && !ancestor_listed(v, n, &v[i]))
+                        enqueue(w, v[i].root, v[i].rel, v[i].all);
+        for (size_t i = 0; i < n; i++)
+                free(v[i].rel);
+        w->n_unwatched = 0;
+}
+
 static _Noreturn void watcher_main(struct watcher *w, int ctl)
 {
         long long last = now_ms(), last_refs = last;
@@ -354,6 +444,7 @@ static _Noreturn void watcher_main(struct watcher *w, int ctl)
                 bool walking = w->head_queue < w->n_queue;
 
                 (void)poll(p, finishing ? 1 : 2, walking || finishing ? 0 : FLUSH_MS);
+                retry_blind(w, finishing);
                 if (!finishing && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
                         finishing = true;
                 read_events(w);

@@ -20,6 +20,11 @@ struct journal_ops {
         void (*changed)(void *ctx, unsigned root, int root_fd, const char *rel);
         /* After each batch, and once more at the end (last). */
         void (*flushed)(void *ctx, bool last);
+        /* While the session runs: a directory could not be watched for want of watches
+         * (blind, err the errno, root and rel the directory), or, after a blind one, every
+         * directory is watched again (!blind). The watcher retries every second. NULL: not
+         * told. */
+        void (*blind)(void *ctx, bool blind, unsigned root, const char *rel, int err);
         void *ctx;
 };
 

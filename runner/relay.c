@@ -301,7 +301,8 @@ void relay_ctl_read(struct relay *r)
         }
         if (fd >= 0)
                 close(fd);
-        if (msg == CTL_STOPPED && r->t->tty_fds)
+        /* Stopped by the pause, not by the user: csandbox stays. */
+        if (msg == CTL_STOPPED && r->t->tty_fds && !r->paused)
                 suspend(r);
 }
 
@@ -318,7 +319,8 @@ void relay_signal(struct relay *r, const struct signalfd_siginfo *si)
                  * (SIGWINCH makes a full-screen program redraw). */
                 if (r->t->tty_fds) {
                         take_terminal(r);
-                        tty_ctl_send(r->t->ctl[0], CTL_CONTINUE, -1);
+                        if (!r->paused)
+                                tty_ctl_send(r->t->ctl[0], CTL_CONTINUE, -1);
                 }
                 return;
         case SIGWINCH:
@@ -331,6 +333,11 @@ void relay_signal(struct relay *r, const struct signalfd_siginfo *si)
         /* Kernel-sent ones too (a Ctrl-C at a terminal we do not relay): the sandbox is in
          * a session of its own and gets nothing from our terminal directly. */
         kill(r->pid, (int)si->ssi_signo);
+        /* A paused session would keep the signal pending, and must not run blind to take
+         * it: the user ends it. */
+        if (r->paused && (si->ssi_signo == SIGTERM || si->ssi_signo == SIGINT ||
+                          si->ssi_signo == SIGHUP || si->ssi_signo == SIGQUIT))
+                kill(r->pid, SIGKILL);
 }
 
 void relay_open_out(struct relay *r)

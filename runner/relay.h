@@ -35,6 +35,7 @@ struct relay {
         bool fg;        /* we are the terminal's foreground job (or it has no job control) */
         bool exited;    /* pid 1 is reaped */
         bool modes_off; /* the session's modes are switched off while it is suspended */
+        bool paused;    /* every process of the session stopped (runner_pause_from) */
         int wstatus;
         struct termios saved;
         int saved_ldisc;

@@ -39,6 +39,11 @@ unsigned runner_notes_seen(void);
  * was shown), false after; true when no marker can be read or made. */
 bool runner_note_first(const char *name);
 
+/* While the next session runs, a byte read from fd pauses it ('p': every process of the
+ * session stopped, again each second while paused) or resumes it ('r'); a signal that
+ * would end it ends a paused one at once (SIGKILL). -1: none. The change journal's word. */
+void runner_pause_from(int fd);
+
 /* Every producer, before --plan prints its spec and before the launch: the decisions that
  * depend on this machine (the subordinate range a package broker needs, else no broker and
  * a warning; slirp4netns for a missing pasta, with a warning). The launch changes nothing. */

@@ -41,6 +41,8 @@ void spec_init(struct sandbox_spec *s)
         s->upper_fd = s->work_fd = -1;
         s->net = SPEC_NET_NONE;
         s->seccomp = SPEC_SECCOMP_DEFAULT;
+        for (size_t i = 0; i < SPEC_USERNS_LIMIT_N; i++)
+                s->userns_limits[i] = -1;
 }
 
 void spec_free(struct sandbox_spec *s)

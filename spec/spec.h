@@ -132,6 +132,14 @@ struct spec_broker_manager {
         char *path;
 };
 
+/* The limits of the sandbox's user namespace a producer may set (userns_limits). */
+enum spec_userns_limit {
+        SPEC_USERNS_INOTIFY_WATCHES,
+        SPEC_USERNS_INOTIFY_INSTANCES,
+        SPEC_USERNS_USER_NAMESPACES,
+        SPEC_USERNS_LIMIT_N
+};
+
 struct sandbox_spec {
         enum spec_root root;
         char *root_path; /* SPEC_ROOT_DIR: the tree as given (--plan and messages only) */
@@ -209,6 +217,12 @@ struct sandbox_spec {
 
         uint64_t memory_max; /* bytes; 0: no limit */
         unsigned cpu_milli;  /* thousandths of a CPU; 0: no limit */
+        /* Limits of the sandbox's own user namespace (/proc/sys/user/<name>), written by
+         * pid 1 before the payload starts. The kernel charges what the session takes to the
+         * caller's count too, so a lower limit here leaves the rest of the caller's to
+         * csandbox's own processes outside (the change journal's inotify watches). -1:
+         * left as the kernel makes them (no limit below the caller's). */
+        long userns_limits[SPEC_USERNS_LIMIT_N];
 
         /* What the producers decided the user should hear before the launch (a fallback,
          * something left out), one message each without a trailing newline; --plan shows
@@ -370,6 +384,8 @@ void spec_egress_free(struct sandbox_spec *s);
 int spec_egress_finish(struct sandbox_spec *s, const char *what, struct cs_error *err);
 const char *spec_tty_name(enum spec_tty t);
 const char *spec_proc_name(enum spec_proc p);
+/* The limit's file name in /proc/sys/user ("max_inotify_watches"). */
+const char *spec_userns_limit_name(enum spec_userns_limit l);
 /* "auto", "fresh", "bind" or "none" from --proc; false for anything else. */
 bool spec_proc_parse(const char *v, enum spec_proc *ret);
 /* "auto", "pty" or "inherit" from --tty; false for anything else. */

@@ -131,6 +131,17 @@ const char *spec_proc_name(enum spec_proc p)
         return (size_t)p < sizeof(proc_names) / sizeof(proc_names[0]) ? proc_names[p] : "?";
 }
 
+const char *spec_userns_limit_name(enum spec_userns_limit l)
+{
+        static const char *const names[SPEC_USERNS_LIMIT_N] = {
+            [SPEC_USERNS_INOTIFY_WATCHES] = "max_inotify_watches",
+            [SPEC_USERNS_INOTIFY_INSTANCES] = "max_inotify_instances",
+            [SPEC_USERNS_USER_NAMESPACES] = "max_user_namespaces",
+        };
+
+        return (size_t)l < SPEC_USERNS_LIMIT_N ? names[l] : "?";
+}
+
 bool spec_proc_parse(const char *v, enum spec_proc *ret)
 {
         for (size_t i = 0; i < sizeof(proc_names) / sizeof(proc_names[0]); i++)
@@ -281,6 +292,18 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
                         cJSON_AddNumberToObject(lim, "cpus", s->cpu_milli / 1000.0);
                 else
                         cJSON_AddNullToObject(lim, "cpus");
+        }
+        {
+                cJSON *ul = cJSON_AddObjectToObject(o, "userns_limits");
+
+                for (size_t i = 0; i < SPEC_USERNS_LIMIT_N; i++) {
+                        const char *name = spec_userns_limit_name((enum spec_userns_limit)i);
+
+                        if (s->userns_limits[i] >= 0)
+                                cJSON_AddNumberToObject(ul, name, (double)s->userns_limits[i]);
+                        else
+                                cJSON_AddNullToObject(ul, name);
+                }
         }
         if (s->n_rlimits) {
                 cJSON *rl = cJSON_AddArrayToObject(o, "rlimits");

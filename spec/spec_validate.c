@@ -4,6 +4,7 @@
 #include "../common/error.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 static bool dest_normal(const char *d)
@@ -107,5 +108,9 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
                 return cs_error_setx(err, EINVAL,
                                      "spec: an unknown network, seccomp, tty or proc "
                                      "mode");
+        for (size_t i = 0; i < SPEC_USERNS_LIMIT_N; i++)
+                if (s->userns_limits[i] < -1 || s->userns_limits[i] > INT_MAX)
+                        return cs_error_setx(err, EINVAL, "spec: userns limit %s out of range",
+                                             spec_userns_limit_name((enum spec_userns_limit)i));
         return 0;
 }

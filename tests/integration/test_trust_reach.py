@@ -173,3 +173,22 @@ def test_a_module_planted_beside_a_profile_script_the_settings_name(profiles):
     assert r.returncode == 0 and "planted" in r.stdout, r.stderr
     assert f"file beside one the host runs: {d}/scripts/json.py" in r.stderr, r.stderr
     refused_naming(profiles, f"{d}/scripts/json.py")
+
+
+def test_a_repository_made_inside_a_directory_the_journal_could_not_read_for_a_while(profiles,
+                                                                                     repo):
+    """mode 000 keeps the watcher out of a directory (it runs as the user, without
+    privilege); the session plants inside once it is readable again."""
+    profiles.add()
+    shell_claude(profiles, f"""set -e
+mkdir "{repo}/d" && chmod 000 "{repo}/d"
+sleep 0.5
+chmod 700 "{repo}/d"
+git init -q "{repo}/d/x" && git -C "{repo}/d/x" config core.fsmonitor "touch /tmp/x"
+chmod 000 "{repo}/d"; sleep 0.3; chmod 700 "{repo}/d"
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"{repo}/d/x/.git" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/d/x/.git")
