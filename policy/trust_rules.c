@@ -11,6 +11,7 @@
 #include "../common/resolve.h"
 #include "../common/strv.h"
 
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +54,10 @@ static void finding(struct plan_trust *out, const char *kind, const char *base, 
                         *c = '?';
         if (asprintf(&item, "%s\t%s\t%s", kind, path, detail ? detail : "") < 0)
                 return;
+        /* One item is one line of the journal's record. */
+        for (char *c = item; *c; c++)
+                if (*c == '\n' || *c == '\r')
+                        *c = '?';
         for (size_t i = 0; i < out->n; i++)
                 if (strcmp(out->items[i], item) == 0)
                         return;
@@ -379,6 +384,57 @@ static void judge_dotgit(struct judge *j, int dfd, const char *dpath, char **com
 
 /* ---- claude ---- */
 
+/* Whether a project settings file only denies or asks (what claude writes when a user
+ * refuses a tool): nothing there makes the host's claude run anything, or run it without
+ * asking. Anything else (hooks, a helper, env, an allow rule: the host's claude would run
+ * that command without asking) is a finding; *ret_grants lists the allow rules when they
+ * are all the file holds, so that the report says what accepting grants. The file is read
+ * as claude reads it, by csandbox's one JSON parser; one it cannot read is a finding. */
+static bool settings_only_restrict(int root_fd, const char *rel, char **ret_grants)
+{
+        _cleanup_free_ char *text = NULL, *why = NULL;
+        cJSON *j = NULL, *perm, *e;
+        bool only_perm = true, restrict_only = true;
+        size_t len;
+        FILE *f;
+        size_t glen = 0;
+
+        *ret_grants = NULL;
+        if (read_git_file(root_fd, rel, CLAUDE_JSON_MAX, &text, &len) < 0)
+                return false;
+        j = claude_json_parse(text, len, &why);
+        if (!cJSON_IsObject(j)) {
+                cJSON_Delete(j);
+                return false;
+        }
+        cJSON_ArrayForEach(e, j) if (strcmp(e->string, "permissions") != 0 &&
+                                     strcmp(e->string, "$schema") != 0) only_perm = false;
+        perm = cJSON_GetObjectItemCaseSensitive(j, "permissions");
+        if (perm && !cJSON_IsObject(perm))
+                only_perm = false;
+        if (perm)
+                cJSON_ArrayForEach(e, perm) if (strcmp(e->string, "deny") != 0 &&
+                                                strcmp(e->string, "ask") != 0)
+                {
+                        if (strcmp(e->string, "allow") == 0 && cJSON_IsArray(e) &&
+                            cJSON_GetArraySize(e) == 0)
+                                continue;
+                        restrict_only = false;
+                        if (strcmp(e->string, "allow") != 0)
+                                only_perm = false;
+                }
+        if (only_perm && !restrict_only && (f = open_memstream(ret_grants, &glen))) {
+                const cJSON *allow = cJSON_GetObjectItemCaseSensitive(perm, "allow"), *a;
+
+                fputs("grants, without asking:", f);
+                cJSON_ArrayForEach(a, allow) if (cJSON_IsString(a))
+                    fprintf(f, " %s", a->valuestring);
+                fclose(f);
+        }
+        cJSON_Delete(j);
+        return only_perm && restrict_only;
+}
+
 static bool path_named(const struct trust_rules *r, enum trust_root root, const char *rel)
 {
         return strv_has(r->named[root], r->n_named[root], rel);
@@ -551,8 +607,12 @@ static void judge_work(struct judge *j, int root_fd, char **comp, size_t n, cons
                         finding(j->out, "project MCP servers (.mcp.json)", j->base, rel, NULL);
                 if (n >= 2 && strcmp(comp[n - 2], ".claude") == 0 &&
                     (strcmp(last, "settings.json") == 0 ||
-                     strcmp(last, "settings.local.json") == 0))
-                        finding(j->out, "claude project settings", j->base, rel, NULL);
+                     strcmp(last, "settings.local.json") == 0)) {
+                        _cleanup_free_ char *grants = NULL;
+
+                        if (!settings_only_restrict(root_fd, rel, &grants))
+                                finding(j->out, "claude project settings", j->base, rel, grants);
+                }
                 /* claude follows a .claude that is a link, wherever it leads */
                 if (strcmp(last, ".claude") == 0) {
                         struct stat st;

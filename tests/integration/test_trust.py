@@ -657,7 +657,7 @@ cd "{repo}"
 echo evil > .claude/hooks/x.sh 2>/dev/null && echo "x writable" || true
 echo evil > .claude/hooks/y.sh
 mkdir -p sub/.claude deep/er
-echo '{{}}' > sub/.claude/settings.local.json
+echo '{{"env": {{"X": "1"}}}}' > sub/.claude/settings.local.json
 echo '{{"mcpServers": {{"s": {{"command": "evil"}}}}}}' > deep/er/.mcp.json
 echo '{{"mcpServers": {{"r": {{"command": "evil"}}}}}}' > .mcp.json
 """)

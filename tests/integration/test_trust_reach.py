@@ -192,3 +192,28 @@ echo planted
     assert r.returncode == 0 and "planted" in r.stdout, r.stderr
     assert f"{repo}/d/x/.git" in r.stderr, r.stderr
     refused_naming(profiles, f"{repo}/d/x/.git")
+
+
+def test_settings_that_only_deny_or_ask_are_not_a_finding_an_allow_rule_is_named(profiles,
+                                                                                 repo):
+    """claude writes .claude/settings.local.json when the user answers a permission prompt:
+    a file that only denies or asks lets the host's claude run nothing more; an allow rule
+    makes it run that command without asking, so it is a finding that names the rule."""
+    profiles.add()
+    shell_claude(profiles, f"""set -e
+mkdir -p "{repo}/.claude"
+echo '{{"permissions": {{"deny": ["Bash(rm:*)"], "ask": ["WebFetch"], "allow": []}}}}' > "{repo}/.claude/settings.local.json"
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "claude project settings" not in r.stderr, r.stderr
+    shell_claude(profiles, f"""set -e
+mkdir -p "{repo}/sub/.claude"
+echo '{{"permissions": {{"allow": ["Bash(npm test:*)"]}}}}' > "{repo}/sub/.claude/settings.local.json"
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "grants, without asking: Bash(npm test:*)" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/sub/.claude/settings.local.json")
