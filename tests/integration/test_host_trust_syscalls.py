@@ -168,3 +168,33 @@ def test_git_commits_and_cp_fails_cleanly_without_hard_links(profiles):
                                          "GIT_CONFIG_NOSYSTEM": "1"})
     assert log.stdout.split() == ["inside"], (log.stdout, log.stderr)
     assert set_id_files(repo) == []
+
+
+def test_csandbox_inside_unpacks_an_image_with_hard_links_and_setuid_files(tmp_path):
+    """The nested engine's store is under the session's writable dirs too: a hard link of
+    the image becomes a copy and a setuid file loses the bit on disk (no_new_privs made it
+    inert); the import succeeds."""
+    r = tmp_path / "r"
+    (r / "bin").mkdir(parents=True)
+    (r / "bin" / "f").write_text("same\n")
+    os.link(r / "bin" / "f", r / "bin" / "g")
+    (r / "bin" / "s").write_text("suid\n")
+    os.chmod(r / "bin" / "s", 0o4755)
+    (r / "shared").mkdir()
+    os.chmod(r / "shared", 0o2775)
+    subprocess.run(["tar", "-C", str(r), "-cf", str(tmp_path / "img.tar"), "."], check=True)
+    store = tmp_path / "data"
+    build = os.path.dirname(CSANDBOX)
+    p = subprocess.run([CSANDBOX, "exec", "--bind", str(tmp_path), str(tmp_path),
+                        "--ro-bind", build, build, "--setenv", "XDG_DATA_HOME", str(store),
+                        "--", CSANDBOX, "image", "import", str(tmp_path / "img.tar"), "--name", "t:1",
+                        "--quiet"],
+                       capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                       env=base_env(XDG_DATA_HOME=str(store)))
+    assert p.returncode == 0, p.stderr
+    found = set_id_files(store)
+    assert found == [], found
+    # the store itself on the host (the inner csandbox did not write elsewhere)
+    copies = [os.path.join(d, n) for d, _, files in os.walk(store) for n in files
+              if n == "g" and os.path.basename(d) == "bin"]
+    assert copies and all(open(c).read() == "same\n" for c in copies), copies
