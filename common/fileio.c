@@ -147,7 +147,11 @@ static int write_partial(int dirfd, const char *name, const void *data, size_t l
                 r = -errno;
         if (r == 0 && !once && renameat(dirfd, partial, dirfd, name) < 0)
                 r = -errno;
-        if (r == 0 && once && linkat(dirfd, partial, dirfd, name, 0) < 0 && errno != EEXIST)
+        /* EXDEV: a session's seccomp filter refuses hard links; a rename that must not
+         * replace gives the same once-only name. */
+        if (r == 0 && once && linkat(dirfd, partial, dirfd, name, 0) < 0 && errno != EEXIST &&
+            (errno != EXDEV ||
+             (renameat2(dirfd, partial, dirfd, name, RENAME_NOREPLACE) < 0 && errno != EEXIST)))
                 r = -errno;
         if (r < 0 || once)
                 unlinkat(dirfd, partial, 0);

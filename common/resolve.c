@@ -150,6 +150,30 @@ int cs_open_beneath(int dirfd, const char *path, int flags)
         return cs_open_beneath_walk(dirfd, path, flags);
 }
 
+int cs_open_no_links(int dirfd, const char *path, int flags)
+{
+        int fd = try_openat2(dirfd, path, flags, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+        int root;
+
+        if (fd != -2)
+                return fd;
+        if (path[0] != '/')
+                return cs_open_beneath_walk(dirfd, path, flags);
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return -1;
+        fd = cs_open_beneath_walk(root, path + strspn(path, "/"), flags);
+        if (fd < 0) {
+                int e = errno;
+
+                close(root);
+                errno = e;
+                return -1;
+        }
+        close(root);
+        return fd;
+}
+
 int cs_open_beneath_links(int dirfd, const char *path, int flags)
 {
         int fd;

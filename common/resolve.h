@@ -14,6 +14,11 @@ int cs_open_beneath(int dirfd, const char *path, int flags);
 /* The same rules without openat2 (what cs_open_beneath falls back to). */
 int cs_open_beneath_walk(int dirfd, const char *path, int flags);
 
+/* path (absolute, or relative to dirfd) with no symlink and no magic link on the way, as
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS does. Without openat2 the walk of
+ * cs_open_beneath_walk from / or dirfd is used, which refuses a ".." too (EXDEV). */
+int cs_open_no_links(int dirfd, const char *path, int flags);
+
 /* path relative to dirfd, following the symlinks whose targets stay beneath it, as
  * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS does (a build context: a link to another file of
  * the context is taken, one leading out of it is EXDEV). Without openat2 the walk of

@@ -172,7 +172,7 @@ static int run_sandbox(struct build_ctx *b, const struct build_layers *l,
         if (r >= 0 && !b->quiet)
                 spec_print_warnings(&s);
         if (r >= 0)
-                r = seccomp_builtin(SPEC_SECCOMP_DEFAULT, &filter, err);
+                r = seccomp_builtin_image_build(&filter);
         if (r >= 0) {
                 /* the mountpoints the sandbox may make in the upper dir, to take out again */
                 char **mp = calloc(s.n_mounts + 1, sizeof(char *));

@@ -33,7 +33,8 @@ static void program_write(FILE *f, const char *array, const struct sock_fprog *p
         fprintf(f, "};\n\n");
 }
 
-static void source_write(FILE *f, const char *root, const struct sock_fprog progs[N_PROFILES])
+static void source_write(FILE *f, const char *root, const struct sock_fprog progs[N_PROFILES],
+                         const struct sock_fprog *build)
 {
         const char *sep = root ? "/" : "";
 
@@ -45,6 +46,7 @@ static void source_write(FILE *f, const char *root, const struct sock_fprog prog
         fprintf(f, "#include <errno.h>\n\n");
         for (size_t i = 0; i < N_PROFILES; i++)
                 program_write(f, builtin_profiles[i].array, &progs[i]);
+        program_write(f, "seccomp_image_build_insns", build);
 
         fprintf(f, "int seccomp_builtin(enum spec_seccomp kind, struct sock_fprog *ret, "
                    "struct cs_error *err)\n{\n");
@@ -60,12 +62,16 @@ static void source_write(FILE *f, const char *root, const struct sock_fprog prog
         }
         fprintf(f, "        default:\n                break;\n        }\n");
         fprintf(f, "        return cs_error_set(err, 0, \"seccomp: only the default and strict "
-                   "profiles have a precompiled program\");\n}\n");
+                   "profiles have a precompiled program\");\n}\n\n");
+        fprintf(f, "int seccomp_builtin_image_build(struct sock_fprog *ret)\n{\n");
+        fprintf(f, "        ret->len = %u;\n", build->len);
+        fprintf(f, "        ret->filter = (struct sock_filter *)seccomp_image_build_insns;\n");
+        fprintf(f, "        return 0;\n}\n");
 }
 
 int main(int argc, char **argv)
 {
-        struct sock_fprog progs[N_PROFILES] = {{0}};
+        struct sock_fprog progs[N_PROFILES] = {{0}}, build = {0};
         struct cs_error err = {0};
         char tmp[4096];
         int status = EXIT_FAILURE;
@@ -81,6 +87,10 @@ int main(int argc, char **argv)
                         goto out;
                 }
         }
+        if (seccomp_compile_image_build(&build, &err) < 0) {
+                fprintf(stderr, "seccomp-gen: %s\n", err.msg);
+                goto out;
+        }
         /* Write beside the output and rename, so a failed run leaves no half file. */
         if (snprintf(tmp, sizeof(tmp), "%s.tmp", argv[1]) >= (int)sizeof(tmp)) {
                 fprintf(stderr, "seccomp-gen: output path too long\n");
@@ -91,7 +101,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "seccomp-gen: open %s: %s\n", tmp, strerror(errno));
                 goto out;
         }
-        source_write(f, argc == 3 ? argv[2] : NULL, progs);
+        source_write(f, argc == 3 ? argv[2] : NULL, progs, &build);
         if (ferror(f) | fclose(f)) {
                 fprintf(stderr, "seccomp-gen: write %s: %s\n", tmp, strerror(errno));
                 remove(tmp);
@@ -107,5 +117,6 @@ int main(int argc, char **argv)
 out:
         for (size_t i = 0; i < N_PROFILES; i++)
                 seccomp_fprog_free(&progs[i]);
+        seccomp_fprog_free(&build);
         return status;
 }

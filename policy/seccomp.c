@@ -25,6 +25,10 @@
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
 #endif
+/* Linux 6.6; the same number on every arch since the syscall tables were unified. */
+#ifndef CS_NR_FCHMODAT2
+#define CS_NR_FCHMODAT2 452
+#endif
 
 /* Kernel-global operations: a sandboxed agent has no business with the machine's clock,
  * modules, keyrings, swap or kernel log, and each is a historic privilege-escalation surface. */
@@ -92,6 +96,25 @@ static const unsigned long strict_clone_flags[] = {
     CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET, CLONE_NEWTIME,
 };
 
+/* Host trust: the session writes the work tree and the profile dir, which the host's git and
+ * claude read afterwards, and the journal watches them by name. A hard link would give a
+ * file there a second name the journal never sees (or one outside the tree): EXDEV, the
+ * errno on which git, cp and pnpm fall back to a rename or a copy. */
+static const char *const host_trust_no_link[] = {"link", "linkat"};
+
+/* A setuid or setgid file left for the host runs as the user for whoever executes it. Each
+ * call that sets a mode is refused when the mode carries either bit: the argument index of
+ * the mode, and of the open flags when the mode only counts with O_CREAT (-1: always). */
+static const struct {
+        const char *name;
+        int mode_arg;
+        int flags_arg;
+} host_trust_mode_calls[] = {
+    {"chmod", 1, -1},   {"fchmod", 1, -1}, {"fchmodat", 2, -1}, {"fchmodat2", 2, -1},
+    {"creat", 1, -1},   {"open", 2, 1},    {"openat", 3, 2},    {"mkdir", 1, -1},
+    {"mkdirat", 2, -1}, {"mknod", 1, -1},  {"mknodat", 2, -1},
+};
+
 static const char *seccomp_kind_name(enum spec_seccomp kind)
 {
         switch (kind) {
@@ -130,6 +153,10 @@ static int builtin_rule_add(scmp_filter_ctx ctx, uint32_t action, const char *na
         int nr = seccomp_syscall_resolve_name(name);
         int r;
 
+        /* Newer than some libseccomp releases; the filter is for the native ABI only. */
+        if (nr == __NR_SCMP_ERROR && strcmp(name, "fchmodat2") == 0)
+                nr = CS_NR_FCHMODAT2;
+
         /* A builtin rule that libseccomp cannot express must fail the build, never vanish. */
         if (nr == __NR_SCMP_ERROR)
                 return cs_error_set(err, ENOSYS,
@@ -142,7 +169,50 @@ static int builtin_rule_add(scmp_filter_ctx ctx, uint32_t action, const char *na
         return 0;
 }
 
-static int builtin_rules_add(scmp_filter_ctx ctx, enum spec_seccomp kind, struct cs_error *err)
+static int host_trust_rules_add(scmp_filter_ctx ctx, struct cs_error *err)
+{
+        static const mode_t set_id_bits[] = {S_ISUID, S_ISGID};
+        int r;
+
+        for (size_t i = 0; i < sizeof(host_trust_no_link) / sizeof(*host_trust_no_link); i++) {
+                r = builtin_rule_add(ctx, SCMP_ACT_ERRNO(EXDEV), host_trust_no_link[i], 0, NULL,
+                                     err);
+                if (r < 0)
+                        return r;
+        }
+        /* The kernel reads the mode as 16 bits and the flags as 32: a masked compare of the
+         * one bit each is all that counts, whatever the high bits say. */
+        for (size_t i = 0; i < sizeof(host_trust_mode_calls) / sizeof(*host_trust_mode_calls);
+             i++) {
+                for (size_t b = 0; b < sizeof(set_id_bits) / sizeof(*set_id_bits); b++) {
+                        struct scmp_arg_cmp cmp[2] = {{
+                            .arg = (unsigned)host_trust_mode_calls[i].mode_arg,
+                            .op = SCMP_CMP_MASKED_EQ,
+                            .datum_a = set_id_bits[b],
+                            .datum_b = set_id_bits[b],
+                        }};
+                        unsigned n = 1;
+
+                        if (host_trust_mode_calls[i].flags_arg >= 0)
+                                cmp[n++] = (struct scmp_arg_cmp){
+                                    .arg = (unsigned)host_trust_mode_calls[i].flags_arg,
+                                    .op = SCMP_CMP_MASKED_EQ,
+                                    .datum_a = O_CREAT,
+                                    .datum_b = O_CREAT,
+                                };
+                        r = builtin_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+                                             host_trust_mode_calls[i].name, n, cmp, err);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        /* openat2 takes its mode in memory, out of BPF's reach; with ENOSYS callers fall
+         * back to openat, whose mode the rules above see. */
+        return builtin_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL, err);
+}
+
+static int builtin_rules_add(scmp_filter_ctx ctx, enum spec_seccomp kind, bool host_trust,
+                             struct cs_error *err)
 {
         int r;
 
@@ -167,6 +237,11 @@ static int builtin_rules_add(scmp_filter_ctx ctx, enum spec_seccomp kind, struct
         r = builtin_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err);
         if (r < 0)
                 return r;
+        if (host_trust) {
+                r = host_trust_rules_add(ctx, err);
+                if (r < 0)
+                        return r;
+        }
         if (kind != SPEC_SECCOMP_STRICT)
                 return 0;
 
@@ -250,7 +325,8 @@ int cs_seccomp_filter_new(uint32_t def_action, scmp_filter_ctx *ret, struct cs_e
         return 0;
 }
 
-int seccomp_compile_builtin(enum spec_seccomp kind, struct sock_fprog *ret, struct cs_error *err)
+static int builtin_compile(enum spec_seccomp kind, bool host_trust, struct sock_fprog *ret,
+                           struct cs_error *err)
 {
         _cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
         char what[64];
@@ -271,11 +347,22 @@ int seccomp_compile_builtin(enum spec_seccomp kind, struct sock_fprog *ret, stru
         r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
         if (r < 0)
                 return cs_error_set(err, -r, "seccomp: set the action for other ABIs");
-        r = builtin_rules_add(ctx, kind, err);
+        r = builtin_rules_add(ctx, kind, host_trust, err);
         if (r < 0)
                 return r;
-        snprintf(what, sizeof(what), "the builtin profile '%s'", seccomp_kind_name(kind));
+        snprintf(what, sizeof(what), "the builtin profile '%s'%s", seccomp_kind_name(kind),
+                 host_trust ? "" : " for image builds");
         return cs_seccomp_export(ctx, what, ret, err);
+}
+
+int seccomp_compile_builtin(enum spec_seccomp kind, struct sock_fprog *ret, struct cs_error *err)
+{
+        return builtin_compile(kind, true, ret, err);
+}
+
+int seccomp_compile_image_build(struct sock_fprog *ret, struct cs_error *err)
+{
+        return builtin_compile(SPEC_SECCOMP_DEFAULT, false, ret, err);
 }
 
 void seccomp_fprog_free(struct sock_fprog *prog)

@@ -39,6 +39,7 @@
 
 #include "../common/cleanup.h"
 #include "../common/error.h"
+#include "../common/resolve.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -136,10 +137,7 @@ static int sys_move_mount(int from, int to)
 }
 static int open_no_links(const char *path, int flags)
 {
-        struct open_how how = {.flags = (unsigned)flags | O_CLOEXEC,
-                               .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-
-        return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+        return cs_open_no_links(AT_FDCWD, path, flags);
 }
 
 static void walk_note(struct layer_walk *w, const char *name)
@@ -697,12 +695,14 @@ void host_layer_var(void)
 
                 snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 0, rel);
                 if (slash) {
-                        struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                                               .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                                                          RESOLVE_NO_XDEV};
+                        struct cs_error other_mount;
+                        uint64_t var_id = 0, parent_id = 1;
 
-                        parent = (int)syscall(SYS_openat2, var, dir, &how, sizeof(how));
-                        if (parent < 0)
+                        /* beneath /var, on its own mount (what RESOLVE_NO_XDEV said) */
+                        parent = cs_open_beneath(var, dir, O_PATH | O_DIRECTORY);
+                        if (parent < 0 || mnt_mount_id(var, &var_id, &other_mount) < 0 ||
+                            mnt_mount_id(parent, &parent_id, &other_mount) < 0 ||
+                            var_id != parent_id)
                                 continue;
                 }
                 (void)mkdirat(slash ? parent : var, slash ? slash + 1 : rel, 0755);

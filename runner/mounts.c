@@ -377,8 +377,6 @@ static int upper_prepare_layers(struct mnt_state *st, const struct sandbox_spec 
 int mnt_reopen_here(int fd, const char *what, struct cs_error *err)
 {
         char link[32], path[SPEC_PATH_MAX];
-        struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                               .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
         struct stat a, b;
         ssize_t n;
         int nfd;
@@ -388,7 +386,7 @@ int mnt_reopen_here(int fd, const char *what, struct cs_error *err)
         if (n <= 0 || fstat(fd, &a) < 0)
                 return cs_error_set(err, errno, "%s: find it", what);
         path[n] = '\0';
-        nfd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+        nfd = cs_open_no_links(AT_FDCWD, path, O_PATH | O_DIRECTORY);
         if (nfd < 0)
                 return cs_error_set(err, errno, "%s: open %s", what, path);
         if (fstat(nfd, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {

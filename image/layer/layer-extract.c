@@ -152,7 +152,7 @@ static int write_file(struct layer_tree *t, struct archive *a, struct archive_en
         if (t->add && fchown(fd, rec->uid, rec->gid) < 0)
                 return cs_error_set(err, errno, "entry `%s`: chown to %u:%u", shown, rec->uid,
                                     rec->gid);
-        if (fchmod(fd, rec->mode & 07777) < 0)
+        if (layer_fchmod(fd, rec->mode & 07777) < 0)
                 return cs_error_set(err, errno, "entry `%s`: chmod", shown);
         if (rec->mtime_set) {
                 struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
@@ -330,7 +330,7 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
                     cur.st_dev == st.st_dev)
                         return 0;
                 r = replace_existing(t, pfd, base, false, &is_dir, err);
-                if (r == 0 && linkat(tfd, tbase, pfd, base, 0) < 0)
+                if (r == 0 && layer_link_or_copy(t, tfd, tbase, pfd, base) < 0)
                         r = cs_error_set(err, errno, "hard link `%s` to `%s`", shown, tkey);
                 if (r < 0)
                         return r;
@@ -365,7 +365,7 @@ int apply_entry(struct layer_tree *t, struct archive *a, struct archive_entry *e
                 if ((r = own_at(t, pfd, base, &rec, shown, err)) < 0)
                         break;
                 /* u+rwx until the end, so later entries can be written into it */
-                if (fchmodat(pfd, base, (rec.mode & 07777) | 0700, 0) < 0) {
+                if (layer_fchmodat(pfd, base, (rec.mode & 07777) | 0700) < 0) {
                         r = cs_error_set(err, errno, "entry `%s`: chmod", shown);
                         break;
                 }

@@ -101,7 +101,7 @@ static int finish_dir(struct finish_ctx *c, int dfd, size_t plen)
                                 struct timespec ts[2] = {
                                     {.tv_nsec = UTIME_OMIT},
                                     {.tv_sec = rec->mtime_sec, .tv_nsec = rec->mtime_nsec}};
-                                if (fchmod(sub, rec->mode & 07777) < 0)
+                                if (layer_fchmod(sub, rec->mode & 07777) < 0)
                                         return cs_error_set(c->err, errno, "chmod `%s`", c->path);
                                 if (rec->mtime_set)
                                         (void)futimens(sub, ts);
@@ -196,7 +196,7 @@ int layer_tree_add_finish(struct layer_tree *t, struct cs_error *err)
                         fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
                         continue;
-                if (fchmod(fd, rec->mode & 07777) < 0)
+                if (layer_fchmod(fd, rec->mode & 07777) < 0)
                         return cs_error_set(err, errno, "chmod `%s`", rec->path);
                 if (rec->mtime_set) {
                         struct timespec ts[2] = {

@@ -484,9 +484,60 @@ static int copy_from_lower(struct layer_tree *t, const char *target, int pfd, co
                 r = -EIO;
         if (r < 0)
                 return cs_error_set(err, -r, "hard link `%s`: copy its target", shown);
-        if (fchmod(out, st.st_mode & 07777) < 0)
+        if (layer_fchmod(out, st.st_mode & 07777) < 0)
                 return cs_error_set(err, errno, "hard link `%s`: chmod", shown);
         return 0;
+}
+
+int layer_fchmod(int fd, mode_t mode)
+{
+        if (fchmod(fd, mode) == 0)
+                return 0;
+        if (errno != EPERM || !(mode & (S_ISUID | S_ISGID)))
+                return -1;
+        return fchmod(fd, mode & ~(mode_t)(S_ISUID | S_ISGID));
+}
+
+int layer_fchmodat(int dirfd, const char *name, mode_t mode)
+{
+        if (fchmodat(dirfd, name, mode, 0) == 0)
+                return 0;
+        if (errno != EPERM || !(mode & (S_ISUID | S_ISGID)))
+                return -1;
+        return fchmodat(dirfd, name, mode & ~(mode_t)(S_ISUID | S_ISGID), 0);
+}
+
+int layer_link_or_copy(struct layer_tree *t, int tfd, const char *tbase, int pfd, const char *base)
+{
+        _cleanup_close_ int in = -1, out = -1;
+        uint64_t copied = 0;
+        struct stat st;
+        int r;
+
+        if (linkat(tfd, tbase, pfd, base, 0) == 0)
+                return 0;
+        if (errno != EXDEV)
+                return -1;
+        in = openat(tfd, tbase, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (in < 0 || fstat(in, &st) < 0)
+                return -1;
+        if ((uint64_t)st.st_size > layer_budget_left(t)) {
+                errno = EFBIG;
+                return -1;
+        }
+        t->stats.size += (uint64_t)st.st_size;
+        atomic_fetch_add(&t->budget->stream, (uint64_t)st.st_size);
+        out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (out < 0)
+                return -1;
+        r = cs_copy_fd_len(in, out, (uint64_t)st.st_size, &copied);
+        if (r == 0 && copied != (uint64_t)st.st_size)
+                r = -EIO;
+        if (r < 0) {
+                errno = -r;
+                return -1;
+        }
+        return layer_fchmod(out, st.st_mode & 07777);
 }
 
 int pending_link_add(struct layer_tree *t, const char *path, const char *target,
@@ -536,7 +587,7 @@ static int pending_resolve(struct layer_tree *t, const struct pending_link *l, s
                 return pfd;
         tfd = tree_open_dir(t, tparent, false, l->target, err);
         if (tfd >= 0 && fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-                if (linkat(tfd, tbase, pfd, base, 0) < 0)
+                if (layer_link_or_copy(t, tfd, tbase, pfd, base) < 0)
                         return cs_error_set(err, errno, "hard link `%s`", shown);
                 own = meta_find(t, l->target);
                 rec = own ? *own : (struct meta_rec){.mode = st.st_mode};

@@ -110,6 +110,14 @@ int tree_open_dir(struct layer_tree *t, const char *rel, bool create, const char
 void split_path(char *rel, const char **ret_parent, const char **ret_base);
 int pending_link_add(struct layer_tree *t, const char *path, const char *target,
                      struct cs_error *err);
+/* fchmod and fchmodat, but where a session's seccomp filter refuses a setuid or setgid
+ * mode (EPERM) the file gets the mode without those bits: the record keeps the whole mode,
+ * and under no_new_privs the bits did nothing. -1 with errno set on failure. */
+int layer_fchmod(int fd, mode_t mode);
+int layer_fchmodat(int dirfd, const char *name, mode_t mode);
+/* A hard link from tbase in tfd to base in pfd, or where a session's filter refuses links
+ * (EXDEV) a copy, counted against the size limit. -1 with errno set on failure. */
+int layer_link_or_copy(struct layer_tree *t, int tfd, const char *tbase, int pfd, const char *base);
 /* Bytes of max_size the image has left. */
 static inline uint64_t layer_budget_left(struct layer_tree *t)
 {

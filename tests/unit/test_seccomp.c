@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -159,6 +160,20 @@ static bool test_builtin_programs_match_a_fresh_compile(void)
                 if (!same)
                         return fail("profile %d: the generated program is stale", kinds[i]);
         }
+        {
+                struct sock_fprog pre, fresh = {0};
+                struct cs_error err = {0};
+                bool same;
+
+                seccomp_builtin_image_build(&pre);
+                if (seccomp_compile_image_build(&fresh, &err) < 0)
+                        return fail("compile the image build program: %s", err.msg);
+                same = pre.len == fresh.len &&
+                       memcmp(pre.filter, fresh.filter, pre.len * sizeof(*pre.filter)) == 0;
+                seccomp_fprog_free(&fresh);
+                if (!same)
+                        return fail("the generated image build program is stale");
+        }
         return true;
 }
 
@@ -175,6 +190,94 @@ static bool test_builtin_none_and_file_have_no_program(void)
                 return fail("seccomp_compile_builtin compiled FILE");
         }
         return msg_has(&err, "file");
+}
+
+/* ---- host trust: no hard links, no setuid or setgid modes ---- */
+
+#define NR_FCHMODAT2 452
+#define NOWHERE      ((unsigned long)"/nonexistent-csandbox/x")
+
+static bool expect_denied_calls(const struct sock_fprog *prog);
+
+/* Each call with arguments the kernel refuses (ENOENT, EBADF) should it get through, so the
+ * filter's answer differs from the kernel's; want is what the session gets. */
+static const struct host_trust_call {
+        const char *what;
+        long nr;
+        unsigned long a[4];
+        int want;
+} host_trust_calls[] = {
+    {"link", SYS_link, {NOWHERE, NOWHERE}, EXDEV},
+    {"linkat", SYS_linkat, {~0ul, NOWHERE, ~0ul, NOWHERE}, EXDEV},
+    {"linkat AT_EMPTY_PATH", SYS_linkat, {~0ul, (unsigned long)"", ~0ul, NOWHERE}, EXDEV},
+    {"chmod 04755", SYS_chmod, {NOWHERE, 04755}, EPERM},
+    {"chmod 02755", SYS_chmod, {NOWHERE, 02755}, EPERM},
+    {"chmod 0755", SYS_chmod, {NOWHERE, 0755}, ENOENT},
+    {"chmod 01777 (sticky)", SYS_chmod, {NOWHERE, 01777}, ENOENT},
+    {"chmod 04755 | high bits", SYS_chmod, {NOWHERE, 0xffff0000ul | 04755}, EPERM},
+    {"fchmod 04755", SYS_fchmod, {~0ul, 04755}, EPERM},
+    {"fchmod 0644", SYS_fchmod, {~0ul, 0644}, EBADF},
+    {"fchmodat 02755", SYS_fchmodat, {~0ul, (unsigned long)"x", 02755}, EPERM},
+    {"fchmodat 0755", SYS_fchmodat, {~0ul, (unsigned long)"x", 0755}, EBADF},
+    {"fchmodat2 04755", NR_FCHMODAT2, {~0ul, (unsigned long)"x", 04755, 0}, EPERM},
+    {"fchmodat2 02755", NR_FCHMODAT2, {~0ul, (unsigned long)"x", 02755, 0}, EPERM},
+    {"creat 04755", SYS_creat, {NOWHERE, 04755}, EPERM},
+    {"creat 0644", SYS_creat, {NOWHERE, 0644}, ENOENT},
+    {"open O_CREAT 04755", SYS_open, {NOWHERE, O_CREAT | O_WRONLY, 04755}, EPERM},
+    {"open O_CREAT 02755", SYS_open, {NOWHERE, O_CREAT | O_WRONLY, 02755}, EPERM},
+    {"open O_CREAT 0644", SYS_open, {NOWHERE, O_CREAT | O_WRONLY, 0644}, ENOENT},
+    /* without O_CREAT the kernel ignores the mode: whatever the register holds is fine */
+    {"open O_RDONLY with 04755 in the mode", SYS_open, {NOWHERE, O_RDONLY, 04755}, ENOENT},
+    {"openat O_CREAT 04755", SYS_openat, {~0ul, (unsigned long)"x", O_CREAT, 04755}, EPERM},
+    {"openat O_CREAT 06755", SYS_openat, {~0ul, (unsigned long)"x", O_CREAT, 06755}, EPERM},
+    {"openat O_CREAT 0600", SYS_openat, {~0ul, (unsigned long)"x", O_CREAT, 0600}, EBADF},
+    {"openat O_RDONLY 04755", SYS_openat, {~0ul, (unsigned long)"x", O_RDONLY, 04755}, EBADF},
+    {"openat2", SYS_openat2, {~0ul, (unsigned long)"x", 0, 24}, ENOSYS},
+    {"mkdir 02775", SYS_mkdir, {NOWHERE, 02775}, EPERM},
+    {"mkdir 0775", SYS_mkdir, {NOWHERE, 0775}, ENOENT},
+    {"mkdirat 04755", SYS_mkdirat, {~0ul, (unsigned long)"x", 04755}, EPERM},
+    {"mknod S_IFREG|04755", SYS_mknod, {NOWHERE, S_IFREG | 04755, 0}, EPERM},
+    {"mknodat S_IFREG|02755", SYS_mknodat, {~0ul, (unsigned long)"x", S_IFREG | 02755, 0}, EPERM},
+    {"mknodat S_IFREG|0644", SYS_mknodat, {~0ul, (unsigned long)"x", S_IFREG | 0644, 0}, EBADF},
+};
+
+static bool expect_host_trust_calls(const struct sock_fprog *prog, bool applied)
+{
+        for (size_t i = 0; i < sizeof(host_trust_calls) / sizeof(*host_trust_calls); i++) {
+                const struct host_trust_call *h = &host_trust_calls[i];
+                struct call c = {h->nr, {h->a[0], h->a[1], h->a[2], h->a[3], 0, 0}};
+                int bare = errno_under(NULL, call_errno, &c);
+                int got = errno_under(prog, call_errno, &c);
+                /* the filter's answers; any other is the kernel's, unfiltered too */
+                bool refused = h->want == EXDEV || h->want == EPERM || h->want == ENOSYS;
+                int want = applied && refused ? h->want : bare;
+
+                /* the kernel's own answer must differ, or the test proves nothing */
+                if (refused ? bare == h->want : bare != h->want)
+                        return fail("%s: unfiltered it gives %s", h->what, errno_text(bare));
+                if (got != want)
+                        return fail("%s: expected %s, got %s", h->what,
+                                    want ? strerrorname_np(want) : "success", errno_text(got));
+        }
+        return true;
+}
+
+static bool test_default_and_strict_refuse_links_and_set_id_modes(void)
+{
+        struct sock_fprog def, strict;
+
+        return builtin(SPEC_SECCOMP_DEFAULT, &def) && expect_host_trust_calls(&def, true) &&
+               builtin(SPEC_SECCOMP_STRICT, &strict) && expect_host_trust_calls(&strict, true);
+}
+
+static bool test_image_build_program_allows_links_and_set_id_modes(void)
+{
+        struct sock_fprog prog;
+
+        seccomp_builtin_image_build(&prog);
+        /* the rest of default still holds */
+        return expect_host_trust_calls(&prog, false) && expect_denied_calls(&prog) &&
+               expect_errno(&prog, "clone3", SYS_clone3, 0, 0, 0, ENOSYS);
 }
 
 /* Arguments that are harmless should a call get through: bad flags, NULL pointers. */
@@ -835,6 +938,8 @@ int main(void)
         RUN(test_default_denies_kernel_global_calls);
         RUN(test_default_denies_tiocsti_with_high_bits);
         RUN(test_default_clone3_returns_enosys);
+        RUN(test_default_and_strict_refuse_links_and_set_id_modes);
+        RUN(test_image_build_program_allows_links_and_set_id_modes);
         RUN(test_default_and_strict_keep_fork_working);
         RUN(test_default_allows_ptrace);
         RUN(test_default_keeps_namespaces_and_mounts_allowed);
