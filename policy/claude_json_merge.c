@@ -13,9 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Top-level keys claude writes as its own bookkeeping, from its skip-safe sets and its
- * first start; none names a command, a host, a key, an approval or what data is sent.
- * Sorted (bsearch). */
+/* Top-level keys claude writes as its own bookkeeping, from its skip-safe sets and its first
+ * starts; none names a command, a host, a key, an approval or what data is sent. Not here:
+ * a prompt answered (customApiKeyResponses, bypassPermissionsModeAccepted, the auto mode's
+ * warnings), the account, the updater's and IDE's settings, telemetry and training consent
+ * caches. The official marketplace's retry bookkeeping is here: its source is claude's own,
+ * these only time the next try. */
 static const char *const state_user[] = {
     "additionalModelCostsCache",
     "additionalModelOptionsAnsweredAt",
@@ -42,6 +45,7 @@ static const char *const state_user[] = {
     "changelogLastFetched",
     "claudeCodeFirstTokenDate",
     "clientDataCacheSlots",
+    "closedIssuesLastChecked",
     "diffSidebarOpen",
     "editorMode",
     "experimentNoticesSeenCount",
@@ -55,6 +59,7 @@ static const char *const state_user[] = {
     "gzipRequestBodiesLatchedOff",
     "hasCompletedOnboarding",
     "hasResetAutoModeOptInForDefaultOffer",
+    "hasSeenAutoDefaultNotice",
     "hasSeenTasksHint",
     "hasUsedBackgroundTask",
     "hasUsedBackslashReturn",
@@ -70,6 +75,12 @@ static const char *const state_user[] = {
     "migrationVersion",
     "modelAccessCache",
     "numStartups",
+    "officialMarketplaceAutoInstallAttempted",
+    "officialMarketplaceAutoInstallFailReason",
+    "officialMarketplaceAutoInstallLastAttemptTime",
+    "officialMarketplaceAutoInstallNextRetryTime",
+    "officialMarketplaceAutoInstallRetryCount",
+    "officialMarketplaceAutoInstalled",
     "opusProMigrationComplete",
     "opusProMigrationTimestamp",
     "orgModelDefaultCache",
@@ -106,7 +117,7 @@ static const char *const state_user[] = {
 };
 
 /* A project's keys claude itself counts as skip-safe (its last session's figures, history,
- * onboarding), and the folder-trust answer (doc/host-trust.md: not protected). Sorted. */
+ * onboarding), and the folder-trust answer (doc/host-trust.md: not protected). */
 static const char *const state_project[] = {
     "devIntentsDetected",
     "exampleFiles",
@@ -152,18 +163,16 @@ static const char default_project[] =
     "\"enabledMcpjsonServers\":[],\"disabledMcpjsonServers\":[],"
     "\"hasClaudeMdExternalIncludesApproved\":false}";
 
-static int name_cmp(const void *key, const void *elem)
-{
-        return strcmp(key, *(char *const *)elem);
-}
-
 bool claude_json_state_key(bool project, const char *name)
 {
         const char *const *set = project ? state_project : state_user;
         size_t n = project ? sizeof(state_project) / sizeof(state_project[0])
                            : sizeof(state_user) / sizeof(state_user[0]);
 
-        return name && bsearch(name, set, n, sizeof(*set), name_cmp) != NULL;
+        for (size_t i = 0; name && i < n; i++)
+                if (strcmp(name, set[i]) == 0)
+                        return true;
+        return false;
 }
 
 /* Reported item by item (each server, each tool) by claude_json_items. */

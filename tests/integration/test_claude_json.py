@@ -125,25 +125,58 @@ def test_a_prompt_answered_inside_is_a_finding(profiles, repo):
     assert now["projects"][str(repo)] == {"history": [{"display": "hi"}]}
 
 
+# What claude 2.1.332 wrote in a first interactive session (trust dialog answered, one
+# prompt, /exit; offline), less the API key it was told to use and its install method.
+REAL_STATE = {
+    "numStartups": 1, "hasCompletedOnboarding": True, "lastOnboardingVersion": "2.1.332",
+    "firstStartTime": "2026-12-07T21:17:25.074Z", "firstStartVersion": "2.1.332",
+    "machineID": "6abb2b9d2275436acc043fd29f24825674b4601d70a1d835500ee6b105ab69d3",
+    "opusProMigrationComplete": True, "seenNotifications": {},
+    "hasResetAutoModeOptInForDefaultOffer": True, "migrationVersion": 15,
+    "userID": "5ba86c8e1a0203cedbf8c98d0053ee004f329ad8aae84358d9449efaf4bc2398",
+    "lastReleaseNotesSeen": "2.1.332", "hasSeenAutoDefaultNotice": True,
+    "pluginUsage": {"cc-plugin-agents-md@builtin": {
+        "usageCount": 0, "lastUsedAt": 1796678260544, "lastUsedNumStartups": 1}},
+    "closedIssuesLastChecked": 1796678260410, "officialMarketplaceAutoInstallAttempted": True,
+    "officialMarketplaceAutoInstalled": False,
+    "officialMarketplaceAutoInstallFailReason": "unknown",
+    "officialMarketplaceAutoInstallRetryCount": 1,
+    "officialMarketplaceAutoInstallLastAttemptTime": 1796678260800,
+    "officialMarketplaceAutoInstallNextRetryTime": 1796685460800,
+}
+REAL_PROJECT = {
+    "allowedTools": [], "mcpContextUris": [], "mcpServers": {}, "enabledMcpjsonServers": [],
+    "disabledMcpjsonServers": [], "hasTrustDialogAccepted": True,
+    "hasClaudeMdExternalIncludesApproved": False,
+    "hasClaudeMdExternalIncludesWarningShown": False, "lastGracefulShutdown": True,
+    "lastVersionBase": "2.1.332", "lastCost": 0, "lastAPIDuration": 0,
+    "lastAPIDurationWithoutRetries": 0, "lastToolDuration": 0, "lastDuration": 32350,
+    "lastStartTime": 1796678244965, "lastLinesAdded": 0, "lastLinesRemoved": 0,
+    "lastTotalInputTokens": 0, "lastTotalOutputTokens": 0,
+    "lastTotalCacheCreationInputTokens": 0, "lastTotalCacheReadInputTokens": 0,
+    "lastTotalWebSearchRequests": 0, "lastFpsAverage": 4.13, "lastFpsLow1Pct": 104.84,
+    "lastModelUsage": {}, "lastSessionId": "3a587030-a3b8-4c1f-a06a-900bb015caf5",
+    "lastSessionMetrics": {"frame_duration_ms_count": 131, "frame_duration_ms_p99": 9.4},
+}
+
+
 def test_ordinary_state_goes_back_with_no_finding(profiles, repo):
     d = profiles.add()
     for n in (1, 2, 3):
         write_inside(profiles, {
-            "numStartups": n, "firstStartTime": "2026-01-01T00:00:00Z", "userID": "u",
-            "migrationVersion": 15, "tipsHistory": {"t": n},
+            **REAL_STATE, "numStartups": n, "tipsHistory": {"t": n},
             "cachedGrowthBookFeatures": {"f": True},
-            "projects": {str(repo): {
-                "lastSessionId": f"s{n}", "lastCost": 0.5, "history": [],
-                "hasTrustDialogAccepted": True, "allowedTools": [], "mcpServers": {},
-                "enabledMcpjsonServers": [], "disabledMcpjsonServers": [],
-                "mcpContextUris": [], "hasClaudeMdExternalIncludesApproved": False}}})
+            "projects": {str(repo): {**REAL_PROJECT, "lastSessionId": f"s{n}",
+                                     "history": [{"display": f"p{n}"}]}}})
         r = profiles.run()
         assert r.returncode == 0 and "wrote" in r.stdout, r.stderr
         assert "claude setting" not in r.stderr, r.stderr
         assert "changed what claude or git runs" not in r.stderr, r.stderr
     now = json.loads((d / ".claude.json").read_text())
     assert now["numStartups"] == 3 and now["tipsHistory"] == {"t": 3}
+    assert now["userID"] == REAL_STATE["userID"]
     assert now["projects"][str(repo)]["lastSessionId"] == "s3"
+    assert now["projects"][str(repo)]["history"] == [{"display": "p3"}]
     proposals = profiles.state() / "trust-proposals"
     assert not proposals.exists() or not os.listdir(proposals)
 
