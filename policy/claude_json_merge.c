@@ -224,7 +224,10 @@ static void report(struct merge *m, const char *scope, const char *name, const c
 
         if (!m->changes)
                 return;
-        snprintf(kind, sizeof(kind), "claude setting (%s) in %s", scope, m->path);
+        if (m->path)
+                snprintf(kind, sizeof(kind), "claude setting (%s) in %s", scope, m->path);
+        else
+                snprintf(kind, sizeof(kind), "claude setting (%s)", scope);
         if (v)
                 trust_add(m->changes, kind, name, v);
         else {

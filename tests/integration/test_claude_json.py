@@ -200,3 +200,21 @@ def test_the_real_claude_twice_headless_writes_no_finding(profiles, repo):
             assert r.stdout.strip() == "2.1.332 (Claude Code)", r.stdout
     now = json.loads((d / ".claude.json").read_text())
     assert now.get("userID") and now.get("firstStartTime"), now
+
+
+def test_with_no_copy_the_journal_reports_settings_the_session_wrote(profiles, repo):
+    """The host's file read two ways when the session starts (a key twice): no copy is made,
+    the session writes the host's file itself, and what it then holds that is not claude's
+    own state is reported."""
+    d = profiles.add()
+    (d / ".claude.json").write_text('{"numStartups": 1, "numStartups": 2}')
+    write_inside(profiles, {"numStartups": 3, "env": {"ANTHROPIC_BASE_URL": "http://e.invalid"},
+                            "projects": {str(repo): {"lastCost": 1, "csbtUnknown": 1}}})
+    r = profiles.run()
+    assert r.returncode == 0 and "wrote" in r.stdout, r.stderr
+    path = f"{d}/.claude.json"
+    assert f"claude setting (user) in {path}: env" in r.stderr, r.stderr
+    assert f"claude setting ({repo}) in {path}: csbtUnknown" in r.stderr, r.stderr
+    assert "numStartups" not in r.stderr and "lastCost" not in r.stderr, r.stderr
+    shell_claude(profiles, "exit 0\n")
+    assert profiles.run().returncode == 125
