@@ -139,6 +139,8 @@ int plan_trust_claude_json(struct plan_trust *t, const char *raw, size_t len, ch
         if (!j)
                 return -EINVAL;
         claude_json_items(t, j);
+        /* And each other setting that is not claude's own state, against claude's defaults. */
+        cJSON_Delete(claude_json_writeback(NULL, j, t, NULL));
         cJSON_Delete(j);
         return 0;
 }

@@ -30,8 +30,8 @@
 
 /* ---- the session's own copy, and what is written back ---- */
 
-/* The keys of a scope (the top level, a project) that make the host's claude run something:
- * never taken from the session's copy without the user's yes. */
+/* The keys of a scope (the top level, a project) that an earlier csandbox held back from the
+ * session's copy (its proposals are that whole copy). */
 static const char *const trust_keys[] = {"mcpServers", "enabledMcpjsonServers", "allowedTools",
                                          "enableAllProjectMcpServers"};
 
@@ -47,7 +47,7 @@ static void scope_take(cJSON *dst, const cJSON *src)
         }
 }
 
-/* dst's trust keys, at every scope, become src's. */
+/* dst's trust keys, at every scope, become src's: an earlier csandbox's proposal accepted. */
 static void trust_take(cJSON *dst, const cJSON *src)
 {
         const cJSON *sp = cJSON_GetObjectItemCaseSensitive(src, "projects"), *e;
@@ -77,6 +77,8 @@ static void trust_take(cJSON *dst, const cJSON *src)
 
 #define COPY_PREFIX   "claude-json."
 #define PROPOSALS_DIR "trust-proposals"
+/* {"host": the host's file, "session": the session's copy}; other names are whole copies. */
+#define PROPOSAL_SUFFIX ".proposal.json"
 
 int plan_claude_json_stage(struct plan *p, struct cs_error *err)
 {
@@ -146,18 +148,50 @@ cJSON *plan_claude_json_read(int dirfd, const char *name, char **ret_why)
         return claude_json_parse(raw, len, ret_why);
 }
 
+/* What the session asked for waits for the user's yes, with the host's file it was judged
+ * against: the accept takes exactly what the report showed. */
+static void propose(struct plan *p, const cJSON *host, const cJSON *session)
+{
+        _cleanup_free_ char *text = NULL, *name = NULL;
+        _cleanup_close_ int dfd = -1;
+        struct cs_error err = {0};
+        struct timespec now;
+        cJSON *both = cJSON_CreateObject();
+
+        if (both && (!cJSON_AddItemToObject(
+                         both, "host", host ? cJSON_Duplicate(host, true) : cJSON_CreateObject()) ||
+                     !cJSON_AddItemToObject(both, "session", cJSON_Duplicate(session, true))))
+                goto out;
+        text = both ? cJSON_PrintUnformatted(both) : NULL;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (mkdirat(p->profile.state_fd, PROPOSALS_DIR, 0700) < 0 && errno != EEXIST)
+                goto out;
+        dfd = openat(p->profile.state_fd, PROPOSALS_DIR,
+                     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd >= 0 && text &&
+            asprintf(&name, "%lld.%09ld-%d" PROPOSAL_SUFFIX, (long long)now.tv_sec, now.tv_nsec,
+                     (int)getpid()) >= 0 &&
+            cs_write_file_once(dfd, name, text, strlen(text), 0600, &err) >= 0) {
+                cJSON_Delete(both);
+                return;
+        }
+out:
+        cJSON_Delete(both);
+        fprintf(stderr, "csandbox: warning: cannot keep the session's changes to claude's "
+                        "config for later\n");
+}
+
 void plan_claude_json_writeback(struct plan *p, struct plan_trust *found)
 {
-        _cleanup_free_ char *why = NULL, *hwhy = NULL, *kind = NULL, *path = NULL;
+        _cleanup_free_ char *why = NULL, *hwhy = NULL, *path = NULL;
         struct cs_error err = {0};
         struct plan_trust before = {0}, after = {0};
-        cJSON *session, *host;
+        cJSON *session, *host, *out;
         size_t fresh = 0;
 
         if (!p->claude_copy)
                 return;
-        if (asprintf(&path, "%s/.claude.json", p->profile.dir) < 0 ||
-            asprintf(&kind, "MCP servers and approvals in %s", path) < 0)
+        if (asprintf(&path, "%s/.claude.json", p->profile.dir) < 0)
                 return;
         session = plan_claude_json_read(p->profile.state_fd, p->claude_copy, &why);
         if (!session) {
@@ -196,38 +230,58 @@ void plan_claude_json_writeback(struct plan *p, struct plan_trust *found)
                         (void)strv_push(&found->items, &found->n, item);
                 fresh++;
         }
-        if (fresh) {
-                /* What the session asked for waits, whole, for the user's yes. */
-                _cleanup_free_ char *text = cJSON_PrintUnformatted(session), *name = NULL;
-                struct timespec now;
+        /* Only claude's own state is the session's to write: every other key keeps the
+         * host's value, and the session's change to it is one item. */
+        {
+                size_t had = found->n;
 
-                clock_gettime(CLOCK_REALTIME, &now);
-                if (mkdirat(p->profile.state_fd, PROPOSALS_DIR, 0700) < 0 && errno != EEXIST)
-                        fprintf(stderr, "csandbox: warning: cannot keep the session's MCP "
-                                        "servers for later\n");
-                {
-                        _cleanup_close_ int dfd =
-                            openat(p->profile.state_fd, PROPOSALS_DIR,
-                                   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-                        if (dfd >= 0 && text &&
-                            asprintf(&name, "%lld.%09ld-%d.json", (long long)now.tv_sec,
-                                     now.tv_nsec, (int)getpid()) >= 0)
-                                (void)cs_write_file_once(dfd, name, text, strlen(text), 0600, &err);
-                }
+                out = claude_json_writeback(host, session, found, path);
+                fresh += found->n - had;
         }
-        /* Everything else of the session's copy is claude's own state: written back, with
-         * the host's trust keys in place of the session's. */
-        trust_take(session, host ? host : session);
-        if (host || !hwhy)
-                (void)write_claude_json(p->profile.dir_fd, session, &err);
+        if (fresh)
+                propose(p, host, session);
+        if (out && (host || !hwhy))
+                (void)write_claude_json(p->profile.dir_fd, out, &err);
         (void)unlinkat(p->profile.state_fd, p->claude_copy, 0);
         free(p->claude_copy);
         p->claude_copy = NULL;
+        cJSON_Delete(out);
         cJSON_Delete(session);
         cJSON_Delete(host);
         trust_free(&before);
         trust_free(&after);
+}
+
+/* The user accepted proposal name: into the host's file. */
+static int accept_one(struct plan *p, int dfd, const char *name, struct cs_error *err)
+{
+        _cleanup_free_ char *why = NULL, *hwhy = NULL;
+        cJSON *prop = plan_claude_json_read(dfd, name, &why);
+        cJSON *host = plan_claude_json_read(p->profile.dir_fd, ".claude.json", &hwhy);
+        size_t n = strlen(name), k = strlen(PROPOSAL_SUFFIX);
+        int r = 0;
+
+        if (prop && !host)
+                host = cJSON_CreateObject();
+        if (prop && host) {
+                if (n > k && strcmp(name + n - k, PROPOSAL_SUFFIX) == 0) {
+                        const cJSON *base = cJSON_GetObjectItemCaseSensitive(prop, "host");
+                        const cJSON *session = cJSON_GetObjectItemCaseSensitive(prop, "session");
+
+                        if (cJSON_IsObject(base) && cJSON_IsObject(session) &&
+                            claude_json_accept(host, base, session) < 0)
+                                r = cs_error_set(err, ENOMEM, "accept");
+                } else {
+                        /* Kept by an earlier csandbox: the session's whole copy, of which
+                         * only these keys were held back. */
+                        trust_take(host, prop);
+                }
+                if (r >= 0)
+                        r = write_claude_json(p->profile.dir_fd, host, err);
+        }
+        cJSON_Delete(prop);
+        cJSON_Delete(host);
+        return r;
 }
 
 int plan_claude_json_accept(struct plan *p, struct cs_error *err)
@@ -254,18 +308,7 @@ int plan_claude_json_accept(struct plan *p, struct cs_error *err)
         if (n)
                 qsort(names, n, sizeof(char *), claude_json_name_cmp);
         for (size_t i = 0; i < n && r >= 0; i++) {
-                _cleanup_free_ char *why = NULL, *hwhy = NULL;
-                cJSON *prop = plan_claude_json_read(dirfd(d), names[i], &why);
-                cJSON *host = plan_claude_json_read(p->profile.dir_fd, ".claude.json", &hwhy);
-
-                if (prop && !host)
-                        host = cJSON_CreateObject();
-                if (prop && host) {
-                        trust_take(host, prop);
-                        r = write_claude_json(p->profile.dir_fd, host, err);
-                }
-                cJSON_Delete(prop);
-                cJSON_Delete(host);
+                r = accept_one(p, dirfd(d), names[i], err);
                 if (r >= 0)
                         (void)unlinkat(dirfd(d), names[i], 0);
         }

@@ -14,11 +14,11 @@ cJSON *plan_claude_json_read(int dirfd, const char *name, char **ret_why);
  * missing; when it cannot be read unambiguously it is not copied, and the journal judges it
  * in place. */
 int plan_claude_json_stage(struct plan *p, struct cs_error *err);
-/* After the session: the copy is read by the one parser and written back over the host's
- * file, except the keys that make the host's claude run something (MCP servers, approvals,
- * allowed tools), which keep the host's values; what the session added there is a finding
- * (added to found) and waits in the state dir for the user's yes. A copy that cannot be
- * read unambiguously is not written back at all (a finding). */
+/* After the session: the copy is read by the one parser, and its values of claude's own
+ * state (claude_json_state_key) are written over the host's file; every other key keeps the
+ * host's value, and each the session changed is a finding (added to found) whose value
+ * waits in the state dir for the user's yes. A copy that cannot be read unambiguously is not
+ * written back at all (a finding). */
 void plan_claude_json_writeback(struct plan *p, struct plan_trust *found);
-/* The user said yes: what the sessions added to those keys goes into the host's file. */
+/* The user said yes: what the sessions changed in those keys goes into the host's file. */
 int plan_claude_json_accept(struct plan *p, struct cs_error *err);

@@ -2,6 +2,7 @@
  * or not by its keys. And the git csandbox runs: nothing that a repository's config names
  * is executed. */
 #include "common/error.h"
+#include "policy/claude_json.h"
 #include "policy/plan_report.h"
 #include "policy/trust.h"
 #include "policy/trust_rules.h"
@@ -84,6 +85,147 @@ static void test_trust_items_keep_their_fields_whatever_the_names(void)
                t.items[0]);
         CHECKF(strcmp(t.items[1], "MCP server (/p?/q)\ts\t{}") == 0, "%s", t.items[1]);
         trust_free(&t);
+        PASS();
+}
+
+/* The host takes from a session's .claude.json only what claude keeps as its own state; a
+ * key that changes what the host runs, where it sends data, or a prompt it shows is not. */
+static void test_claude_json_state_keys(void)
+{
+        static const struct {
+                bool project;
+                const char *name;
+                bool state;
+        } keys[] = {
+            {false, "numStartups", true},
+            {false, "tipsHistory", true},
+            {false, "userID", true},
+            {false, "firstStartTime", true},
+            {false, "migrationVersion", true},
+            {false, "cachedStatsigGates", true},
+            {false, "cachedGrowthBookFeatures", true},
+            {false, "pluginUsage", true},
+            {false, "hasCompletedOnboarding", true},
+            {false, "theme", true},
+            {false, "env", false},
+            {false, "apiKeyHelper", false},
+            {false, "primaryApiKey", false},
+            {false, "customApiKeyResponses", false},
+            {false, "oauthAccount", false},
+            {false, "mcpServers", false},
+            {false, "allowedTools", false},
+            {false, "installMethod", false},
+            {false, "autoUpdates", false},
+            {false, "autoConnectIde", false},
+            {false, "autoUploadSessions", false},
+            {false, "bypassPermissionsModeAccepted", false},
+            {false, "hasAcknowledgedCostThreshold", false},
+            {false, "metricsStatusCache", false},
+            {false, "groveConfigCache", false},
+            {false, "projects", false},
+            {false, "lastSessionId", false},
+            {false, "hasTrustDialogAccepted", false},
+            {false, "someKeyClaudeAddsTomorrow", false},
+            {false, "", false},
+            {true, "lastSessionId", true},
+            {true, "lastCost", true},
+            {true, "history", true},
+            {true, "exampleFiles", true},
+            {true, "hasTrustDialogAccepted", true},
+            {true, "hasClaudeMdExternalIncludesWarningShown", true},
+            {true, "hasClaudeMdExternalIncludesApproved", false},
+            {true, "mcpServers", false},
+            {true, "mcpContextUris", false},
+            {true, "enabledMcpjsonServers", false},
+            {true, "disabledMcpjsonServers", false},
+            {true, "allowedTools", false},
+            {true, "env", false},
+            {true, "numStartups", false},
+            {true, "someKeyClaudeAddsTomorrow", false},
+        };
+
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                CHECKF(claude_json_state_key(keys[i].project, keys[i].name) == keys[i].state,
+                       "%s %s: %d", keys[i].project ? "project" : "user", keys[i].name,
+                       keys[i].state);
+        PASS();
+}
+
+/* The write-back: host, session -> the host's new file and the changes reported; then the
+ * accept of them brings the session's values in. */
+static void test_claude_json_writeback_and_accept(void)
+{
+        static const struct {
+                const char *host, *session, *out, *changes, *accepted;
+        } cases[] = {
+            /* State goes back, silently; a state key the session dropped is dropped. */
+            {"{\"numStartups\":1,\"tipsHistory\":{\"a\":1}}",
+             "{\"numStartups\":2,\"userID\":\"u\",\"projects\":{\"/p\":{\"lastSessionId\":\"s\","
+             "\"hasTrustDialogAccepted\":true}}}",
+             "{\"numStartups\":2,\"projects\":{\"/p\":{\"lastSessionId\":\"s\","
+             "\"hasTrustDialogAccepted\":true}},\"userID\":\"u\"}",
+             "", NULL},
+            /* Every other key keeps the host's value; each change is one item. */
+            {"{\"env\":{\"A\":\"1\"},\"numStartups\":1,\"theme\":\"dark\",\"diffTool\":\"x\"}",
+             "{\"env\":{\"PATH\":\"/evil\"},\"apiKeyHelper\":\"/evil\",\"numStartups\":2,"
+             "\"zz\":1,\"projects\":{\"/p\":{\"lastCost\":1,\"yy\":true}}}",
+             "{\"env\":{\"A\":\"1\"},\"numStartups\":2,\"diffTool\":\"x\",\"projects\":{\"/"
+             "p\":{\"lastCost\":1}}}",
+             "claude setting (user) in F\tenv\t{\"PATH\":\"/evil\"}|"
+             "claude setting (user) in F\tapiKeyHelper\t\"/evil\"|"
+             "claude setting (user) in F\tzz\t1|"
+             "claude setting (user) in F\tdiffTool\t\"(removed)\"|"
+             "claude setting (/p) in F\tyy\ttrue|",
+             "{\"env\":{\"PATH\":\"/evil\"},\"numStartups\":2,\"projects\":{\"/p\":{"
+             "\"lastCost\":1,\"yy\":true}},\"apiKeyHelper\":\"/evil\",\"zz\":1}"},
+            /* claude's defaults written out are no change; MCP servers are listed elsewhere
+             * but still held back. */
+            {"{}",
+             "{\"env\":{},\"projects\":{\"/p\":{\"allowedTools\":[],\"mcpServers\":{\"x\":{}},"
+             "\"hasClaudeMdExternalIncludesApproved\":false}}}",
+             "{\"projects\":{}}", "", NULL},
+            /* A prompt the session answered for the host is a change. */
+            {"{\"projects\":{\"/p\":{\"history\":[]}}}",
+             "{\"projects\":{\"/p\":{\"history\":[1],\"hasClaudeMdExternalIncludesApproved\":"
+             "true}}}",
+             "{\"projects\":{\"/p\":{\"history\":[1]}}}",
+             "claude setting (/p) in F\thasClaudeMdExternalIncludesApproved\ttrue|", NULL},
+            /* projects that is not a map of projects is one value. */
+            {"{\"projects\":{\"/p\":{\"lastCost\":1}}}", "{\"projects\":[1]}",
+             "{\"projects\":{\"/p\":{\"lastCost\":1}}}",
+             "claude setting (user) in F\tprojects\t[1]|", NULL},
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                cJSON *host = cJSON_Parse(cases[i].host), *session = cJSON_Parse(cases[i].session);
+                cJSON *want = cJSON_Parse(cases[i].out), *out;
+                struct plan_trust t = {0};
+                char got[4096] = "", *text;
+
+                CHECK(host && session && want);
+                out = claude_json_writeback(host, session, &t, "F");
+                CHECK(out != NULL);
+                text = cJSON_PrintUnformatted(out);
+                CHECKF(cJSON_Compare(out, want, true), "case %zu: %s", i, text);
+                free(text);
+                for (size_t k = 0; k < t.n; k++)
+                        snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s|", t.items[k]);
+                CHECKF(strcmp(got, cases[i].changes) == 0, "case %zu: %s", i, got);
+                if (cases[i].accepted) {
+                        cJSON *acc = cJSON_Parse(cases[i].accepted);
+
+                        CHECK(acc && claude_json_accept(out, host, session) == 0);
+                        text = cJSON_PrintUnformatted(out);
+                        CHECKF(cJSON_Compare(out, acc, true), "case %zu accepted: %s", i, text);
+                        free(text);
+                        cJSON_Delete(acc);
+                }
+                trust_free(&t);
+                cJSON_Delete(host);
+                cJSON_Delete(session);
+                cJSON_Delete(want);
+                cJSON_Delete(out);
+        }
         PASS();
 }
 
@@ -172,6 +314,8 @@ static void test_git_config_inert_or_not(void)
 int main(void)
 {
         test_claude_json_read_one_way_or_refused();
+        test_claude_json_state_keys();
+        test_claude_json_writeback_and_accept();
         test_git_config_inert_or_not();
         test_worktree_git_runs_nothing_the_repository_config_names();
         test_trust_items_keep_their_fields_whatever_the_names();
