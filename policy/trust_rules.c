@@ -82,6 +82,29 @@ static bool is_git_dir(int fd)
                 (exists_at(fd, "objects", true) && exists_at(fd, "refs", true)));
 }
 
+/* A directory git may read as a git dir: one it finds by its HEAD, or the common dir a
+ * linked worktree's commondir names, which needs no HEAD of its own. */
+static bool may_be_git_dir(int fd)
+{
+        return is_git_dir(fd) || (exists_at(fd, "objects", true) && exists_at(fd, "refs", true));
+}
+
+static bool has_main_git_dir(const struct trust_rules *r)
+{
+        return r->main_dev != 0 || r->main_ino != 0;
+}
+
+/* The repository's own git dir: judged as such (its config is read-only inside), never as a
+ * git dir of the session's. */
+static bool is_main_git_dir(const struct trust_rules *r, int fd)
+{
+        struct stat st;
+
+        return has_main_git_dir(r) && fstat(fd, &st) == 0 &&
+               (unsigned long long)st.st_dev == r->main_dev &&
+               (unsigned long long)st.st_ino == r->main_ino;
+}
+
 /* Read dirfd/name as git does (following a link), bounded, never blocking on a FIFO. */
 static int read_git_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len)
 {
@@ -625,23 +648,18 @@ static void judge_work(struct judge *j, int root_fd, char **comp, size_t n, cons
                 if (project_names(j->r, root_fd, j->base, comp, n, rel, &settings))
                         finding(j->out, "file claude runs", j->base, rel, settings);
         }
-        /* git's: the first .git on the way, or the first directory git takes for a git dir. */
-        if (root == TRUST_ROOT_COMMON) {
+        /* git's: every .git on the way and every directory git may take for a git dir, not
+         * only the first: git run from below uses the nearest one, which may sit inside
+         * another (a repository inside a bare one, a git dir inside the work tree's own .git),
+         * and the root itself is one when its .git is missing or broken. */
+        if (root == TRUST_ROOT_COMMON)
                 judge_git_dir(j, root_fd, "", comp, n, true);
-                return;
-        }
         for (size_t k = 0; k < n && dfd >= 0; k++) {
-                if (strcmp(comp[k], ".git") == 0) {
-                        judge_dotgit(j, dfd, dpath, comp + k + 1, n - k - 1,
-                                     k == 0 && root == TRUST_ROOT_WORK);
-                        return;
-                }
-                /* The root too: a tree that is no repository can be made a bare one, which
-                 * git then finds from every directory in it. */
-                if (is_git_dir(dfd)) {
+                if (!is_main_git_dir(j->r, dfd) && may_be_git_dir(dfd))
                         judge_git_dir(j, dfd, dpath, comp + k, n - k, false);
-                        return;
-                }
+                if (strcmp(comp[k], ".git") == 0)
+                        judge_dotgit(j, dfd, dpath, comp + k + 1, n - k - 1,
+                                     k == 0 && root == TRUST_ROOT_WORK && has_main_git_dir(j->r));
                 {
                         int next =
                             openat(dfd, comp[k], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

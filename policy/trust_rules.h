@@ -51,3 +51,13 @@ void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd,
 /* Whether a git config's text names only settings from the inert list (no command, no
  * include, no hooks path...). When not, *ret_why names the first key that is not. */
 bool trust_git_config_inert(const char *text, size_t len, char **ret_why);
+
+/* git's config reader (config.c of git 2.39), for the judge and its tests: fn gets each key
+ * git would see, canonical ("section.sub.key", section and key lowercased), and its value
+ * (NULL for a key without '='), in order; a negative return stops the reading. Returns -1
+ * when git would refuse the text ("bad config line", *ret_line) or fn stopped it, else 0. */
+typedef int (*trust_git_config_fn)(const char *key, const char *value, void *ctx);
+int trust_git_config_parse(const char *text, size_t len, trust_git_config_fn fn, void *ctx,
+                           size_t *ret_line);
+/* Whether one canonical key (as trust_git_config_parse gives it) is on the inert list. */
+bool trust_git_key_inert(const char *name);

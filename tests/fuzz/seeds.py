@@ -123,6 +123,8 @@ def git_config():
         "[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n")
     put("git_config", "armed", "# c\n[core] fsmonitor = \"touch x\" ; y\n[alias]\n"
         "\tst = !sh -c 'a \\\n b'\n[includeIf \"gitdir:/x/\"]\n\tpath = p\n")
+    put("git_config", "tricks", b"\xef\xbb\xbf[Core]\r\n\tbare = false # \\\n\tfsmonitor = x\n"
+        b"[remote.O]\nurl\n[remote \"a\\\"\x00b\"] url = \"q;#\\t\" ; c\n[x]y=\"z\\\r\n\"\n")
 
 
 def layer_seeds():

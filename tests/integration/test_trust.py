@@ -723,6 +723,85 @@ def test_a_setuid_copy_of_a_shell_cannot_be_left_in_the_tree(profiles, repo):
     assert not os.stat(repo / "tool").st_mode & 0o6000
 
 
+def test_a_config_read_as_git_reads_it_hides_no_key(profiles, repo, tmp_path):
+    """A backslash at the end of a comment does not continue the line for git: the key on
+    the next line is one git reads, and the judge reads it too."""
+    profiles.add()
+    mark = tmp_path / "fsmonitor-ran"
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+git init -q vendor
+printf '[core]\\n\\tbare = false # \\\\\\n\\tfsmonitor = touch {mark}\\n' >> vendor/.git/config
+""")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert (f"git repository that runs commands: {repo}/vendor/.git "
+            "(config sets core.fsmonitor)") in r.stderr, r.stderr
+    assert profiles.run().returncode == 125
+    host_git(repo / "vendor", "status")
+    assert mark.exists(), "the plant is real: the host's git status runs it"
+
+
+def test_a_repository_inside_what_looks_like_a_git_dir_is_reported(profiles, repo, tmp_path):
+    """fake/ has HEAD, objects and refs (git refuses its HEAD); fake/inner/.git is a
+    repository git uses from fake/inner. The judge looks past the first git dir on a path."""
+    profiles.add()
+    mark = tmp_path / "fsmonitor-ran"
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+mkdir -p fake/objects fake/refs
+echo garbage > fake/HEAD
+git init -q fake/inner
+git -C fake/inner config core.fsmonitor "touch {mark}"
+""")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert (f"git repository that runs commands: {repo}/fake/inner/.git "
+            "(config sets core.fsmonitor)") in r.stderr, r.stderr
+    host_git(repo / "fake" / "inner", "status")
+    assert mark.exists(), "the plant is real: the host's git status runs it"
+
+
+def test_a_common_dir_without_head_armed_in_a_later_session_is_reported(profiles, repo,
+                                                                        tmp_path):
+    """A linked worktree's git dir names a common dir by its commondir; the common dir needs
+    no HEAD. Made inert in one session, it is armed in the next: git in w reads its config."""
+    profiles.add()
+    mark = tmp_path / "fsmonitor-ran"
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+git init -q --bare common && rm common/HEAD
+mkdir -p w/gd
+echo 'ref: refs/heads/main' > w/gd/HEAD
+echo ../../common > w/gd/commondir
+echo 'gitdir: gd' > w/.git
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "runs commands" not in r.stderr, r.stderr
+    shell_claude(profiles, f'git config -f "{repo}/common/config" core.fsmonitor "touch {mark}"\n')
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert (f"git repository that runs commands: {repo}/common "
+            "(config sets core.fsmonitor)") in r.stderr, r.stderr
+    host_git(repo / "w", "status")
+    assert mark.exists(), "the plant is real: the host's git status in w runs it"
+
+
+def test_core_worktree_sending_checkouts_elsewhere_is_reported(profiles, repo):
+    """core.worktree runs nothing, but the host's checkout in that repository writes where it
+    points (here the user's home): it is off the inert list."""
+    profiles.add()
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+git init -q vendor
+git -C vendor config core.worktree "{profiles.home}"
+""")
+    r = profiles.run()
+    assert r.returncode == 0, r.stderr
+    assert (f"git repository that runs commands: {repo}/vendor/.git "
+            "(config sets core.worktree)") in r.stderr, r.stderr
+
+
 def test_claudes_own_state_and_inert_repositories_are_not_findings(profiles, repo):
     """What claude writes in every session (state, transcripts, plugin store, its config's
     other keys) and a repository cloned or made inside (git writes nothing that runs) are

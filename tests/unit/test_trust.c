@@ -275,8 +275,9 @@ static void test_git_config_inert_or_not(void)
              "\tlogallrefupdates = true\n[remote \"origin\"]\n\turl = https://x/y\n"
              "\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n"
              "\tremote = origin\n\tmerge = refs/heads/main\n"),
-            ("# comment\n; other\n[core]\nworktree = ../../lib\n[submodule \"a\"]\n"
+            ("# comment\n; other\n[core]\nbare = false\n[submodule \"a\"]\n"
              "\turl = ./a\n\tactive = true\n"),
+            "[core.hooksPath]\n", /* a section with no key in it */
             "",
         };
         static const char *const armed[][2] = {
@@ -287,7 +288,11 @@ static void test_git_config_inert_or_not(void)
             {"[includeIf \"gitdir:/\"]\n\tpath = x\n", "includeif.<name>.path"},
             {"[diff \"x\"]\n\ttextconv = evil\n", "diff.<name>.textconv"},
             {"[submodule \"a\"]\n\tupdate = !evil\n", "submodule.<name>.update"},
-            {"[core.hooksPath]\n", NULL},
+            {"[core.hooksPath]\nx\n", "core.<name>.x"},
+            {"[core]\n\tworktree = ../../lib\n", "core.worktree"},
+            {"[core]\nbare = false \\\nfsmonitor = x\n", NULL}, /* one value */
+            {"[core]\nbare = \"x\n", NULL},                     /* git refuses it */
+            {"\xef\xbb\xbf[core]\nfsmonitor = x\n", "core.fsmonitor"},
             {"[remote \"o\"]\n\turl = x\n\tuploadpack = evil\n", "remote.<name>.uploadpack"},
             {"key = x\n", NULL},
             {"[core\n", NULL},
@@ -311,8 +316,134 @@ static void test_git_config_inert_or_not(void)
         PASS();
 }
 
+/* Every key that runs a program or sends git's reads or writes elsewhere is off the inert
+ * list, however it is spelled; what git init, clone and worktree add write is on it. */
+static void test_git_keys_that_run_or_redirect_are_not_inert(void)
+{
+        static const char *const armed[] = {
+            "core.worktree",
+            "core.hookspath",
+            "core.gitproxy",
+            "core.sshcommand",
+            "core.fsmonitor",
+            "core.editor",
+            "core.pager",
+            "core.askpass",
+            "core.attributesfile",
+            "core.excludesfile",
+            "core.alternaterefscommand",
+            "core.sharedrepository",
+            "core.notesref",
+            "include.path",
+            "includeif.gitdir:/.path",
+            "includeif.hasconfig:remote.*.url:x.path",
+            "extensions.partialclone",
+            "extensions.refstorage",
+            "extensions.unknown",
+            "gc.reflogexpire",
+            "gc.x.reflogexpire",
+            "credential.helper",
+            "credential.https://x.helper",
+            "diff.external",
+            "diff.x.textconv",
+            "diff.x.command",
+            "merge.x.driver",
+            "filter.x.clean",
+            "filter.x.smudge",
+            "filter.x.process",
+            "remote.o.uploadpack",
+            "remote.o.receivepack",
+            "remote.o.proxy",
+            "remote.o.vcs",
+            "remote.o.promisor",
+            "remote.o.partialclonefilter",
+            "protocol.allow",
+            "protocol.ext.allow",
+            "url.ext::sh.insteadof",
+            "url.x.pushinsteadof",
+            "submodule.a.update",
+            "uploadpack.packobjectshook",
+            "sequence.editor",
+            "alias.st",
+            "pager.log",
+            "http.proxy",
+            "http.sslcainfo",
+            "ssh.variant",
+            "gpg.program",
+            "gpg.ssh.program",
+            "commit.gpgsign",
+            "tag.gpgsign",
+            "receive.procreceiverefs",
+            "difftool.x.cmd",
+            "mergetool.x.cmd",
+            "web.browser",
+            "browser.x.cmd",
+            "sendemail.smtpserver",
+            "instaweb.httpd",
+            "interactive.difffilter",
+            "status.x",
+            "core",
+            "key-without-section",
+            "remote.o.url.x",
+
+            "advice.x.y",
+            "extensions.worktreeconfig.x",
+            ".core.fsmonitor",
+            "core.",
+            "user.x.name",
+            "init.templatedir",
+            "fetch.fsck.x",
+            "transfer.fsckobjects",
+            "fsmonitor.x",
+            "feature.manyfiles",
+            "index.threads",
+            "pack.threads",
+            "safe.directory",
+            "safe.barerepository",
+            "worktree.x",
+            "maintenance.strategy",
+            "rerere.x",
+            "branch.autosetuprebase",
+            "blame.ignorerevsfile",
+            "log.x",
+            "notes.displayref",
+        };
+        static const char *const inert[] = {
+            "core.repositoryformatversion",
+            "core.filemode",
+            "core.bare",
+            "core.logallrefupdates",
+            "core.ignorecase",
+            "core.precomposeunicode",
+            "core.symlinks",
+            "remote.origin.url",
+            "remote.origin.fetch",
+            "remote.my.odd.name.url",
+            "branch.main.remote",
+            "branch.main.merge",
+            "submodule.lib.url",
+            "submodule.lib.active",
+            "extensions.objectformat",
+            "extensions.worktreeconfig",
+            "color.ui",
+            "color.diff.meta",
+            "advice.detachedhead",
+            "user.name",
+            "user.email",
+            "init.defaultbranch",
+            "gc.auto",
+        };
+
+        for (size_t i = 0; i < sizeof(armed) / sizeof(armed[0]); i++)
+                CHECKF(!trust_git_key_inert(armed[i]), "inert: %s", armed[i]);
+        for (size_t i = 0; i < sizeof(inert) / sizeof(inert[0]); i++)
+                CHECKF(trust_git_key_inert(inert[i]), "not inert: %s", inert[i]);
+        PASS();
+}
+
 int main(void)
 {
+        test_git_keys_that_run_or_redirect_are_not_inert();
         test_claude_json_read_one_way_or_refused();
         test_claude_json_state_keys();
         test_claude_json_writeback_and_accept();
