@@ -339,6 +339,14 @@ int plan_trust_rules(const struct plan *p, const struct profile_config *c, struc
                 if (strv_push_dup(&ret->named[TRUST_ROOT_PROFILE],
                                   &ret->n_named[TRUST_ROOT_PROFILE], w->profile_files[i]) < 0)
                         goto oom;
+        for (size_t i = 0; i < w->n_profile_configs; i++)
+                if (strv_push_dup(&ret->configs[TRUST_ROOT_PROFILE],
+                                  &ret->n_configs[TRUST_ROOT_PROFILE], w->profile_configs[i]) < 0)
+                        goto oom;
+        for (size_t i = 0; i < w->n_tree_configs; i++)
+                if (strv_push_dup(&ret->configs[TRUST_ROOT_WORK], &ret->n_configs[TRUST_ROOT_WORK],
+                                  w->tree_configs[i]) < 0)
+                        goto oom;
         for (size_t i = 0; i < w->n_tree_files; i++)
                 if (strv_push_dup(&ret->named[TRUST_ROOT_WORK], &ret->n_named[TRUST_ROOT_WORK],
                                   w->tree_files[i]) < 0)

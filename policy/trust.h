@@ -34,6 +34,10 @@ struct trust_watch {
         size_t n_profile_files;
         char **tree_files; /* the same, relative to the work root */
         size_t n_tree_files;
+        /* Config files the host's git reads for the repository (read, not run: what sits
+         * beside them is not code), relative to the profile dir and the work root. */
+        char **profile_configs, **tree_configs;
+        size_t n_profile_configs, n_tree_configs;
         bool plugins_enabled; /* the settings enable a plugin */
 };
 

@@ -1,6 +1,7 @@
 /* The first defence (trust_protect): the profile's scripts and what its settings make the
  * host run are bound read-only inside, so a session cannot rewrite them. */
 #include "trust.h"
+#include "trust_rules.h"
 #include "trust_util.h"
 
 #include "plan.h"
@@ -85,7 +86,7 @@ struct protect_ctx {
 };
 
 /* One path a command names: watched, and read-only inside when it is a regular file now. */
-static int protect_path(struct protect_ctx *x, char *path, struct cs_error *err)
+static int protect_path(struct protect_ctx *x, char *path, bool config, struct cs_error *err)
 {
         const char *rel;
         struct stat st;
@@ -102,8 +103,13 @@ static int protect_path(struct protect_ctx *x, char *path, struct cs_error *err)
         if (!rel)
                 return 0;
         base = in_profile ? x->p->dir_fd : x->root_fd;
-        r = in_profile ? strv_add_unique(&x->w->profile_files, &x->w->n_profile_files, rel)
-                       : strv_add_unique(&x->w->tree_files, &x->w->n_tree_files, rel);
+        if (config)
+                r = in_profile
+                        ? strv_add_unique(&x->w->profile_configs, &x->w->n_profile_configs, rel)
+                        : strv_add_unique(&x->w->tree_configs, &x->w->n_tree_configs, rel);
+        else
+                r = in_profile ? strv_add_unique(&x->w->profile_files, &x->w->n_profile_files, rel)
+                               : strv_add_unique(&x->w->tree_files, &x->w->n_tree_files, rel);
         if (r < 0)
                 return cs_error_set(err, ENOMEM, "watch %s", path);
         {
@@ -275,9 +281,226 @@ static int protect_settings(struct protect_ctx *x, int dirfd, const char *path,
         if (r < 0)
                 r = cs_error_set(err, ENOMEM, "read %s", path);
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = protect_path(x, paths[i], err);
+                r = protect_path(x, paths[i], false, err);
         strv_free(&paths, &n);
         return r;
+}
+
+/* ---- the repository's own git config, as git reads it ---- */
+
+#define GIT_INCLUDE_DEPTH 10 /* git's own limit */
+#define GIT_CONFIGS_MAX   64
+#define GIT_CONFIG_READ   (1u << 20)
+
+/* The hook names git runs (githooks(5)), for a hooks dir that does not exist yet. */
+static const char *const git_hook_names[] = {"applypatch-msg",
+                                             "pre-applypatch",
+                                             "post-applypatch",
+                                             "pre-commit",
+                                             "pre-merge-commit",
+                                             "prepare-commit-msg",
+                                             "commit-msg",
+                                             "post-commit",
+                                             "pre-rebase",
+                                             "post-checkout",
+                                             "post-merge",
+                                             "pre-push",
+                                             "pre-receive",
+                                             "update",
+                                             "proc-receive",
+                                             "post-receive",
+                                             "post-update",
+                                             "reference-transaction",
+                                             "push-to-checkout",
+                                             "pre-auto-gc",
+                                             "post-rewrite",
+                                             "sendemail-validate",
+                                             "fsmonitor-watchman",
+                                             "p4-changelist",
+                                             "p4-prepare-changelist",
+                                             "p4-post-changelist",
+                                             "p4-pre-submit",
+                                             "post-index-change"};
+
+struct git_walk {
+        struct protect_ctx *x;
+        const char *home, *work_root;
+        char *dir;   /* the directory of the file being read, for relative includes */
+        char **seen; /* files read, once each */
+        size_t n_seen;
+        char **hooks_paths;
+        size_t n_hooks_paths;
+        unsigned depth;
+        int r;
+        struct cs_error *err;
+};
+
+static int git_walk_file(struct git_walk *g, const char *path);
+
+/* An include's or a hooks path's value as git expands it: ~/ is the home, a relative path
+ * is taken in base. NULL for what git would not read (~user, empty). */
+static char *git_path_expand(const char *value, const char *home, const char *base)
+{
+        char *out = NULL;
+
+        if (!value || !*value || (value[0] == '~' && value[1] != '/'))
+                return NULL;
+        if (value[0] == '~') {
+                if (asprintf(&out, "%s%s", home, value + 1) < 0)
+                        return NULL;
+        } else if (value[0] == '/') {
+                out = strdup(value);
+        } else if (asprintf(&out, "%s/%s", base, value) < 0) {
+                return NULL;
+        }
+        if (out)
+                path_normalise(out);
+        return out;
+}
+
+static int git_walk_key(const char *key, const char *value, void *ctx)
+{
+        struct git_walk *g = ctx;
+        size_t l = strlen(key);
+        _cleanup_free_ char *path = NULL;
+
+        /* include.path and includeIf.<cond>.path: every condition counted as true, so that
+         * what git may read under any of them is covered */
+        if ((strcmp(key, "include.path") == 0 || (strncmp(key, "includeif.", 10) == 0 && l > 15 &&
+                                                  strcmp(key + l - 5, ".path") == 0)) &&
+            (path = git_path_expand(value, g->home, g->dir))) {
+                if (g->depth < GIT_INCLUDE_DEPTH) {
+                        _cleanup_free_ char *saved = g->dir;
+
+                        g->dir = NULL;
+                        g->depth++;
+                        (void)git_walk_file(g, path);
+                        g->depth--;
+                        free(g->dir);
+                        g->dir = cs_take_ptr(&saved);
+                }
+                return g->r < 0 ? -1 : 0;
+        }
+        /* core.hooksPath: relative to the work tree's top, where git runs hooks */
+        if (strcmp(key, "core.hookspath") == 0 &&
+            (path = git_path_expand(value, g->home, g->work_root)) &&
+            strv_add_unique(&g->hooks_paths, &g->n_hooks_paths, path) < 0)
+                g->r = cs_error_set(g->err, ENOMEM, "git's hooks path");
+        return g->r < 0 ? -1 : 0;
+}
+
+/* One config file git reads for the repository: pinned (or watched, when missing) where the
+ * session could write it, and read for its includes and hooks path. */
+static int git_walk_file(struct git_walk *g, const char *path)
+{
+        _cleanup_free_ char *text = NULL, *copy = strdup(path);
+        _cleanup_close_ int fd = -1;
+        struct cs_error ignored;
+        struct stat st;
+        char *slash;
+        size_t len;
+
+        if (!copy)
+                return g->r = cs_error_set(g->err, ENOMEM, "git's config");
+        if (strv_has(g->seen, g->n_seen, path) || g->n_seen >= GIT_CONFIGS_MAX)
+                return 0;
+        if (strv_push_dup(&g->seen, &g->n_seen, path) < 0)
+                return g->r = cs_error_set(g->err, ENOMEM, "git's config");
+        /* protect_path pins a regular file below the work root or the profile, and watches
+         * the name whatever it is now (an include of a missing file is no error to git). */
+        g->r = protect_path(g->x, copy, true, g->err);
+        if (g->r < 0)
+                return g->r;
+        /* Read as git reads it (links followed), bounded, never blocking on a FIFO. */
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+            cs_read_fd(fd, path, GIT_CONFIG_READ, &text, &len, &ignored) < 0)
+                return 0;
+        free(g->dir);
+        g->dir = strdup(path);
+        if (!g->dir)
+                return g->r = cs_error_set(g->err, ENOMEM, "git's config");
+        slash = strrchr(g->dir, '/');
+        if (slash)
+                *(slash == g->dir ? slash + 1 : slash) = '\0';
+        (void)trust_git_config_parse(text, len, git_walk_key, g, NULL);
+        return g->r;
+}
+
+/* What the host's git reads as this repository's config (system, global, the repository's,
+ * its config.worktree, and every file they include, under any condition) and the hooks
+ * dir it runs from: a file or dir of these where the session can write (a tracked
+ * `.gitconfig` the repository includes, a `.githooks` or `.husky` dir core.hooksPath names)
+ * is read-only inside like .git/config and .git/hooks, and watched by the journal. */
+static int protect_git_configs(struct protect_ctx *x, const struct worktree *wt, const char *home,
+                               struct cs_error *err)
+{
+        struct git_walk g = {.x = x, .home = home, .work_root = x->w->work_root, .err = err};
+        const char *env_global = getenv("GIT_CONFIG_GLOBAL"),
+                   *env_system = getenv("GIT_CONFIG_SYSTEM"), *xdg = getenv("XDG_CONFIG_HOME");
+        _cleanup_free_ char *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL;
+
+        if (!wt->common_dir)
+                return 0;
+        if (!getenv("GIT_CONFIG_NOSYSTEM"))
+                p1 = strdup(env_system && *env_system ? env_system : "/etc/gitconfig");
+        if (env_global && *env_global) {
+                p2 = strdup(env_global);
+        } else {
+                if (asprintf(&p2, "%s/.gitconfig", home) < 0)
+                        p2 = NULL;
+                if (xdg && *xdg ? asprintf(&p3, "%s/git/config", xdg) < 0
+                                : asprintf(&p3, "%s/.config/git/config", home) < 0)
+                        p3 = NULL;
+        }
+        if (asprintf(&p4, "%s/config", wt->common_dir) < 0)
+                p4 = NULL;
+        {
+                const char *files[] = {p1, p2, p3, p4};
+
+                for (size_t i = 0; i < 4 && g.r >= 0; i++)
+                        if (files[i]) {
+                                g.depth = 0;
+                                (void)git_walk_file(&g, files[i]);
+                        }
+        }
+        if (g.r >= 0 && p4) {
+                _cleanup_free_ char *wtc = NULL;
+
+                if (asprintf(&wtc, "%s/config.worktree", wt->common_dir) >= 0)
+                        (void)git_walk_file(&g, wtc);
+        }
+        /* The hooks dir core.hooksPath names, where the session could write it: pinned when it
+         * is a dir now, and each hook's name watched. */
+        for (size_t i = 0; g.r >= 0 && i < g.n_hooks_paths; i++) {
+                const char *rel = trust_path_below(g.hooks_paths[i], x->w->work_root);
+                struct stat st;
+
+                if (!rel && x->profile_norm)
+                        rel = trust_path_below(g.hooks_paths[i], x->profile_norm);
+                if (!rel)
+                        continue;
+                for (size_t h = 0; g.r >= 0 && h < sizeof(git_hook_names) / sizeof(*git_hook_names);
+                     h++) {
+                        char *hook = NULL;
+
+                        if (asprintf(&hook, "%s/%s", g.hooks_paths[i], git_hook_names[h]) < 0) {
+                                g.r = cs_error_set(err, ENOMEM, "git's hooks path");
+                                break;
+                        }
+                        g.r = protect_path(x, hook, false, err);
+                        free(hook);
+                }
+                if (g.r >= 0 && trust_path_below(g.hooks_paths[i], x->w->work_root) &&
+                    x->root_fd >= 0 && fstatat(x->root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISDIR(st.st_mode))
+                        g.r = protect_bind(x->s, x->root_fd, x->w->work_root, rel, x->w->work_root,
+                                           err);
+        }
+        free(g.dir);
+        strv_free(&g.seen, &g.n_seen);
+        strv_free(&g.hooks_paths, &g.n_hooks_paths);
+        return g.r;
 }
 
 int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const struct profile *p,
@@ -320,6 +543,8 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
          * too, with $CLAUDE_PROJECT_DIR the work root. */
         if (r >= 0 && x.root_fd >= 0)
                 r = protect_settings(&x, x.root_fd, ".claude/settings.json", err);
+        if (r >= 0 && x.root_fd >= 0)
+                r = protect_git_configs(&x, wt, c->home, err);
         /* plugins/ is claude's own state until the settings enable a plugin: then its
          * files are code the host runs. */
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && r >= 0; i++) {
@@ -345,6 +570,8 @@ void trust_watch_free(struct trust_watch *w)
                 free(w->tree_files[i]);
         free(w->profile_files);
         free(w->tree_files);
+        strv_free(&w->profile_configs, &w->n_profile_configs);
+        strv_free(&w->tree_configs, &w->n_tree_configs);
         free(w->work_root);
         free(w->git_dir);
         memset(w, 0, sizeof(*w));

@@ -33,6 +33,7 @@ void trust_rules_free(struct trust_rules *r)
         for (int i = 0; i < TRUST_ROOT_N; i++) {
                 free(r->root_path[i]);
                 strv_free(&r->named[i], &r->n_named[i]);
+                strv_free(&r->configs[i], &r->n_configs[i]);
         }
         free(r->home);
         trust_free(&r->claude_before);
@@ -460,7 +461,8 @@ static bool settings_only_restrict(int root_fd, const char *rel, char **ret_gran
 
 static bool path_named(const struct trust_rules *r, enum trust_root root, const char *rel)
 {
-        return strv_has(r->named[root], r->n_named[root], rel);
+        return strv_has(r->named[root], r->n_named[root], rel) ||
+               strv_has(r->configs[root], r->n_configs[root], rel);
 }
 
 /* The named file whose directory holds rel (at any depth), or NULL: what a script loads
@@ -746,7 +748,8 @@ void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd,
         if (n == 0)
                 return;
         if (path_named(r, root, rel))
-                finding(out, "file the host runs", j.base, rel, "named by the settings");
+                finding(out, "file the host runs", j.base, rel,
+                        "named by the settings or by the repository's git config");
         else if ((beside = path_beside_named(r, root, rel))) {
                 _cleanup_free_ char *why = NULL;
 

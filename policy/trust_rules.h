@@ -26,6 +26,9 @@ struct trust_rules {
          * the profile dir or the work root. */
         char **named[TRUST_ROOT_N];
         size_t n_named[TRUST_ROOT_N];
+        /* Config files the host's git reads for the repository, the same way. */
+        char **configs[TRUST_ROOT_N];
+        size_t n_configs[TRUST_ROOT_N];
         /* The repository's own git dir (dev, ino), whose config is read-only inside: a
          * commondir pointing at it adds nothing to judge. */
         unsigned long long main_dev, main_ino;

@@ -217,3 +217,56 @@ echo done
     assert r.returncode == 0 and "done" in r.stdout, r.stderr
     assert "grants, without asking: Bash(npm test:*)" in r.stderr, r.stderr
     refused_naming(profiles, f"{repo}/sub/.claude/settings.local.json")
+
+
+def test_a_tracked_config_the_repository_includes_is_read_only_inside(profiles, repo, tmp_path):
+    """.git/config includes ../.gitconfig (a tracked file, so the team shares settings): git
+    reads it as the repository's own config, so it is pinned like .git/config."""
+    profiles.add()
+    (repo / ".gitconfig").write_text("[diff]\n\tcolorMoved = zebra\n")
+    git("config", "include.path", "../.gitconfig", cwd=repo)
+    git("config", "includeIf.onbranch:main.path", "../team.gitconfig", cwd=repo)
+    mark = tmp_path / "ran"
+    shell_claude(profiles, f"""
+printf '[core]\\\\n\\\\tfsmonitor = touch {mark}\\\\n' >> "{repo}/.gitconfig" && echo "wrote it"
+printf '[core]\\\\n\\\\tfsmonitor = touch {mark}\\\\n' > "{repo}/team.gitconfig" && echo "made the other"
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "wrote it" not in r.stdout, "an included config is read-only inside"
+    assert "fsmonitor" not in (repo / ".gitconfig").read_text()
+    assert "made the other" in r.stdout and f"{repo}/team.gitconfig" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/team.gitconfig")
+
+
+def test_the_hooks_dir_core_hookspath_names_in_the_tree_is_read_only_inside(profiles, repo,
+                                                                           tmp_path):
+    """core.hooksPath = .githooks (the pattern of hook managers): git runs its hooks from
+    there, so it is pinned like .git/hooks; a hooks dir not made yet is watched by name."""
+    profiles.add()
+    (repo / ".githooks").mkdir()
+    (repo / ".githooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (repo / ".githooks" / "pre-commit").chmod(0o755)
+    git("config", "core.hooksPath", ".githooks", cwd=repo)
+    mark = tmp_path / "ran"
+    shell_claude(profiles, f"""
+printf '#!/bin/sh\\\\ntouch {mark}\\\\n' > "{repo}/.githooks/pre-commit" && echo "rewrote it"
+printf '#!/bin/sh\\\\ntouch {mark}\\\\n' > "{repo}/.githooks/post-checkout" && echo "added one"
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "rewrote it" not in r.stdout and "added one" not in r.stdout, r.stdout
+    assert "touch" not in (repo / ".githooks" / "pre-commit").read_text()
+
+    git("config", "core.hooksPath", "tools/hooks", cwd=repo)
+    shell_claude(profiles, f"""set -e
+mkdir -p "{repo}/tools/hooks"
+printf '#!/bin/sh\\\\ntouch {mark}\\\\n' > "{repo}/tools/hooks/pre-commit"
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"{repo}/tools/hooks/pre-commit" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/tools/hooks/pre-commit")
