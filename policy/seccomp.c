@@ -211,6 +211,41 @@ static int host_trust_rules_add(scmp_filter_ctx ctx, struct cs_error *err)
         return builtin_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL, err);
 }
 
+/* The address families a session uses: unix, inet, inet6, netlink (its own network's
+ * routes and links) and packet (its own network's raw frames). Every other family fails
+ * with EAFNOSUPPORT, as on a kernel built without it: AF_VSOCK reaches the hypervisor
+ * around the namespace's network, and the rest (bluetooth, can, rds, tipc, alg, xdp, key,
+ * ...) are kernel code no session needs. The kernel reads the family as an int: the
+ * equality tests compare 32 bits, and a value above AF_PACKET with any high bit is
+ * refused too. */
+static const int socket_families_refused[] = {0, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15};
+#define SOCKET_FAMILY_LAST_ALLOWED 17 /* AF_PACKET */
+
+static int socket_families_add(scmp_filter_ctx ctx, struct cs_error *err)
+{
+        static const char *const calls[] = {"socket", "socketpair"};
+        int r;
+
+        for (size_t c = 0; c < 2; c++) {
+                struct scmp_arg_cmp above =
+                    SCMP_A0(SCMP_CMP_GT, (scmp_datum_t)SOCKET_FAMILY_LAST_ALLOWED);
+
+                r = builtin_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1, &above, err);
+                for (size_t i = 0; r >= 0 && i < sizeof(socket_families_refused) /
+                                                     sizeof(*socket_families_refused);
+                     i++) {
+                        struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+                                                          (scmp_datum_t)socket_families_refused[i]);
+
+                        r = builtin_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1, &cmp,
+                                             err);
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int builtin_rules_add(scmp_filter_ctx ctx, enum spec_seccomp kind, bool host_trust,
                              struct cs_error *err)
 {
@@ -242,6 +277,9 @@ static int builtin_rules_add(scmp_filter_ctx ctx, enum spec_seccomp kind, bool h
                 if (r < 0)
                         return r;
         }
+        r = socket_families_add(ctx, err);
+        if (r < 0)
+                return r;
         if (kind != SPEC_SECCOMP_STRICT)
                 return 0;
 

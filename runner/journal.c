@@ -308,7 +308,12 @@ static bool is_referrer(int root_fd, const char *rel)
         if (strcmp(base, ".git") == 0 || strcmp(base, "commondir") == 0 ||
             strcmp(base, "gitdir") == 0)
                 return true;
-        return fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+        if (fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
+                return false;
+        /* A link the host may enter (or git may follow): to a directory, or to nothing yet.
+         * A link to a file (node_modules/.bin) leads nowhere a discovery starts. */
+        return fstatat(root_fd, rel, &st, 0) < 0 ? errno == ENOENT || errno == ELOOP
+                                                 : S_ISDIR(st.st_mode);
 }
 
 static void remember_referrer(struct watcher *w, const struct pathref *d)
@@ -334,7 +339,9 @@ static void flush(struct watcher *w)
 {
         if (w->n_dirty == 0)
                 return;
-        rejudge_referrers(w, w->final);
+        /* (A scan sees the final state once: nothing to judge again.) */
+        if (w->in >= 0)
+                rejudge_referrers(w, w->final);
         qsort(w->dirty, w->n_dirty, sizeof(w->dirty[0]), ref_cmp);
         for (size_t i = 0; i < w->n_dirty; i++) {
                 if (i > 0 && ref_cmp(&w->dirty[i], &w->dirty[i - 1]) == 0)

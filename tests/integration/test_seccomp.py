@@ -110,3 +110,45 @@ def test_seccomp_json_file_applies_errno_ret_per_syscall(csb, tmp_path):
     assert r["blocked"]["bpf"] == "EPERM"
     assert r["blocked"]["add_key"] == "EPERM"
     assert r["blocked"]["perf_event_open"] == "EFAULT"  # not listed: allowed
+
+
+FAMILIES = """
+import errno, json, socket
+out = {}
+for name, fam, kind in [("unix", 1, 1), ("inet", 2, 2), ("inet6", 10, 2), ("netlink", 16, 3),
+                        ("packet", 17, 3), ("vsock", 40, 1), ("alg", 38, 5), ("key", 15, 3),
+                        ("bluetooth", 31, 1), ("can", 29, 3), ("unspec", 0, 1),
+                        ("inet_high_bits", 2 | (1 << 32), 2)]:
+    try:
+        s = socket.socket(fam & 0xffffffff if name != "inet_high_bits" else 2, kind)
+        s.close()
+        if name == "inet_high_bits":
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.syscall.restype = ctypes.c_long
+            fd = libc.syscall(41, ctypes.c_ulong(fam), ctypes.c_ulong(kind), ctypes.c_ulong(0))
+            out[name] = "ok" if fd >= 0 else errno.errorcode[ctypes.get_errno()]
+            continue
+        out[name] = "ok"
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("profile", ["default", "strict"])
+def test_builtin_seccomp_refuses_address_families_a_session_does_not_need(csb, profile):
+    """AF_VSOCK reaches the hypervisor around the namespace's network; the other families
+    are kernel code no session needs: EAFNOSUPPORT, as on a kernel without them. unix,
+    inet, inet6, netlink and packet (the sandbox's own network) stay."""
+    r = csb.run(["--seccomp", profile, "--", "python3", "-c", FAMILIES])
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    for name in ("unix", "inet", "inet6", "netlink"):
+        assert got[name] == "ok", (name, got)
+    assert got["packet"] in ("ok", "EPERM"), got  # raw frames need CAP_NET_RAW
+    for name in ("vsock", "alg", "key", "bluetooth", "can", "unspec", "inet_high_bits"):
+        assert got[name] == "EAFNOSUPPORT", (name, got)
+    r = csb.run(["--seccomp", "none", "--", "python3", "-c", FAMILIES])
+    # The control: without a filter the kernel reads only the low 32 bits of the family.
+    assert json.loads(r.stdout)["inet_high_bits"] == "ok", r.stdout
