@@ -360,6 +360,10 @@ int plan_trust_rules(const struct plan *p, const struct profile_config *c, struc
                         ret->main_ino = (unsigned long long)st.st_ino;
                 }
         }
+        if (w->work_root && stat(w->work_root, &st) == 0) {
+                ret->work_dev = (unsigned long long)st.st_dev;
+                ret->work_ino = (unsigned long long)st.st_ino;
+        }
         if (p->profile.state_fd >= 0 && fstat(p->profile.state_fd, &st) == 0) {
                 ret->state_dev = (unsigned long long)st.st_dev;
                 ret->state_ino = (unsigned long long)st.st_ino;

@@ -123,23 +123,88 @@ static int read_git_file(int dirfd, const char *name, size_t max, char **ret, si
 }
 
 /* Why the config name in dirfd makes git run something, or NULL (missing counts as inert). */
-static char *config_why(int dirfd, const char *name)
+/* A config's keys as git reads them, sorted: every key off the inert list but
+ * core.worktree (first_bad), and whether each core.worktree value leads into the work tree. */
+struct config_scan {
+        const struct trust_rules *r;
+        int dirfd;
+        char *first_bad;
+        bool worktree_outside;
+};
+
+/* Whether the directory value (relative to the git dir dirfd, as git takes core.worktree)
+ * is the work tree or below it: git then checks files out and runs its status there, in
+ * the session's own tree, as `git submodule update --init` sets it. */
+static bool worktree_inside(const struct trust_rules *r, int dirfd, const char *value)
+{
+        _cleanup_close_ int fd = -1;
+
+        if (!value || !*value || (!r->work_dev && !r->work_ino))
+                return false;
+        fd = openat(dirfd, value, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        for (int up = 0; fd >= 0 && up < JUDGE_DEPTH_MAX; up++) {
+                struct stat ds, ps;
+                int parent;
+
+                if (fstat(fd, &ds) < 0)
+                        return false;
+                if ((unsigned long long)ds.st_dev == r->work_dev &&
+                    (unsigned long long)ds.st_ino == r->work_ino)
+                        return true;
+                parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (parent >= 0 && fstat(parent, &ps) == 0 && ps.st_dev == ds.st_dev &&
+                    ps.st_ino == ds.st_ino) {
+                        close(parent);
+                        return false;
+                }
+                close(fd);
+                fd = parent;
+        }
+        return false;
+}
+
+static int config_scan_key(const char *key, const char *value, void *ctx)
+{
+        struct config_scan *c = ctx;
+
+        if (trust_git_key_inert(key))
+                return 0;
+        if (strcmp(key, "core.worktree") == 0) {
+                if (!worktree_inside(c->r, c->dirfd, value))
+                        c->worktree_outside = true;
+                return 0;
+        }
+        if (!c->first_bad)
+                c->first_bad = strdup(key);
+        return 0;
+}
+
+/* Why the config name in dirfd makes git run something, or NULL (missing counts as inert). */
+static char *config_why(const struct trust_rules *r, int dirfd, const char *name)
 {
         _cleanup_free_ char *text = NULL;
         char *why = NULL;
-        size_t len;
-        int r = read_git_file(dirfd, name, GIT_CONFIG_MAX, &text, &len);
+        size_t len, line = 0;
+        int rr = read_git_file(dirfd, name, GIT_CONFIG_MAX, &text, &len);
+        struct config_scan c = {.r = r, .dirfd = dirfd};
 
-        if (r == -ENOENT)
+        if (rr == -ENOENT)
                 return NULL;
-        if (r < 0) {
+        if (rr < 0) {
                 if (asprintf(&why, "%s that cannot be read as a plain file (%s)", name,
-                             strerror(-r)) < 0)
+                             strerror(-rr)) < 0)
                         why = NULL;
                 return why ? why : strdup(name);
         }
         if (trust_git_config_inert(text, len, &why))
                 return NULL;
+        /* Off the list only for a core.worktree inside the work tree: inert after all. */
+        if (trust_git_config_parse(text, len, config_scan_key, &c, &line) == 0 && !c.first_bad &&
+            !c.worktree_outside) {
+                free(why);
+                return NULL;
+        }
+        free(c.first_bad);
         {
                 char *full = NULL;
 
@@ -195,7 +260,7 @@ static char *git_dir_why(const struct trust_rules *r, int gfd)
         char *why;
         int rr;
 
-        if ((why = config_why(gfd, "config")) || (why = config_why(gfd, "config.worktree")) ||
+        if ((why = config_why(r, gfd, "config")) || (why = config_why(r, gfd, "config.worktree")) ||
             (why = hooks_why(gfd)))
                 return why;
         rr = read_git_file(gfd, "commondir", GITFILE_MAX, &common, &len);
@@ -211,7 +276,7 @@ static char *git_dir_why(const struct trust_rules *r, int gfd)
         if (fstat(cfd, &st) == 0 && (unsigned long long)st.st_dev == r->main_dev &&
             (unsigned long long)st.st_ino == r->main_ino)
                 return NULL;
-        if ((why = config_why(cfd, "config")) || (why = hooks_why(cfd))) {
+        if ((why = config_why(r, cfd, "config")) || (why = hooks_why(cfd))) {
                 char *full = NULL;
 
                 if (asprintf(&full, "its commondir %s: %s", common, why) < 0)

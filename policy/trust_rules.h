@@ -37,6 +37,8 @@ struct trust_rules {
          * engine's containers/, its copies), which no rule judges: a link into it is a
          * finding. 0, 0: none. */
         unsigned long long state_dev, state_ino;
+        /* The work tree's root (dev, ino): a core.worktree inside it is inert. */
+        unsigned long long work_dev, work_ino;
         /* The session writes its own copy of .claude.json (written back after it): the
          * host's file is not the session's to change, and not judged. */
         bool claude_json_copied;

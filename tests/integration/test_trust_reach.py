@@ -270,3 +270,35 @@ echo planted
     assert r.returncode == 0 and "planted" in r.stdout, r.stderr
     assert f"{repo}/tools/hooks/pre-commit" in r.stderr, r.stderr
     refused_naming(profiles, f"{repo}/tools/hooks/pre-commit")
+
+
+def test_a_submodule_initialised_inside_is_not_a_finding_a_worktree_outside_the_tree_is(
+        profiles, repo, tmp_path):
+    """`git submodule update --init` writes core.worktree = ../../../lib into the module's git
+    dir: git works in the session's own tree there, so it is inert. A core.worktree that
+    leads out of the tree makes git check out and run its status somewhere else."""
+    lib = repo / "lib-origin"
+    lib.mkdir()
+    git("init", "-q", cwd=lib)
+    git("commit", "-q", "--allow-empty", "-m", "lib", cwd=lib)
+    profiles.add()
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+git -c protocol.file.allow=always -c user.name=a -c user.email=b submodule -q add "{lib}" lib
+git -C lib config core.worktree >/dev/null
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "runs commands" not in r.stderr, r.stderr
+    shell_claude(profiles, "echo second\n")
+    assert profiles.run().returncode == 0
+
+    shell_claude(profiles, f"""set -e
+git init -q "{repo}/other"
+git -C "{repo}/other" config core.worktree "{tmp_path}"
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert f"{repo}/other/.git (config sets core.worktree)" in r.stderr, r.stderr
