@@ -296,6 +296,7 @@ int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct p
 
         memset(t, 0, sizeof(*t));
         t->out = -1;
+        t->git_fd = -1;
         t->pause[0] = t->pause[1] = -1;
         t->journal.pid = -1;
         t->journal.ctl = -1;
@@ -315,6 +316,12 @@ int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct p
         if (r < 0)
                 return r;
         clock_gettime(CLOCK_REALTIME, &t->since);
+        /* The refs before the session: a commit it makes is judged by what its checkout
+         * would write (trust_refs.c). */
+        if (plan->watch.git_dir)
+                t->git_fd =
+                    open(plan->watch.git_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        trust_refs_read(t->git_fd, &t->refs);
         /* The records first: from here on, a csandbox that dies leaves a refusal behind. */
         r = trust_place_profile(&plan->profile, true, &t->places[0], err);
         if (r >= 0)
@@ -433,6 +440,18 @@ void run_trust_end(struct run_trust *t, struct plan *plan)
                         continue;
                 (void)strv_push_dup(&items[root == TRUST_ROOT_PROFILE ? 0 : 1],
                                     &n_items[root == TRUST_ROOT_PROFILE ? 0 : 1], tab + 1);
+        }
+        /* The commits the session made, by what their checkout would write. */
+        if (judged && t->git_fd >= 0) {
+                struct trust_refs after;
+                struct plan_trust found = {0};
+
+                trust_refs_read(t->git_fd, &after);
+                trust_refs_judge(work_root, &t->refs, &after, &found);
+                for (size_t i = 0; i < found.n; i++)
+                        (void)strv_push_dup(&items[1], &n_items[1], found.items[i]);
+                trust_free(&found);
+                trust_refs_free(&after);
         }
         /* The session's .claude.json, written back by csandbox; what it added that the host
          * would run waits. */

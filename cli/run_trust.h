@@ -17,6 +17,8 @@ struct run_trust {
         struct plan_trust found[TRUST_ROOT_N];
         size_t reported[TRUST_ROOT_N];
         unsigned live;
+        struct trust_refs refs; /* the repository's refs when the session started */
+        int git_fd;
         int out; /* a memfd: "root\tkind\tpath\tdetail" lines, written by the watcher */
         /* The watcher's word to the runner: 'p' pause the session (a directory could not
          * be watched), 'r' resume it. */

@@ -114,6 +114,20 @@ void trust_unfinished_free(struct trust_unfinished *u, size_t n);
 void trust_unfinished_text(const struct trust_unfinished *u, size_t n, size_t i, FILE *f);
 /* Its check is done (or accepted): the record goes. */
 void trust_unfinished_drop(const struct trust_unfinished *u);
+/* The repository's refs (loose and packed) and HEAD, read without a process; and what the
+ * refs the session moved would make the host's checkout write that git takes for a git dir
+ * (trust_refs.c). */
+struct trust_refs {
+        char **items; /* "refname oid" */
+        size_t n;
+        char *head;
+        bool truncated;
+};
+void trust_refs_read(int git_fd, struct trust_refs *ret);
+void trust_refs_judge(const char *work_root, const struct trust_refs *before,
+                      const struct trust_refs *after, struct plan_trust *out);
+void trust_refs_free(struct trust_refs *t);
+
 /* The reports not accepted yet in the places, shown (NULL when none; bounded in length,
  * never by leaving one out silently). accept, or confirm(text) returning true, removes
  * exactly the reports shown and sets *ret_accepted. */

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SETTINGS_FILE_MAX (4u << 20)
+#define SETTINGS_FILE_MAX (32u << 20) /* .claude.json holds a history too */
 
 /* A read-only bind of base/rel over itself (base_fd: base, verified), unless something is
  * mounted at dest already. The source is opened once beneath base_fd, like every bind. */
@@ -216,6 +216,39 @@ static int command_paths(const cJSON *v, const char *home, const char *profile_d
                    : 0;
 }
 
+/* Each MCP server's command line, its words quoted, as one command. */
+static int mcp_paths(const cJSON *servers, const char *home, const char *profile_dir,
+                     const char *project_dir, char ***ret, size_t *ret_n)
+{
+        const cJSON *srv, *a;
+        int r = 0;
+
+        cJSON_ArrayForEach(srv, servers)
+        {
+                const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(srv, "command");
+                _cleanup_free_ char *line = NULL;
+                size_t len = 0;
+                FILE *f;
+
+                if (!cJSON_IsString(cmd) || r < 0)
+                        continue;
+                f = open_memstream(&line, &len);
+                if (!f)
+                        return -ENOMEM;
+                fprintf(f, "\"%s\"", cmd->valuestring);
+                cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(srv, "args"))
+                {
+                        if (cJSON_IsString(a))
+                                fprintf(f, " \"%s\"", a->valuestring);
+                }
+                fclose(f);
+                if (!line)
+                        return -ENOMEM;
+                r = trust_command_paths(line, home, profile_dir, project_dir, ret, ret_n);
+        }
+        return r;
+}
+
 int trust_settings_paths(int dirfd, const char *path, const char *home, const char *profile_dir,
                          const char *project_dir, char ***ret, size_t *ret_n, bool *ret_plugins)
 {
@@ -260,6 +293,18 @@ int trust_settings_paths(int dirfd, const char *path, const char *home, const ch
         for (size_t i = 0; r >= 0 && i < sizeof(helpers) / sizeof(helpers[0]); i++)
                 r = command_paths(cJSON_GetObjectItemCaseSensitive(j, helpers[i]), home,
                                   profile_dir, project_dir, ret, ret_n);
+        /* MCP servers (.mcp.json, .claude.json and its projects): the command with its
+         * arguments, whose scripts claude starts on the host. */
+        if (r >= 0)
+                r = mcp_paths(cJSON_GetObjectItemCaseSensitive(j, "mcpServers"), home, profile_dir,
+                              project_dir, ret, ret_n);
+        cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(j, "projects"))
+        {
+                if (r >= 0)
+                        r = mcp_paths(cJSON_GetObjectItemCaseSensitive(ev, "mcpServers"), home,
+                                      profile_dir, ev->string ? ev->string : project_dir, ret,
+                                      ret_n);
+        }
         cJSON_ArrayForEach(plugin, cJSON_GetObjectItemCaseSensitive(j, "enabledPlugins"))
         {
                 if (ret_plugins && !cJSON_IsFalse(plugin))
@@ -490,6 +535,14 @@ static int protect_git_configs(struct protect_ctx *x, const struct worktree *wt,
                         }
                         g.r = protect_path(x, hook, false, err);
                         free(hook);
+                        /* A hook manager's stubs run the hook of that name one level up
+                         * (husky: .husky/_/pre-commit runs .husky/pre-commit): those too,
+                         * unless one level up is the tree's root itself. */
+                        hook = NULL;
+                        if (g.r >= 0 && strchr(rel, '/') &&
+                            asprintf(&hook, "%s/../%s", g.hooks_paths[i], git_hook_names[h]) >= 0)
+                                g.r = protect_path(x, hook, false, err);
+                        free(hook);
                 }
                 if (g.r >= 0 && trust_path_below(g.hooks_paths[i], x->w->work_root) &&
                     x->root_fd >= 0 && fstatat(x->root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -545,6 +598,12 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
                 r = protect_settings(&x, x.root_fd, ".claude/settings.json", err);
         if (r >= 0 && x.root_fd >= 0)
                 r = protect_git_configs(&x, wt, c->home, err);
+        /* What the project's and the profile's MCP servers start (.claude.json is the host's,
+         * a copy inside: only the scripts it names are in reach). */
+        if (r >= 0 && x.root_fd >= 0)
+                r = protect_settings(&x, x.root_fd, ".mcp.json", err);
+        if (r >= 0)
+                r = protect_settings(&x, p->dir_fd, ".claude.json", err);
         /* plugins/ is claude's own state until the settings enable a plugin: then its
          * files are code the host runs. */
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && r >= 0; i++) {

@@ -663,6 +663,13 @@ static void judge_profile(struct judge *j, int root_fd, char **comp, size_t n, c
                         judge_claude_json(j, root_fd, rel);
                 return;
         }
+        /* claude's legacy config file: read in place of .claude.json when it exists, MCP
+         * servers, env and approvals included */
+        if (n == 1 && strcmp(comp[0], ".config.json") == 0) {
+                finding(j->out, "claude config file (.config.json, read before .claude.json)",
+                        j->base, rel, NULL);
+                return;
+        }
         if (n == 1 && (strcmp(comp[0], ".sandbox") == 0 || strcmp(comp[0], ".env") == 0 ||
                        strcmp(comp[0], "settings.json") == 0)) {
                 finding(j->out, "launch configuration changed", j->base, rel,

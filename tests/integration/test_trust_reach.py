@@ -302,3 +302,116 @@ echo done
     r = profiles.run()
     assert r.returncode == 0 and "done" in r.stdout, r.stderr
     assert f"{repo}/other/.git (config sets core.worktree)" in r.stderr, r.stderr
+
+
+HIDDEN_REPO = """set -e
+cd "{repo}"
+b() {{ printf '%s' "$1" | git hash-object -w --stdin; }}
+CFG=$(b '[core]
+\trepositoryformatversion = 0
+\tbare = false
+\tworktree = ..
+\tfsmonitor = "touch {mark}; false #"
+')
+HEADB=$(b 'ref: refs/heads/main
+')
+K=$(b '')
+OBJ=$(printf '100644 blob %s\\t.keep\\n' $K | git mktree)
+SUB=$(printf '100644 blob %s\\tHEAD\\n100644 blob %s\\tconfig\\n040000 tree %s\\tobjects\\n040000 tree %s\\trefs\\n' $HEADB $CFG $OBJ $OBJ | git mktree)
+ROOT=$( (git ls-tree HEAD; printf '040000 tree %s\\tdocs\\n' $SUB) | git mktree)
+C=$(echo "add docs" | git -c user.name=a -c user.email=b commit-tree $ROOT -p HEAD)
+git update-ref refs/heads/feature $C
+echo planted
+"""
+
+
+def test_a_branch_whose_checkout_writes_a_git_dir(profiles, repo, tmp_path):
+    """With git's plumbing alone the session commits, on a branch, a directory holding HEAD,
+    objects, refs and a config of its own, never touching the work tree: the host's
+    `git checkout feature` writes it out, and git below it (a shell prompt) uses that
+    config. git refuses `.git` in a tree, not this; csandbox judges the commits the session
+    made by what their checkout would write."""
+    profiles.add()
+    mark = tmp_path / "ran"
+    shell_claude(profiles, HIDDEN_REPO.format(repo=repo, mark=mark))
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"a commit whose checkout makes a git dir" in r.stderr, r.stderr
+    assert f"{repo}/docs/ (in refs/heads/feature)" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/docs/")
+    out = host_git(repo, "checkout", "-q", "feature")
+    out2 = host_git(repo / "docs", "status")
+    assert mark.exists(), ("the plant is live: git status below the checked-out dir runs it",
+                           out, out2)
+
+
+def test_ordinary_commits_and_branches_made_inside_are_not_findings(profiles, repo):
+    profiles.add()
+    shell_claude(profiles, f"""set -e
+cd "{repo}"
+mkdir -p docs lib/refs config && echo x > docs/HEAD.md && echo y > lib/refs/a.py && echo z > config/app.yaml
+git add -A && git -c user.name=a -c user.email=b commit -qm work
+git branch topic && git tag v1
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "checkout makes a git dir" not in r.stderr, r.stderr
+    assert "changed what claude or git runs" not in r.stderr, r.stderr
+    shell_claude(profiles, "echo second\n")
+    assert profiles.run().returncode == 0
+
+
+def test_claudes_legacy_config_file_in_the_profile_is_a_finding(profiles):
+    """claude 2.1.332 reads $CLAUDE_CONFIG_DIR/.config.json in place of .claude.json when it
+    exists: MCP servers, env and approvals the session writes there are the host's."""
+    d = profiles.add()
+    shell_claude(profiles, f"""set -e
+echo '{{"mcpServers": {{"x": {{"command": "sh", "args": ["-c", "touch /tmp/x"]}}}}}}' > {CFG_IN}/.config.json
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"{d}/.config.json" in r.stderr, r.stderr
+    refused_naming(profiles, f"{d}/.config.json")
+
+
+def test_a_hook_managers_scripts_its_stubs_run_are_read_only_inside(profiles, repo):
+    """husky 9: core.hooksPath = .husky/_, whose stubs run .husky/<hook>; both are what git
+    runs on a commit."""
+    profiles.add()
+    (repo / ".husky" / "_").mkdir(parents=True)
+    (repo / ".husky" / "_" / "pre-commit").write_text('#!/bin/sh\n. "$(dirname "$0")/../pre-commit"\n')
+    (repo / ".husky" / "pre-commit").write_text("npm test\n")
+    git("config", "core.hooksPath", ".husky/_", cwd=repo)
+    shell_claude(profiles, f"""
+echo 'touch /tmp/x' >> "{repo}/.husky/pre-commit" && echo "wrote the script"
+echo 'touch /tmp/x' > "{repo}/.husky/post-merge" && echo "added one"
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "wrote the script" not in r.stdout, r.stdout
+    assert (repo / ".husky" / "pre-commit").read_text() == "npm test\n"
+    if "added one" in r.stdout:
+        assert f"{repo}/.husky/post-merge" in r.stderr, r.stderr
+        refused_naming(profiles, f"{repo}/.husky/post-merge")
+
+
+def test_the_script_a_project_mcp_server_runs_is_read_only_inside(profiles, repo):
+    """An approved server in the project's .mcp.json starts tools/mcp-server.sh: claude on
+    the host runs that script, so it is pinned like one a hook names."""
+    profiles.add()
+    (repo / "tools").mkdir()
+    (repo / "tools" / "mcp-server.sh").write_text("#!/bin/sh\nexec sleep 2\n")
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"local": {
+        "command": "sh", "args": ["tools/mcp-server.sh"]}}}))
+    shell_claude(profiles, f"""
+echo 'touch /tmp/x' > "{repo}/tools/mcp-server.sh" && echo "wrote it"
+printf 'x' > "{repo}/tools/lib.sh" && echo "beside"
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "wrote it" not in r.stdout, r.stdout
+    assert f"file beside one the host runs: {repo}/tools/lib.sh" in r.stderr, r.stderr
