@@ -257,6 +257,17 @@ static bool session_alive(const char *name)
                strcmp(boot, now_boot) == 0;
 }
 
+/* A place's directory, for listing its reports and records (NULL: none, or unreadable). */
+static DIR *place_dir(const struct trust_place *pl)
+{
+        int fd = pl->fd >= 0 ? openat(pl->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+        if (!d && fd >= 0)
+                close(fd);
+        return d;
+}
+
 static int name_cmp(const void *a, const void *b)
 {
         return strcmp(*(char *const *)a, *(char *const *)b);
@@ -331,19 +342,12 @@ int trust_pending_take(const struct trust_place *places, size_t n_places, bool a
         if (n_places > TRUST_PLACES_MAX)
                 n_places = TRUST_PLACES_MAX;
         for (size_t k = 0; k < n_places; k++) {
-                _cleanup_closedir_ DIR *d = NULL;
+                _cleanup_closedir_ DIR *d = place_dir(&places[k]);
                 struct dirent *de;
-                int fd;
+                int fd = d ? dirfd(d) : -1;
 
-                if (places[k].fd < 0)
+                if (!d)
                         continue;
-                fd = openat(places[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                d = fd >= 0 ? fdopendir(fd) : NULL;
-                if (!d) {
-                        if (fd >= 0)
-                                close(fd);
-                        continue;
-                }
                 while ((de = readdir(d))) {
                         struct stat st;
 
@@ -463,19 +467,12 @@ int trust_unfinished_list(const struct trust_place *places, size_t n_places, ssi
         *ret = NULL;
         *ret_n = 0;
         for (size_t k = 0; k < n_places; k++) {
-                _cleanup_closedir_ DIR *d = NULL;
+                _cleanup_closedir_ DIR *d = place_dir(&places[k]);
                 struct dirent *de;
-                int fd;
+                int fd = d ? dirfd(d) : -1;
 
-                if (places[k].fd < 0)
+                if (!d)
                         continue;
-                fd = openat(places[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                d = fd >= 0 ? fdopendir(fd) : NULL;
-                if (!d) {
-                        if (fd >= 0)
-                                close(fd);
-                        continue;
-                }
                 while ((de = readdir(d))) {
                         _cleanup_free_ char *text = NULL;
                         struct trust_unfinished u = {.dir_fd = -1};

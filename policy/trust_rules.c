@@ -132,35 +132,43 @@ struct config_scan {
         bool worktree_outside;
 };
 
-/* Whether the directory value (relative to the git dir dirfd, as git takes core.worktree)
- * is the work tree or below it: git then checks files out and runs its status there, in
- * the session's own tree, as `git submodule update --init` sets it. */
-static bool worktree_inside(const struct trust_rules *r, int dirfd, const char *value)
+/* Whether the file fd is the directory (dev, ino) or below it, as the host resolves its
+ * parents (".." from the file itself, never a path string). Takes fd. */
+static bool fd_below(int fd, unsigned long long dev, unsigned long long ino)
 {
-        _cleanup_close_ int fd = -1;
-
-        if (!value || !*value || (!r->work_dev && !r->work_ino))
-                return false;
-        fd = openat(dirfd, value, O_PATH | O_DIRECTORY | O_CLOEXEC);
         for (int up = 0; fd >= 0 && up < JUDGE_DEPTH_MAX; up++) {
                 struct stat ds, ps;
                 int parent;
 
                 if (fstat(fd, &ds) < 0)
-                        return false;
-                if ((unsigned long long)ds.st_dev == r->work_dev &&
-                    (unsigned long long)ds.st_ino == r->work_ino)
+                        break;
+                if ((unsigned long long)ds.st_dev == dev && (unsigned long long)ds.st_ino == ino) {
+                        close(fd);
                         return true;
+                }
                 parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (parent >= 0 && fstat(parent, &ps) == 0 && ps.st_dev == ds.st_dev &&
                     ps.st_ino == ds.st_ino) {
-                        close(parent);
-                        return false;
+                        close(parent); /* "/" */
+                        break;
                 }
                 close(fd);
                 fd = parent;
         }
+        if (fd >= 0)
+                close(fd);
         return false;
+}
+
+/* Whether the directory value (relative to the git dir dirfd, as git takes core.worktree)
+ * is the work tree or below it: git then checks files out and runs its status there, in
+ * the session's own tree, as `git submodule update --init` sets it. */
+static bool worktree_inside(const struct trust_rules *r, int dirfd, const char *value)
+{
+        if (!value || !*value || (!r->work_dev && !r->work_ino))
+                return false;
+        return fd_below(openat(dirfd, value, O_PATH | O_DIRECTORY | O_CLOEXEC), r->work_dev,
+                        r->work_ino);
 }
 
 static int config_scan_key(const char *key, const char *value, void *ctx)
@@ -778,25 +786,7 @@ static bool link_into_state(const struct trust_rules *r, int root_fd, const char
                         fd = openat(dfd, text + 8, O_PATH | O_CLOEXEC);
         }
         /* Dangling for now: judged again when the journal looks at its referrers. */
-        for (int up = 0; fd >= 0 && up < JUDGE_DEPTH_MAX; up++) {
-                struct stat ds;
-                int parent;
-
-                if (fstat(fd, &ds) < 0)
-                        return false;
-                if ((unsigned long long)ds.st_dev == r->state_dev &&
-                    (unsigned long long)ds.st_ino == r->state_ino)
-                        return true;
-                parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (parent >= 0 && fstat(parent, &st) == 0 && st.st_dev == ds.st_dev &&
-                    st.st_ino == ds.st_ino) {
-                        close(parent); /* "/" */
-                        return false;
-                }
-                close(fd);
-                fd = parent;
-        }
-        return false;
+        return fd_below(cs_take_fd(&fd), r->state_dev, r->state_ino);
 }
 
 void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd, const char *rel,
