@@ -227,8 +227,8 @@ static int socket_families_add(scmp_filter_ctx ctx, struct cs_error *err)
         int r;
 
         for (size_t c = 0; c < 2; c++) {
-                struct scmp_arg_cmp above =
-                    SCMP_A0(SCMP_CMP_GT, (scmp_datum_t)SOCKET_FAMILY_LAST_ALLOWED);
+                struct scmp_arg_cmp above = {
+                    .arg = 0, .op = SCMP_CMP_GT, .datum_a = SOCKET_FAMILY_LAST_ALLOWED};
 
                 r = builtin_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1, &above, err);
                 for (size_t i = 0; r >= 0 && i < sizeof(socket_families_refused) /
