@@ -136,8 +136,12 @@ static int protect_path(struct protect_ctx *x, char *path, bool config, struct c
  * (the profile on the host), $CLAUDE_PROJECT_DIR/ or relative (both: the project dir, where
  * claude runs its commands). Quotes are dropped, not split at: "$CLAUDE_PROJECT_DIR"/x. The
  * paths are normalised ("//", "." and ".." collapsed). */
-int trust_command_paths(const char *cmd, const char *home, const char *profile_dir,
-                        const char *project_dir, char ***ret, size_t *ret_n)
+/* One word of a command as a host path: absolute, ~/, $HOME/, $CLAUDE_CONFIG_DIR/ (the
+ * profile), $CLAUDE_PROJECT_DIR/ or $PWD/ (the project), or relative to base (where the
+ * command runs: the project, or the directory an earlier `cd` went to). NULL: not a path
+ * (another variable, ~user). *ret_oom on allocation failure. */
+static char *command_word_path(const char *word, const char *home, const char *profile_dir,
+                               const char *project_dir, const char *base, bool *ret_oom)
 {
         static const struct {
                 const char *var;
@@ -150,16 +154,60 @@ int trust_command_paths(const char *cmd, const char *home, const char *profile_d
             {"${CLAUDE_CONFIG_DIR}", 1},
             {"$CLAUDE_PROJECT_DIR", 2},
             {"${CLAUDE_PROJECT_DIR}", 2},
+            {"$PWD", 2},
+            {"${PWD}", 2},
         };
-        size_t len = strlen(cmd);
-        _cleanup_free_ char *word = malloc(len + 1);
+        const char *rest = word, *prefix = NULL;
+        char *path = NULL;
 
-        if (!word)
+        for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
+                size_t vl = strlen(vars[v].var);
+
+                if (strncmp(word, vars[v].var, vl) == 0 && (word[vl] == '/' || !word[vl])) {
+                        rest = word + vl;
+                        prefix = vars[v].base == 0   ? home
+                                 : vars[v].base == 1 ? profile_dir
+                                                     : project_dir;
+                        break;
+                }
+        }
+        if (prefix) {
+                if (asprintf(&path, "%s%s", prefix, rest) < 0)
+                        path = NULL;
+        } else if (word[0] == '/') {
+                path = strdup(word);
+        } else {
+                if (strchr(word, '$') || word[0] == '~' || !base)
+                        return NULL;
+                if (asprintf(&path, "%s/%s", base, word) < 0)
+                        path = NULL;
+        }
+        if (!path) {
+                *ret_oom = true;
+                return NULL;
+        }
+        path_normalise(path);
+        return path;
+}
+
+/* The paths a command names: each word with a '/', and each other word that is a file where
+ * the command runs (`python3 hook.py`, `sh x.sh` after `cd hooks`); a `cd DIR` moves where
+ * the words after it are taken. Quotes are dropped, not split at: "$CLAUDE_PROJECT_DIR"/x;
+ * ; & | ( ) and blanks end a word. The paths are normalised. */
+int trust_command_paths(const char *cmd, const char *home, const char *profile_dir,
+                        const char *project_dir, char ***ret, size_t *ret_n)
+{
+        size_t len = strlen(cmd);
+        _cleanup_free_ char *word = malloc(len + 1),
+                            *base = project_dir ? strdup(project_dir) : NULL;
+        bool after_cd = false, oom = false;
+
+        if (!word || (project_dir && !base))
                 return -ENOMEM;
         for (size_t i = 0; i <= len;) {
                 size_t n = 0;
-                const char *rest, *prefix = "";
-                char *path = NULL;
+                char *path;
+                struct stat st;
 
                 for (; i < len; i++) {
                         unsigned char ch = (unsigned char)cmd[i];
@@ -172,34 +220,27 @@ int trust_command_paths(const char *cmd, const char *home, const char *profile_d
                 }
                 word[n] = '\0';
                 i++;
-                if (n == 0 || !strchr(word, '/'))
+                if (n == 0)
                         continue;
-                rest = word;
-                for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
-                        size_t vl = strlen(vars[v].var);
-
-                        if (strncmp(word, vars[v].var, vl) == 0 && word[vl] == '/') {
-                                rest = word + vl;
-                                prefix = vars[v].base == 0   ? home
-                                         : vars[v].base == 1 ? profile_dir
-                                                             : project_dir;
-                                break;
-                        }
+                if (strcmp(word, "cd") == 0) {
+                        after_cd = true;
+                        continue;
                 }
-                if (!prefix)
+                path = command_word_path(word, home, profile_dir, project_dir, base, &oom);
+                if (oom)
+                        return -ENOMEM;
+                if (after_cd) {
+                        after_cd = false;
+                        if (path) {
+                                free(base);
+                                base = path;
+                        }
                         continue;
-                if (rest == word && word[0] != '/') {
-                        if (strchr(word, '$') || word[0] == '~' || !project_dir)
-                                continue;
-                        if (asprintf(&path, "%s/%s", project_dir, word) < 0)
-                                path = NULL;
-                } else if (asprintf(&path, "%s%s", prefix, rest) < 0) {
-                        path = NULL;
                 }
                 if (!path)
-                        return -ENOMEM;
-                path_normalise(path);
-                if (strv_add_unique(ret, ret_n, path) < 0) {
+                        continue;
+                if ((strchr(word, '/') || (stat(path, &st) == 0 && S_ISREG(st.st_mode))) &&
+                    strv_add_unique(ret, ret_n, path) < 0) {
                         free(path);
                         return -ENOMEM;
                 }
@@ -424,6 +465,22 @@ static int git_walk_key(const char *key, const char *value, void *ctx)
                         free(g->dir);
                         g->dir = cs_take_ptr(&saved);
                 }
+                return g->r < 0 ? -1 : 0;
+        }
+        /* Any other key off the inert list may be a command git runs (a filter's clean and
+         * smudge, a textconv, core.fsmonitor, core.pager, a credential helper, an alias with
+         * `!`): the files it names in the tree are pinned like the ones a hook names. git
+         * runs them at the work tree's top. */
+        if (value && strcmp(key, "core.hookspath") != 0 && !trust_git_key_inert(key)) {
+                char **paths = NULL;
+                size_t n = 0;
+
+                if (trust_command_paths(value[0] == '!' ? value + 1 : value, g->home, g->x->p->dir,
+                                        g->work_root, &paths, &n) < 0)
+                        g->r = cs_error_set(g->err, ENOMEM, "git's config");
+                for (size_t i = 0; g->r >= 0 && i < n; i++)
+                        g->r = protect_path(g->x, paths[i], false, g->err);
+                strv_free(&paths, &n);
                 return g->r < 0 ? -1 : 0;
         }
         /* core.hooksPath: relative to the work tree's top, where git runs hooks */

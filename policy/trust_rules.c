@@ -146,6 +146,26 @@ static bool fd_below(int fd, unsigned long long dev, unsigned long long ino)
                         close(fd);
                         return true;
                 }
+                if (!S_ISDIR(ds.st_mode)) {
+                        /* A file has no "..": its directory, by the name the kernel
+                         * gives the fd. */
+                        char proc[64], path[PATH_MAX];
+                        ssize_t l;
+                        char *slash;
+
+                        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+                        l = readlink(proc, path, sizeof(path) - 1);
+                        close(fd);
+                        if (l <= 0)
+                                return false;
+                        path[l] = '\0';
+                        slash = strrchr(path, '/');
+                        if (!slash)
+                                return false;
+                        *(slash == path ? slash + 1 : slash) = '\0';
+                        fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                        continue;
+                }
                 parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (parent >= 0 && fstat(parent, &ps) == 0 && ps.st_dev == ds.st_dev &&
                     ps.st_ino == ds.st_ino) {
@@ -755,37 +775,87 @@ static void judge_work(struct judge *j, int root_fd, char **comp, size_t n, cons
         }
 }
 
+/* A directory the session left without read permission for its owner (the user, as whom
+ * the journal runs): the journal can neither list nor watch it, while the host's git and
+ * claude still reach a path inside by name (mode 0300). */
+static bool unreadable_dir(int root_fd, const char *rel)
+{
+        struct stat st;
+        int fd;
+
+        if (fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                return false;
+        fd = cs_open_beneath(root_fd, rel, O_RDONLY | O_DIRECTORY);
+        if (fd >= 0) {
+                close(fd);
+                return false;
+        }
+        return errno == EACCES || errno == EPERM;
+}
+
 /* Whether rel is a link that leads (as the host resolves it, links followed) into the
  * profile's state dir, or a gitfile whose git dir is there. */
+/* The target (relative to dirfd), or the nearest of its parents that exists: where a link
+ * or gitfile leads now, or where what it names would be made. */
+static int open_existing_prefix(int dirfd, const char *target)
+{
+        _cleanup_free_ char *t = strdup(target);
+
+        while (t && *t) {
+                int fd = openat(dirfd, t, O_PATH | O_CLOEXEC);
+                char *slash;
+
+                if (fd >= 0 || errno != ENOENT)
+                        return fd;
+                slash = strrchr(t, '/');
+                if (!slash)
+                        break;
+                *(slash == t ? slash + 1 : slash) = '\0';
+                if (slash == t && !t[1])
+                        return open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
+        return t ? fcntl(dirfd, F_DUPFD_CLOEXEC, 3) : -1;
+}
+
 static bool link_into_state(const struct trust_rules *r, int root_fd, const char *rel)
 {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int fd = -1, dfd = -1;
+        _cleanup_free_ char *text = NULL, *dir = NULL;
         struct stat st;
         const char *base = strrchr(rel, '/');
-        size_t len;
+        size_t len = 0;
 
         if (!r->state_dev && !r->state_ino)
                 return false;
         if (fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return false;
         base = base ? base + 1 : rel;
+        dir = strndup(rel, (size_t)(base - rel));
+        if (!dir)
+                return false;
+        dfd = *dir ? openat(root_fd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
+                   : fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+        if (dfd < 0)
+                return false;
         if (S_ISLNK(st.st_mode)) {
-                fd = openat(root_fd, rel, O_PATH | O_CLOEXEC);
+                char target[PATH_MAX];
+                ssize_t l = readlinkat(dfd, base, target, sizeof(target) - 1);
+
+                if (l <= 0)
+                        return false;
+                target[l] = '\0';
+                /* Where it leads now (links on the way followed), or where a target not made
+                 * yet would be. */
+                fd = openat(dfd, base, O_PATH | O_CLOEXEC);
+                if (fd < 0)
+                        fd = open_existing_prefix(dfd, target);
         } else if (S_ISREG(st.st_mode) && strcmp(base, ".git") == 0 &&
                    read_git_file(root_fd, rel, GITFILE_MAX, &text, &len) == 0 &&
                    strncmp(text, "gitdir: ", 8) == 0) {
-                _cleanup_close_ int dfd = -1;
-                _cleanup_free_ char *dir = strndup(rel, (size_t)(base - rel));
-
                 while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
                         text[--len] = '\0';
-                dfd = dir && *dir ? openat(root_fd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
-                                  : fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
-                if (dfd >= 0)
-                        fd = openat(dfd, text + 8, O_PATH | O_CLOEXEC);
+                fd = open_existing_prefix(dfd, text + 8);
         }
-        /* Dangling for now: judged again when the journal looks at its referrers. */
         return fd_below(cs_take_fd(&fd), r->state_dev, r->state_ino);
 }
 
@@ -824,6 +894,10 @@ void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd,
         if (setid_file(root_fd, rel))
                 finding(out, "setuid or setgid file", j.base, rel,
                         "any local user running it acts as you");
+        if (unreadable_dir(root_fd, rel))
+                finding(out, "directory csandbox cannot read", j.base, rel,
+                        "git and claude reach what the session put inside by name, and "
+                        "nothing there could be judged");
         if (link_into_state(r, root_fd, rel))
                 finding(out, "link into the sandbox's own storage", j.base, rel,
                         "the host reaches what the session keeps there, which is not judged");

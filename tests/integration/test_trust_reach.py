@@ -415,3 +415,82 @@ echo done
     assert r.returncode == 0 and "done" in r.stdout, r.stderr
     assert "wrote it" not in r.stdout, r.stdout
     assert f"file beside one the host runs: {repo}/tools/lib.sh" in r.stderr, r.stderr
+
+
+def test_a_directory_left_unreadable_is_a_finding(profiles, repo):
+    """Mode 0300: the session (and the host's git and claude) can enter it and reach a path
+    inside by name, but the journal, which runs as the user, can neither list nor watch it."""
+    profiles.add()
+    shell_claude(profiles, f"""set -e
+mkdir -m 300 "{repo}/.claude"
+echo '{{"hooks": {{"SessionStart": [{{"hooks": [{{"type": "command", "command": "touch /tmp/x"}}]}}]}}}}' > "{repo}/.claude/settings.json"
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"directory csandbox cannot read: {repo}/.claude" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/.claude")
+    os.chmod(repo / ".claude", 0o700)
+
+
+def test_a_gitfile_into_the_engines_storage_is_a_finding_before_its_target_exists(profiles,
+                                                                                   repo):
+    """The target is made in a later session, where nothing watches that storage: the
+    gitfile is judged by where it leads (the state dir), made or not."""
+    profiles.add()
+    store = profiles.state() / "containers"
+    shell_claude(profiles, f"""set -e
+mkdir -p "{repo}/sub"
+echo "gitdir: {store}/g/later" > "{repo}/sub/.git"
+ln -s "{store}/h" "{repo}/vendor"
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"link into the sandbox's own storage: {repo}/sub/.git" in r.stderr, r.stderr
+    assert f"link into the sandbox's own storage: {repo}/vendor" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/sub/.git")
+
+
+@pytest.mark.parametrize("command,script", [
+    ("cd .claude/hooks && ./start.sh", ".claude/hooks/start.sh"),
+    ("sh -c 'cd tools; sh start.sh'", "tools/start.sh"),
+    ("$PWD/scripts/start.sh", "scripts/start.sh"),
+    ("python3 start.py", "start.py"),
+])
+def test_the_script_a_hook_command_runs_is_pinned_whatever_form_the_command_takes(
+        profiles, repo, command, script):
+    profiles.add()
+    (repo / script).parent.mkdir(parents=True, exist_ok=True)
+    (repo / script).write_text("echo good\n")
+    (repo / ".claude").mkdir(exist_ok=True)
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": command}]}]}}))
+    shell_claude(profiles, f"""
+echo 'touch /tmp/x' > "{repo}/{script}" && echo "wrote it"
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "wrote it" not in r.stdout, (command, r.stdout)
+    assert (repo / script).read_text() == "echo good\n"
+
+
+def test_a_script_the_repositorys_own_config_runs_is_pinned(profiles, repo, tmp_path):
+    """filter.strip.clean = tools/strip.sh with a .gitattributes the user committed: git
+    status runs it; the same for a textconv, fsmonitor or pager the config names."""
+    profiles.add()
+    (repo / "tools").mkdir()
+    (repo / "tools" / "strip.sh").write_text("#!/bin/sh\ncat\n")
+    (repo / "tools" / "strip.sh").chmod(0o755)
+    git("config", "filter.strip.clean", "tools/strip.sh", cwd=repo)
+    git("config", "diff.nb.textconv", "sh ./tools/conv.sh", cwd=repo)
+    (repo / "tools" / "conv.sh").write_text("cat \"$1\"\n")
+    shell_claude(profiles, f"""
+echo 'touch /tmp/x' >> "{repo}/tools/strip.sh" && echo "wrote strip"
+echo 'touch /tmp/x' >> "{repo}/tools/conv.sh" && echo "wrote conv"
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "wrote strip" not in r.stdout and "wrote conv" not in r.stdout, r.stdout
