@@ -471,7 +471,8 @@ static int git_walk_key(const char *key, const char *value, void *ctx)
          * smudge, a textconv, core.fsmonitor, core.pager, a credential helper, an alias with
          * `!`): the files it names in the tree are pinned like the ones a hook names. git
          * runs them at the work tree's top. */
-        if (value && strcmp(key, "core.hookspath") != 0 && !trust_git_key_inert(key)) {
+        if (value && strcmp(key, "core.hookspath") != 0 && !trust_git_key_inert(key) &&
+            (strncmp(key, "alias.", 6) != 0 || value[0] == '!')) {
                 char **paths = NULL;
                 size_t n = 0;
 
