@@ -492,5 +492,8 @@ void run_trust_free(struct run_trust *t)
         for (unsigned i = 0; i < 2; i++)
                 if (t->pause[i] >= 0)
                         close(t->pause[i]);
+        if (t->git_fd >= 0)
+                close(t->git_fd);
+        trust_refs_free(&t->refs);
         trust_rules_free(&t->rules);
 }
