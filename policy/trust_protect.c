@@ -614,6 +614,73 @@ static int protect_git_configs(struct protect_ctx *x, const struct worktree *wt,
         return g.r;
 }
 
+/* ---- plugins whose files live outside plugins/ ---- */
+
+/* Every path under installLocation, installPath or a directory source's path in JSON j. */
+static int plugin_dirs_collect(const cJSON *j, char ***ret, size_t *ret_n)
+{
+        const cJSON *e;
+        int r = 0;
+
+        cJSON_ArrayForEach(e, j)
+        {
+                if (r < 0)
+                        break;
+                if (cJSON_IsString(e) && e->string && e->valuestring[0] == '/' &&
+                    (strcmp(e->string, "installLocation") == 0 ||
+                     strcmp(e->string, "installPath") == 0 || strcmp(e->string, "path") == 0))
+                        r = strv_add_unique(ret, ret_n, e->valuestring);
+                else if (cJSON_IsObject(e) || cJSON_IsArray(e))
+                        r = plugin_dirs_collect(e, ret, ret_n);
+        }
+        return r;
+}
+
+/* A marketplace or an installed plugin can live anywhere (a `directory` marketplace kept in
+ * the repository): claude loads its hooks, commands and MCP servers from there. Where such
+ * a directory is in the work tree or the profile, it is pinned like plugins/ itself. */
+static int protect_plugin_dirs(struct protect_ctx *x, struct cs_error *err)
+{
+        static const char *const lists[] = {"plugins/known_marketplaces.json",
+                                            "plugins/installed_plugins.json"};
+        char **dirs = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < 2; i++) {
+                _cleanup_free_ char *raw = NULL;
+                struct cs_error ignored;
+                size_t len;
+                cJSON *j;
+
+                if (cs_read_file_at(x->p->dir_fd, lists[i], SETTINGS_FILE_MAX, true, &raw, &len,
+                                    &ignored) < 0)
+                        continue;
+                j = cJSON_ParseWithLength(raw, len);
+                if (plugin_dirs_collect(j, &dirs, &n) < 0)
+                        r = cs_error_set(err, ENOMEM, "the plugins' paths");
+                cJSON_Delete(j);
+        }
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                _cleanup_free_ char *path = strdup(dirs[i]);
+                const char *rel;
+                struct stat st;
+
+                if (!path) {
+                        r = cs_error_set(err, ENOMEM, "the plugins' paths");
+                        break;
+                }
+                path_normalise(path);
+                rel = trust_path_below(path, x->w->work_root);
+                if (rel && x->root_fd >= 0 && *rel &&
+                    fstatat(x->root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                        r = protect_bind(x->s, x->root_fd, x->w->work_root, rel, x->w->work_root,
+                                         err);
+        }
+        strv_free(&dirs, &n);
+        return r;
+}
+
 int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const struct profile *p,
                   const char *config_dest, const struct worktree *wt, struct trust_watch *w,
                   struct cs_error *err)
@@ -662,6 +729,8 @@ int trust_protect(struct sandbox_spec *s, const struct profile_config *c, const 
                 r = protect_settings(&x, x.root_fd, ".mcp.json", err);
         if (r >= 0)
                 r = protect_settings(&x, p->dir_fd, ".claude.json", err);
+        if (r >= 0)
+                r = protect_plugin_dirs(&x, err);
         /* plugins/ is claude's own state until the settings enable a plugin: then its
          * files are code the host runs. */
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && r >= 0; i++) {

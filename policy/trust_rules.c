@@ -499,6 +499,22 @@ static void judge_dotgit(struct judge *j, int dfd, const char *dpath, char **com
         finding(j->out, "nested git repository (not a file or dir)", j->base, gpath, NULL);
 }
 
+/* ---- what the host runs by its own rules ---- */
+
+static bool is_hook_manager_config(const char *name)
+{
+        static const char *const names[] = {
+            ".pre-commit-config.yaml", ".pre-commit-config.yml", "lefthook.yml",
+            "lefthook.yaml",           ".lefthook.yml",          ".lefthook.yaml",
+            "lefthook-local.yml",      ".lefthook-local.yml",    "lefthook.json",
+            ".lefthook.json",          "lefthook.toml",          ".lefthook.toml"};
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+                if (strcmp(name, names[i]) == 0)
+                        return true;
+        return false;
+}
+
 /* ---- claude ---- */
 
 /* Whether a project settings file only denies or asks (what claude writes when a user
@@ -737,6 +753,27 @@ static void judge_work(struct judge *j, int root_fd, char **comp, size_t n, cons
 
                         if (!settings_only_restrict(root_fd, rel, &grants))
                                 finding(j->out, "claude project settings", j->base, rel, grants);
+                }
+                /* What the host runs from the tree by its own rules, named here because
+                 * the host's git starts it or stands in its place: the config of a hook
+                 * manager whose installed hook runs what it names on a commit, an editor's
+                 * project rc file (git commit opens the editor in the tree), and a `git` or
+                 * `claude` a PATH entry into the tree (an activated virtualenv, direnv)
+                 * would run in place of the host's. */
+                if (is_hook_manager_config(last))
+                        finding(j->out, "hook manager config (git runs what it names)", j->base,
+                                rel, NULL);
+                if (strcmp(last, ".exrc") == 0 || strcmp(last, ".nvimrc") == 0 ||
+                    strcmp(last, ".nvim.lua") == 0)
+                        finding(j->out, "editor project config (git commit opens the editor here)",
+                                j->base, rel, NULL);
+                if (strcmp(last, "git") == 0 || strcmp(last, "claude") == 0) {
+                        struct stat st;
+
+                        if (fstatat(root_fd, rel, &st, 0) == 0 && S_ISREG(st.st_mode) &&
+                            (st.st_mode & 0111))
+                                finding(j->out, "program named like one the host runs", j->base,
+                                        rel, "a PATH entry into the tree would run it");
                 }
                 /* claude follows a .claude that is a link, wherever it leads */
                 if (strcmp(last, ".claude") == 0) {

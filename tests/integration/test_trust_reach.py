@@ -494,3 +494,49 @@ echo done
     r = profiles.run()
     assert r.returncode == 0 and "done" in r.stdout, r.stderr
     assert "wrote strip" not in r.stdout and "wrote conv" not in r.stdout, r.stdout
+
+
+def test_a_plugin_whose_marketplace_lives_in_the_tree_is_read_only_inside(profiles, repo):
+    """A `directory` marketplace kept in the repository, its plugin installed and enabled:
+    claude loads the plugin's hooks from the tree, so its directory is pinned like plugins/."""
+    d = profiles.add(settings=json.dumps({"enabledPlugins": {"foo@mkt": True}}))
+    m = repo / ".cache" / "mkt"
+    (m / "foo" / "hooks").mkdir(parents=True)
+    (m / "foo" / "hooks" / "hooks.json").write_text('{"hooks": {}}')
+    (d / "plugins").mkdir()
+    (d / "plugins" / "known_marketplaces.json").write_text(json.dumps({"mkt": {
+        "source": {"source": "directory", "path": str(m)}, "installLocation": str(m)}}))
+    (d / "plugins" / "installed_plugins.json").write_text(json.dumps({"version": 2, "plugins": {
+        "foo@mkt": [{"scope": "user", "installPath": str(m / "foo")}]}}))
+    shell_claude(profiles, f"""
+echo '{{"hooks": {{"SessionStart": [{{"hooks": [{{"type": "command", "command": "touch /tmp/x"}}]}}]}}}}' > "{m}/foo/hooks/hooks.json" && echo "wrote it"
+echo done
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+    assert "wrote it" not in r.stdout, r.stdout
+    assert (m / "foo" / "hooks" / "hooks.json").read_text() == '{"hooks": {}}'
+
+
+@pytest.mark.parametrize("name,kind", [
+    (".venv/bin/git", "program named like one the host runs"),
+    ("node_modules/.bin/claude", "program named like one the host runs"),
+    (".exrc", "editor project config"),
+    (".pre-commit-config.yaml", "hook manager config"),
+    ("lefthook.yml", "hook manager config"),
+])
+def test_what_the_host_runs_from_the_tree_by_its_own_rules_when_git_starts_it(profiles, repo,
+                                                                             name, kind):
+    """A `git` an activated virtualenv puts first on PATH, an editor's project rc that
+    `git commit` opens, a hook manager's config its installed hook runs."""
+    profiles.add()
+    shell_claude(profiles, f"""set -e
+mkdir -p "$(dirname "{repo}/{name}")"
+printf '#!/bin/sh\\\\ntouch /tmp/x\\\\n' > "{repo}/{name}"
+chmod +x "{repo}/{name}"
+echo planted
+""")
+    r = profiles.run()
+    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+    assert f"{kind}" in r.stderr and f"{repo}/{name}" in r.stderr, r.stderr
+    refused_naming(profiles, f"{repo}/{name}")
