@@ -299,6 +299,11 @@ static int ref_cmp(const void *a, const void *b)
         return strcmp(x->rel, y->rel);
 }
 
+static const char *const reread_names[] = {
+    "config",       "config.worktree", "settings.json", "settings.local.json",
+    ".mcp.json",    ".config.json",    ".gitconfig",    ".pre-commit-config.yaml",
+    "lefthook.yml", ".gitmodules",     ".gitattributes"};
+
 static bool is_referrer(int root_fd, const char *rel)
 {
         const char *base = strrchr(rel, '/');
@@ -308,6 +313,14 @@ static bool is_referrer(int root_fd, const char *rel)
         if (strcmp(base, ".git") == 0 || strcmp(base, "commondir") == 0 ||
             strcmp(base, "gitdir") == 0)
                 return true;
+        /* A file the host's git or claude reads whose content a shared mapping can change
+         * without an event (inotify sees write(), not a store into a page): read again
+         * every second like a referrer, so its change is judged within a second, not when
+         * the mapping goes. */
+        for (size_t i = 0; i < sizeof(reread_names) / sizeof(*reread_names); i++)
+                if (strcmp(base, reread_names[i]) == 0)
+                        return fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                               S_ISREG(st.st_mode);
         if (fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
                 return false;
         /* A link the host may enter (or git may follow): to a directory, or to nothing yet.

@@ -6,6 +6,7 @@ real git shows the plant is live while csandbox reports it and refuses the next 
 import json
 import os
 import subprocess
+import time
 
 from conftest import CSANDBOX, TIMEOUT  # noqa: F401
 from test_run import CFG_IN, HOME_IN, Profiles, git, shell_claude  # noqa: F401
@@ -426,11 +427,13 @@ mkdir -m 300 "{repo}/.claude"
 echo '{{"hooks": {{"SessionStart": [{{"hooks": [{{"type": "command", "command": "touch /tmp/x"}}]}}]}}}}' > "{repo}/.claude/settings.json"
 echo planted
 """)
-    r = profiles.run()
-    assert r.returncode == 0 and "planted" in r.stdout, r.stderr
-    assert f"directory csandbox cannot read: {repo}/.claude" in r.stderr, r.stderr
-    refused_naming(profiles, f"{repo}/.claude")
-    os.chmod(repo / ".claude", 0o700)
+    try:
+        r = profiles.run()
+        assert r.returncode == 0 and "planted" in r.stdout, r.stderr
+        assert f"directory csandbox cannot read: {repo}/.claude" in r.stderr, r.stderr
+        refused_naming(profiles, f"{repo}/.claude")
+    finally:
+        os.chmod(repo / ".claude", 0o700)  # so that pytest can remove it
 
 
 def test_a_gitfile_into_the_engines_storage_is_a_finding_before_its_target_exists(profiles,
@@ -540,3 +543,47 @@ echo planted
     assert r.returncode == 0 and "planted" in r.stdout, r.stderr
     assert f"{kind}" in r.stderr and f"{repo}/{name}" in r.stderr, r.stderr
     refused_naming(profiles, f"{repo}/{name}")
+
+
+MMAP_PLANT = r"""
+import mmap, os, sys, time
+path = sys.argv[1]
+body = b'{"permissions": {"deny": ["WebFetch"]}}'
+with open(path, "wb") as f:
+    f.write(body.ljust(400))
+time.sleep(1.5)
+fd = os.open(path, os.O_RDWR)
+m = mmap.mmap(fd, 400, mmap.MAP_SHARED)
+os.close(fd)
+hook = b'{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "touch /tmp/x"}]}]}}'
+m[:400] = hook.ljust(400)
+print("planted", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_settings_file_changed_through_a_shared_mapping_is_judged_while_the_session_runs(
+        profiles, repo, tmp_path):
+    """A store into a shared mapping makes no inotify event: the files git and claude read
+    are read again every second once the session has written them, so the change shows
+    while the session still holds the mapping, not when it lets go."""
+    profiles.add()
+    (repo / "plant.py").write_text(MMAP_PLANT)
+    shell_claude(profiles, f'mkdir -p "{repo}/sub/.claude"\n'
+                           f'exec python3 "{repo}/plant.py" "{repo}/sub/.claude/settings.json"\n')
+    proc = subprocess.Popen([CSANDBOX, "run", "work"], cwd=str(repo), env=profiles.env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"planted\n"
+        seen = b""
+        deadline = time.monotonic() + 20
+        os.set_blocking(proc.stderr.fileno(), False)
+        while b"sub/.claude/settings.json" not in seen and time.monotonic() < deadline:
+            time.sleep(0.2)
+            seen += proc.stderr.read() or b""
+        assert b"claude project settings" in seen and b"sub/.claude/settings.json" in seen, seen
+        assert proc.poll() is None, "shown while the session still runs"
+    finally:
+        proc.kill()
+        proc.communicate()
