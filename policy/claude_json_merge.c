@@ -264,7 +264,10 @@ static void merge_scope(struct merge *m, cJSON *dst, const cJSON *a, const cJSON
                         if (claude_json_state_key(project, e->string)) {
                                 if (m->changes)
                                         set_key(dst, e->string, bv);
-                        } else if (!same(m, project, e->string, av, bv)) {
+                        } else if (bv && !same(m, project, e->string, av, bv)) {
+                                /* (A key the session removed keeps the host's value and is
+                                 * no change to accept: claude drops keys it migrated away,
+                                 * and a removal makes the host run nothing new.) */
                                 if (!m->changes)
                                         set_key(dst, e->string, bv);
                                 else if (!trust_key(e->string))

@@ -108,8 +108,9 @@ def test_the_accept_takes_only_what_was_reported(profiles, repo):
 
 
 def test_a_prompt_answered_inside_is_a_finding(profiles, repo):
-    """Approving CLAUDE.md's imports of files outside the project, or removing a key the host
-    set, is the session's change to the host's config: held back and reported."""
+    """Approving CLAUDE.md's imports of files outside the project is the session's change to
+    the host's config: held back and reported. Removing a key the host set (claude drops
+    keys it migrates away) keeps the host's value and is no finding."""
     d = profiles.add()
     (d / ".claude.json").write_text(json.dumps({"customApiKeyResponses": {
         "approved": [], "rejected": ["abc"]}}))
@@ -119,7 +120,7 @@ def test_a_prompt_answered_inside_is_a_finding(profiles, repo):
     assert r.returncode == 0, r.stderr
     path = f"{d}/.claude.json"
     assert f"claude setting ({repo}) in {path}: hasClaudeMdExternalIncludesApproved" in r.stderr
-    assert f"claude setting (user) in {path}: customApiKeyResponses" in r.stderr, r.stderr
+    assert "customApiKeyResponses" not in r.stderr, r.stderr
     now = json.loads((d / ".claude.json").read_text())
     assert now["customApiKeyResponses"]["rejected"] == ["abc"]
     assert now["projects"][str(repo)] == {"history": [{"display": "hi"}]}

@@ -174,10 +174,10 @@ static void test_claude_json_writeback_and_accept(void)
              "claude setting (user) in F\tenv\t{\"PATH\":\"/evil\"}|"
              "claude setting (user) in F\tapiKeyHelper\t\"/evil\"|"
              "claude setting (user) in F\tzz\t1|"
-             "claude setting (user) in F\tdiffTool\t\"(removed)\"|"
              "claude setting (/p) in F\tyy\ttrue|",
-             "{\"env\":{\"PATH\":\"/evil\"},\"numStartups\":2,\"projects\":{\"/p\":{"
-             "\"lastCost\":1,\"yy\":true}},\"apiKeyHelper\":\"/evil\",\"zz\":1}"},
+             "{\"env\":{\"PATH\":\"/evil\"},\"numStartups\":2,\"diffTool\":\"x\","
+             "\"projects\":{\"/p\":{\"lastCost\":1,\"yy\":true}},\"apiKeyHelper\":\"/evil\","
+             "\"zz\":1}"},
             /* claude's defaults written out are no change; MCP servers are listed elsewhere
              * but still held back. */
             {"{}",
