@@ -42,7 +42,10 @@ static void userns_limits_set(const struct sandbox_spec *s)
                 if (fd >= 0)
                         close(fd);
         }
-        if (failed && runner_note_first("userns-limits"))
+        /* Inside a container engine /proc/sys is read-only: that is said once already (the
+         * bound /proc's note), and a journal out of watches says what to raise when it
+         * pauses the session; a launch on claude's terminal says nothing more. */
+        if (failed && e != EROFS && runner_note_first("userns-limits"))
                 fprintf(stderr,
                         "csandbox: note (shown once on this machine): the session's user "
                         "namespace keeps the kernel's limits (/proc/sys/user/%s: %s; a "
