@@ -94,7 +94,7 @@ static const char usage_run[] =
     "\n"
     "--tty: auto (the default) gives claude a pty of the sandbox's own, relayed to your\n"
     "terminal, when stdin, stdout or stderr is a terminal; pty always does; inherit\n"
-    "passes your terminal itself (claude can then change its modes; see README).\n"
+    "passes your terminal itself (claude can then change its modes; see doc/run.md).\n"
     "\n"
     "--proc: auto (the default) mounts a fresh /proc of the sandbox's pid namespace, and\n"
     "where the kernel refuses one (inside most containers) binds the outer /proc\n"

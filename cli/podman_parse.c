@@ -139,7 +139,7 @@ static int parse_volume(struct podman_run *r, const char *v, struct cs_error *er
                 else if (strcmp(o, "rw") == 0)
                         ro = false;
                 else if (strcmp(o, "z") == 0 || strcmp(o, "Z") == 0)
-                        ; /* SELinux relabelling: csandbox relabels nothing (README) */
+                        ; /* SELinux relabelling: csandbox relabels nothing (doc/exec-and-podman.md) */
                 else {
                         ret = cs_error_setx(err, EINVAL,
                                             "run: --volume `%s`: the option `%s` is not supported "
@@ -328,7 +328,7 @@ static int apply(struct podman_run *r, const struct run_opt *o, const char *show
                 if (strcmp(v, "none") == 0)
                         return set_str(&r->net, "none", err);
                 /* Every network of podman's but none is, for a container of csandbox, the
-                 * network of whoever runs it (README: csandbox podman). */
+                 * network of whoever runs it (doc/exec-and-podman.md). */
                 if (strcmp(v, "host") == 0 || strcmp(v, "default") == 0 ||
                     strcmp(v, "bridge") == 0 || strcmp(v, "slirp4netns") == 0 ||
                     strcmp(v, "pasta") == 0 || strcmp(v, "private") == 0)

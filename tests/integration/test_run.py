@@ -1371,7 +1371,7 @@ def test_add_refuses_an_existing_profile_and_leaves_it_as_it_was(profiles):
     assert sorted(os.listdir(profiles.base)) == ["taken"]
 
 
-# --- where csandbox differs from claude-profile (README "Differences from claude-profile") --
+# --- where csandbox differs from claude-profile (doc/differences.md) --
 
 ENV_DUMP = 'cd "$PWD"; env -0 > env.bin\n'
 
@@ -1574,14 +1574,12 @@ def test_diff_the_hostname_inside_is_csandbox(profiles):
     assert profiles.report()["hostname"] == "csandbox"
 
 
-def test_diff_every_test_the_readme_table_names_exists():
-    """Each row of the README's differences table names its test or is a test_diff_* here."""
+def test_diff_every_test_the_differences_table_names_exists():
+    """Each row of doc/differences.md's table names its test or is a test_diff_* here."""
     import glob
     import re
     here = os.path.dirname(os.path.abspath(__file__))
-    readme = open(os.path.join(here, "..", "..", "README.md")).read()
-    table = readme[readme.index("### Differences from claude-profile"):
-                   readme.index("### `csandbox exec`")]
+    table = open(os.path.join(here, "..", "..", "doc", "differences.md")).read()
     named = set(re.findall(r"`(test_[a-z0-9_]+)`", table))
     source = "".join(open(f).read() for f in glob.glob(os.path.join(here, "*.py")))
     assert len(named) > 20

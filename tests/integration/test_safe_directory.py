@@ -1,7 +1,7 @@
 """A work tree another uid owns (tests/setup-root makes one, uid 2999's, whose own config
 lists every directory in safe.directory): `run` launches there only when git's
 safe.directory lists it in the protected config (system, global), and doctor's work tree line
-gives the same verdict. The README's row on a work tree another uid owns."""
+gives the same verdict. doc/differences.md's row on a work tree another uid owns."""
 import json
 import os
 import subprocess
