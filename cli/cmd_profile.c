@@ -170,7 +170,7 @@ int cmd_list(int argc, char **argv)
                 return cli_fail(&err);
         }
         if (n == 0) {
-                printf("No profiles found. Create one with: claude-profile add <name>\n");
+                printf("No profiles found. Create one with: csandbox add <name>\n");
         } else {
                 for (size_t i = 0; i < n; i++) {
                         int w = (int)strlen(rows[i].name), s = (int)strlen(rows[i].status);

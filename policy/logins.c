@@ -40,6 +40,13 @@ static cJSON *home_json(const struct profile_config *c, const char *rel)
         return cJSON_ParseWithLength(buf, len);
 }
 
+static bool home_exists(const struct profile_config *c, const char *rel)
+{
+        _cleanup_free_ char *path = cs_path_join(c->home, rel);
+
+        return path && faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 /* A JWT is usable when its payload has a numeric exp more than 30 s away. */
 static bool jwt_live(const char *token)
 {
@@ -287,6 +294,15 @@ int plan_add_pulumi(struct sandbox_spec *s, const struct profile_config *c,
                 tok = cJSON_GetObjectItemCaseSensitive(tokens, cur->valuestring);
         if (cJSON_IsString(tok) && *tok->valuestring && !strpbrk(tok->valuestring, "\n\r"))
                 r = spec_env_set(s, "PULUMI_ACCESS_TOKEN", tok->valuestring, true, err);
+        else if (!creds)
+                /* say what is there: a missing file is not one without a token */
+                r = stage_warn(warn, err,
+                               "Warning: CLAUDE_PROFILE_SANDBOX_PULUMI is set, but %s/.pulumi/"
+                               "credentials.json %s (`pulumi login` on the host makes it), so "
+                               "pulumi is not logged in in the sandbox.",
+                               c->home, home_exists(c, ".pulumi/credentials.json")
+                                            ? "cannot be read as JSON"
+                                            : "does not exist");
         else
                 r = stage_warn(warn, err,
                                "Warning: CLAUDE_PROFILE_SANDBOX_PULUMI is set, but %s/.pulumi/"

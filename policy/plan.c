@@ -142,12 +142,15 @@ static int plan_root(struct plan *p, const struct plan_request *req, struct cs_e
         r = store_open_image(name, &p->image, err);
         if (r < 0) {
                 cs_error_wrap(err, "the sandbox image %s", name);
+                /* the store's message already says how to import it: add only what differs
+                 * for a profile */
+                if (err->err != ENOENT)
+                        return r;
                 return cs_error_hint(err,
-                                     "Import it first with: csandbox image import SRC --name %s "
-                                     "(SRC: an OCI layout, `podman save` or `skopeo copy ... "
-                                     "oci-archive:` output, or a rootfs tar), or unset "
-                                     "CLAUDE_PROFILE_SANDBOX_IMAGE to use the host's root",
-                                     name);
+                                     "SRC is an OCI layout, `podman save` or `skopeo copy ... "
+                                     "oci-archive:` output, or a rootfs tar; `csandbox image pull "
+                                     "REF` fetches one from a registry; or unset "
+                                     "CLAUDE_PROFILE_SANDBOX_IMAGE to run on the embedded default");
         }
         r = spec_set_root_layers(s, p->image.layer_fds, p->image.layer_paths, p->image.n_layers,
                                  err);

@@ -334,7 +334,7 @@ int profile_open(const struct profile_config *c, const char *name, struct profil
                 if (e == ENOENT)
                         r = cs_error_setx(err, ENOENT,
                                           "Profile '%s' does not exist. Create it with: "
-                                          "claude-profile add %s (or mkdir %s)",
+                                          "csandbox add %s (or mkdir %s)",
                                           name, name, p.dir);
                 else if (e == ENOTDIR)
                         r = cs_error_setx(err, ENOTDIR, "profile '%s': %s is not a directory", name,

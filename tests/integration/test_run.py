@@ -1600,3 +1600,14 @@ def test_csandbox_inside_a_run_session_without_tun_says_run_cannot_be_given_it(p
     assert "This runs inside csandbox (a `csandbox run` session)" in err, err
     assert "`run` cannot be given the device" in err, err
     assert "csandbox exec --dev-bind /dev/net/tun /dev/net/tun" in err, err
+
+
+def test_run_with_a_missing_image_says_each_fix_once(profiles):
+    """A profile's image that is not in the store: one message, naming the setting, how to
+    import or pull it, and the embedded default, each once; nothing starts."""
+    profiles.add()
+    r = profiles.run(env=profiles.env(CLAUDE_PROFILE_SANDBOX_IMAGE="nosuch-image"))
+    assert r.returncode == 125, r.stderr
+    assert r.stderr.count("csandbox image import") == 1, r.stderr
+    assert "csandbox image pull" in r.stderr and "CLAUDE_PROFILE_SANDBOX_IMAGE" in r.stderr
+    assert "nosuch-image" in r.stderr

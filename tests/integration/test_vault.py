@@ -527,5 +527,10 @@ def test_pulumi_access_token_is_passed_in(vault):
     r = vault.run(env=env)
     assert r.returncode == 0 and "no Pulumi Cloud token" in r.stderr, r.stderr
     assert "PULUMI_ACCESS_TOKEN" not in vault.claude_env()
+    # No credentials file at all: the warning says the file is missing, not tokenless.
+    creds.unlink()
+    r = vault.run(env=env)
+    assert r.returncode == 0 and "credentials.json does not exist" in r.stderr, r.stderr
+    assert "no Pulumi Cloud token" not in r.stderr
     r = vault.run()
     assert "PULUMI" not in r.stderr and "PULUMI_ACCESS_TOKEN" not in vault.claude_env()

@@ -258,7 +258,7 @@ static bool test_profile_open_refuses_bad_and_missing_names(void)
                 return fail("a missing profile was opened");
         }
         profile_config_free(&c);
-        if (!strstr(err.msg, "Profile 'nope' does not exist. Create it with: claude-profile "
+        if (!strstr(err.msg, "Profile 'nope' does not exist. Create it with: csandbox "
                              "add nope"))
                 return fail("%s", err.msg);
         return true;
