@@ -46,6 +46,13 @@ void progress_rate(uint64_t bytes, double seconds, char *buf, size_t len)
         cs_human_size(seconds > 0.05 ? (uint64_t)((double)bytes / seconds) : 0, buf, len);
 }
 
+/* How a layer is named in the log: a digest by its first 12 hex digits (as podman shows
+ * it), a member name of an archive whole (a cut one names nothing). */
+static int layer_name_len(const char *what)
+{
+        return strncmp(what, "sha256:", 7) == 0 ? 19 : (int)strlen(what);
+}
+
 /* On a terminal (opaque NULL) one line redrawn in place: the layer, its bytes and rate, and
  * the bytes of all layers; otherwise (opaque non-NULL) a log: one line per finished layer,
  * nothing in between. */
@@ -59,19 +66,20 @@ void image_import_progress(void *opaque, const struct import_progress *p)
         progress_rate(p->done, p->seconds, rate, sizeof(rate));
         if (p->reused) {
                 if (opaque)
-                        fprintf(stderr, "layer %zu/%zu %.19s  already stored\n", p->layer,
-                                p->n_layers, p->what);
+                        fprintf(stderr, "layer %zu/%zu %.*s  already stored\n", p->layer,
+                                p->n_layers, layer_name_len(p->what), p->what);
                 return;
         }
         if (opaque) {
                 if (!p->finished)
                         return;
                 if (p->seconds < 0.05)
-                        fprintf(stderr, "layer %zu/%zu %.19s  %s done\n", p->layer, p->n_layers,
-                                p->what, total);
+                        fprintf(stderr, "layer %zu/%zu %.*s  %s done\n", p->layer, p->n_layers,
+                                layer_name_len(p->what), p->what, total);
                 else
-                        fprintf(stderr, "layer %zu/%zu %.19s  %s in %.1f s (%s/s)\n", p->layer,
-                                p->n_layers, p->what, total, p->seconds, rate);
+                        fprintf(stderr, "layer %zu/%zu %.*s  %s in %.1f s (%s/s)\n", p->layer,
+                                p->n_layers, layer_name_len(p->what), p->what, total, p->seconds,
+                                rate);
                 return;
         }
         cs_human_size(p->all_done, all_done, sizeof(all_done));

@@ -300,9 +300,9 @@ int plan_add_pulumi(struct sandbox_spec *s, const struct profile_config *c,
                                "Warning: CLAUDE_PROFILE_SANDBOX_PULUMI is set, but %s/.pulumi/"
                                "credentials.json %s (`pulumi login` on the host makes it), so "
                                "pulumi is not logged in in the sandbox.",
-                               c->home, home_exists(c, ".pulumi/credentials.json")
-                                            ? "cannot be read as JSON"
-                                            : "does not exist");
+                               c->home,
+                               home_exists(c, ".pulumi/credentials.json") ? "cannot be read as JSON"
+                                                                          : "does not exist");
         else
                 r = stage_warn(warn, err,
                                "Warning: CLAUDE_PROFILE_SANDBOX_PULUMI is set, but %s/.pulumi/"
