@@ -16,11 +16,13 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -345,6 +347,24 @@ static bool confirm_report(const char *text, void *ctx)
         return ok;
 }
 
+/* A profile that has never logged in (a new one, made with mkdir as the README's first
+ * command does): one line at a terminal says how, as `add` does. claude keeps an OAuth login
+ * in the profile's .credentials.json; a key in the environment needs none. */
+static void login_note(const struct plan *p, const char *name)
+{
+        struct stat st;
+
+        if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO) || p->profile.dir_fd < 0 ||
+            spec_env_get(&p->spec, "ANTHROPIC_API_KEY") ||
+            spec_env_get(&p->spec, "CLAUDE_CODE_OAUTH_TOKEN") ||
+            fstatat(p->profile.dir_fd, ".credentials.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return;
+        fprintf(stderr,
+                "csandbox: profile %s is not logged in yet: type /login at claude's prompt; the "
+                "login is kept in the profile for its next launches\n",
+                name);
+}
+
 int cmd_run(int argc, char **argv, bool plan_only)
 {
         struct profile_config config = {0};
@@ -444,6 +464,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
                 sigemptyset(&pipe_set);
                 sigaddset(&pipe_set, SIGPIPE);
                 sigprocmask(SIG_BLOCK, &pipe_set, NULL);
+                login_note(&plan, name);
                 /* The records stand for the report should this process not live to write
                  * it; the journal judges every change while the session runs. */
                 r = run_trust_begin(&trust, &plan, &config, &err);

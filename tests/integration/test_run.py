@@ -1611,3 +1611,36 @@ def test_run_with_a_missing_image_says_each_fix_once(profiles):
     assert r.stderr.count("csandbox image import") == 1, r.stderr
     assert "csandbox image pull" in r.stderr and "CLAUDE_PROFILE_SANDBOX_IMAGE" in r.stderr
     assert "nosuch-image" in r.stderr
+
+
+def test_run_at_a_terminal_says_how_to_log_in_until_the_profile_has_a_login(profiles):
+    """A profile made by hand (mkdir, as the README's first command does) has no login: at a
+    terminal, run says to type /login, once; with a login in the profile it says nothing."""
+    import pty
+    import select
+
+    def stderr_at_terminal():
+        master, slave = pty.openpty()
+        r = subprocess.run([CSANDBOX, "run", "work", "--", "--version"], cwd=str(profiles.project),
+                           env=profiles.env(), stdin=slave, stdout=subprocess.PIPE, stderr=slave,
+                           timeout=TIMEOUT)
+        os.close(slave)
+        out = b""
+        while select.select([master], [], [], 0.2)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        assert r.returncode == 0, out
+        return out.decode(errors="replace")
+
+    d = profiles.add()
+    err = stderr_at_terminal()
+    assert err.count("/login") == 1 and "not logged in" in err, err
+    assert "/login" not in profiles.run(args=["--version"]).stderr, "not at a terminal"
+    (d / ".credentials.json").write_text("{}")
+    assert "/login" not in stderr_at_terminal()
