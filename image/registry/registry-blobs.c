@@ -130,13 +130,25 @@ static int xfer_start(struct xfer *x, CURLM *m, struct cs_error *err)
         return 0;
 }
 
-static int xfer_retry(struct xfer *x, const char *why, struct cs_error *err)
+/* code and h: the answer that made the retry, for its Retry-After (0 and NULL: none). */
+static int xfer_retry_after(struct xfer *x, const char *why, long code, const struct resp *h,
+                            struct cs_error *err)
 {
+        double wait;
+
         if (++x->attempts >= ATTEMPTS)
                 return cs_error_setx(err, EIO, "download %s from %s: %s (gave up after %d tries)",
                                      x->pb->digest, x->g->base, why, ATTEMPTS);
-        x->not_before = now_s() + 0.25 * (1 << x->attempts);
+        wait = reg_retry_delay(x->g, code, h, x->attempts, err);
+        if (wait < 0)
+                return -EAGAIN;
+        x->not_before = now_s() + wait;
         return 0;
+}
+
+static int xfer_retry(struct xfer *x, const char *why, struct cs_error *err)
+{
+        return xfer_retry_after(x, why, 0, NULL, err);
 }
 
 /* A transfer ended: verified and renamed into place, retried, or the pull fails. */
@@ -176,7 +188,7 @@ static int xfer_finish(struct xfer *x, int dirfd, CURLcode rc, struct cs_error *
         }
         if (http_transient(code)) {
                 snprintf(why, sizeof(why), "HTTP %ld", code);
-                return xfer_retry(x, why, err);
+                return xfer_retry_after(x, why, code, &x->h, err);
         }
         if (code != 200 && code != 206)
                 return cs_error_setx(err, EIO, "download %s from %s: HTTP %ld", x->pb->digest,

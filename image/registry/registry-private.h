@@ -67,11 +67,21 @@ struct resp {
         char challenge[2048];
         char content_type[128];
         char content_range[128];
+        char retry_after[32]; /* as sent: delta-seconds, or an HTTP date */
 };
+
+/* The longest a Retry-After is waited for; a longer one ends the pull saying so. */
+#define RETRY_AFTER_MAX 60
 
 CURL *reg_easy(struct reg *g, const char *url, struct resp *h, char errbuf[CURL_ERROR_SIZE]);
 bool curl_transient(CURLcode rc);
 bool http_transient(long code);
+/* How long to wait before retrying after a transient answer code: the Retry-After the
+ * registry sent (seconds), else a backoff growing with attempt. < 0 with err set when the
+ * registry asks for more than RETRY_AFTER_MAX seconds (a rate limit): the message names
+ * the wait and what helps. */
+double reg_retry_delay(const struct reg *g, long code, const struct resp *h, int attempt,
+                       struct cs_error *err);
 int reg_authenticate(struct reg *g, const char *challenge, struct cs_error *err);
 /* GET a manifest into memory, bounded by OCI_MANIFEST_MAX, authenticating and retrying as
  * needed (registry.c). */

@@ -49,6 +49,7 @@ static size_t resp_header(char *line, size_t size, size_t nitems, void *opaque)
         header_value(line, n, "www-authenticate:", h->challenge, sizeof(h->challenge));
         header_value(line, n, "content-type:", h->content_type, sizeof(h->content_type));
         header_value(line, n, "content-range:", h->content_range, sizeof(h->content_range));
+        header_value(line, n, "retry-after:", h->retry_after, sizeof(h->retry_after));
         return n;
 }
 
@@ -142,15 +143,40 @@ bool http_transient(long code)
                code == 504;
 }
 
-static void backoff(int attempt)
+double reg_retry_delay(const struct reg *g, long code, const struct resp *h, int attempt,
+                       struct cs_error *err)
 {
-        struct timespec ts = {.tv_nsec = (250L << attempt) * 1000000L};
+        double backoff = 0.25 * (1 << attempt);
+        char *end;
+        long secs;
 
-        while (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-        }
-        nanosleep(&ts, NULL);
+        if (!h || !h->retry_after[0])
+                return backoff;
+        errno = 0;
+        secs = strtol(h->retry_after, &end, 10);
+        if (errno || end == h->retry_after || *end || secs < 0)
+                return backoff; /* an HTTP date: the backoff is as good a guess */
+        if (secs > RETRY_AFTER_MAX)
+                return cs_error_setx(err, EAGAIN,
+                                     "the registry %s answered HTTP %ld (%s) and asks to wait %ld "
+                                     "s before the next request; log in to it (`podman login "
+                                     "%s`: a logged-in pull usually has a higher limit), pull "
+                                     "through a mirror (a [[registry]] mirror in "
+                                     "registries.conf), or try again later",
+                                     g->ref->host, code,
+                                     code == 429 ? "too many requests" : "unavailable", secs,
+                                     g->ref->host),
+                       -1;
+        return secs > backoff ? (double)secs : backoff;
+}
+
+static void sleep_s(double s)
+{
+        struct timespec ts = {.tv_sec = (time_t)s,
+                              .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
 }
 
 /* The registry's own words from an error answer ({"errors":[{"code","message"}]}),
@@ -221,9 +247,17 @@ static int reg_token(struct reg *g, const char *challenge, struct cs_error *err)
                 body.len = 0;
                 rc = curl_easy_perform(c);
                 curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+                double wait;
+
                 if (!(curl_transient(rc) || (rc == CURLE_OK && http_transient(code))))
                         break;
-                backoff(attempt);
+                wait = reg_retry_delay(g, code, rc == CURLE_OK ? &h : NULL, attempt, err);
+                if (wait < 0) {
+                        curl_easy_cleanup(c);
+                        free(body.buf);
+                        return -EAGAIN;
+                }
+                sleep_s(wait);
         }
         curl_easy_cleanup(c);
         if (rc != CURLE_OK) {
@@ -352,8 +386,15 @@ int reg_get_manifest(struct reg *g, const char *reference, char **ret, size_t *r
                         continue;
                 }
                 if (curl_transient(rc) || (rc == CURLE_OK && http_transient(code))) {
+                        double wait = reg_retry_delay(g, rc == CURLE_OK ? code : 0,
+                                                      rc == CURLE_OK ? &h : NULL, attempt + 1, err);
+
+                        if (wait < 0) {
+                                free(body.buf);
+                                return -EAGAIN;
+                        }
                         if (++attempt < ATTEMPTS)
-                                backoff(attempt);
+                                sleep_s(wait);
                         continue;
                 }
                 break;

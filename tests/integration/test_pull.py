@@ -701,3 +701,152 @@ def test_concurrent_pulls_of_images_sharing_layers_store_each_layer_once(store, 
     assert len(store.state()["sha256"]) == 2 and store.state()["tmp"] == []
     assert store.fixture_env(f"{registry.host}/test/bb:v1") == "bb"
     assert store.fixture_env(f"{registry.host}/test/multi:v1") == "this-platform"
+
+
+# --- a registry that behaves as the big public ones do --------------------------------------
+
+class HubLike:
+    """Three servers, as a big public registry is three hosts: the registry API (in front of
+    the test registry), a token service elsewhere that hands anonymous tokens, and a blob
+    store elsewhere that serves blobs only at a signed URL the API redirects to. The API
+    also answers the first manifest request 429 with Retry-After, and serves test/multi's
+    index with an attestation manifest added (platform unknown/unknown, as image builders
+    attach them), whose digest nobody can fetch."""
+
+    TOKEN = "hub-anonymous-token"
+    SIGNATURE = "X-Amz-Signature=0123abcd"
+
+    def __init__(self, registry):
+        self.registry = registry
+        self.api_requests, self.token_requests, self.blob_requests = [], [], []
+        self.limited = False
+        self.attestation = "sha256:" + "ab" * 32
+        self.token = self._server(self._serve_token)
+        self.blobs = self._server(self._serve_blob)
+        self.api = self._server(self._serve_api)
+
+    def _server(self, serve):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                serve(self)
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        server.host = f"127.0.0.1:{server.server_address[1]}"
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    @staticmethod
+    def reply(h, status, body, headers=()):
+        h.send_response(status)
+        for k, v in headers:
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    def upstream(self, path, accept=None):
+        conn = http.client.HTTPConnection(self.registry.host, timeout=60)
+        conn.request("GET", path, headers={"Accept": accept} if accept else {})
+        r = conn.getresponse()
+        body = r.read()
+        conn.close()
+        return r, body
+
+    def _serve_token(self, h):
+        self.token_requests.append((h.path, h.headers.get("Authorization")))
+        self.reply(h, 200, json.dumps({"token": self.TOKEN, "expires_in": 300}).encode(),
+                   [("Content-Type", "application/json")])
+
+    def _serve_api(self, h):
+        self.api_requests.append((h.path, time.monotonic()))
+        if h.headers.get("Authorization") != f"Bearer {self.TOKEN}":
+            challenge = (f'Bearer realm="http://{self.token.host}/token",'
+                         f'service="hub.test",scope="repository:test/multi:pull"')
+            return self.reply(h, 401, b'{"errors":[{"code":"UNAUTHORIZED"}]}',
+                              [("WWW-Authenticate", challenge)])
+        if "/manifests/" in h.path and not self.limited:
+            self.limited = time.monotonic()
+            return self.reply(h, 429, b'{"errors":[{"code":"TOOMANYREQUESTS"}]}',
+                              [("Retry-After", "1")])
+        if "/blobs/" in h.path:
+            return self.reply(h, 307, b"", [(
+                "Location", f"http://{self.blobs.host}/store{h.path}?X-Amz-Expires=600&"
+                            f"{self.SIGNATURE}")])
+        r, body = self.upstream(h.path, h.headers.get("Accept"))
+        ctype = r.getheader("Content-Type", "")
+        if r.status == 200 and "index" in ctype and h.path.endswith("/manifests/v1"):
+            index = json.loads(body)
+            index["manifests"].append({
+                "mediaType": oci.MT_MANIFEST, "digest": self.attestation, "size": 840,
+                "platform": {"os": "unknown", "architecture": "unknown"},
+                "annotations": {"vnd.docker.reference.type": "attestation-manifest",
+                                "vnd.docker.reference.digest":
+                                    index["manifests"][-1]["digest"]}})
+            body = json.dumps(index).encode()
+        self.reply(h, r.status, body, [("Content-Type", ctype)])
+
+    def _serve_blob(self, h):
+        path, _, query = h.path.partition("?")
+        self.blob_requests.append((path, query, h.headers.get("Authorization")))
+        if self.SIGNATURE not in query or not path.startswith("/store/"):
+            return self.reply(h, 403, b"<Error>SignatureDoesNotMatch</Error>")
+        r, body = self.upstream(path[len("/store"):])
+        self.reply(h, r.status, body, [("Content-Type", "application/octet-stream")])
+
+    def stop(self):
+        for s in (self.api, self.token, self.blobs):
+            s.shutdown()
+            s.server_close()
+
+
+def test_pull_from_a_registry_that_behaves_as_the_big_ones_do(store, registry):
+    """A token service on another host (anonymous), blobs at a signed URL on another host
+    (no credentials go there, the query string intact), 429 with Retry-After honoured, an
+    index carrying an attestation manifest (never fetched), zstd and gzip layers."""
+    hub = HubLike(registry)
+    try:
+        p = store.pull(f"{hub.api.host}/test/multi:v1")
+        assert p.returncode == 0, p.stderr
+        assert store.fixture_env(f"{hub.api.host}/test/multi:v1") == "this-platform"
+        assert hub.token_requests and all(a is None for _, a in hub.token_requests), \
+            "an anonymous token is asked for without credentials"
+        after = [t for path, t in hub.api_requests if "/manifests/" in path and t > hub.limited]
+        assert hub.limited and after, "the manifest was not asked for again after the 429"
+        assert after[0] - hub.limited >= 0.9, "Retry-After: 1 was not waited for"
+        assert not any(hub.attestation in path for path, _ in hub.api_requests), \
+            "the attestation manifest was fetched"
+        assert len(hub.blob_requests) >= 4
+        assert all(a is None and HubLike.SIGNATURE in q for _, q, a in hub.blob_requests), \
+            hub.blob_requests
+    finally:
+        hub.stop()
+
+
+def test_pull_told_to_wait_long_says_so_and_what_helps(store, registry):
+    """A rate limit that asks for an hour: no silent hour-long wait, a message naming the
+    registry, the wait, and what helps (credentials, a mirror)."""
+    class Limited(HubLike):
+        def _serve_api(self, h):
+            if "/manifests/" in h.path:
+                return self.reply(h, 429, b'{"errors":[{"code":"TOOMANYREQUESTS",'
+                                          b'"message":"pull rate limit"}]}',
+                                  [("Retry-After", "3600")])
+            return super()._serve_api(h)
+    hub = Limited(registry)
+    hub.TOKEN = None  # no auth: straight to the limit
+    try:
+        start = time.monotonic()
+        p = store.pull(f"{hub.api.host}/test/multi:v1")
+        assert p.returncode == 125, p.stderr
+        assert time.monotonic() - start < 60
+        assert "429" in p.stderr and "3600" in p.stderr and hub.api.host in p.stderr, p.stderr
+        assert "mirror" in p.stderr and "login" in p.stderr, p.stderr
+        assert store.names() in (None, {}), "nothing stored"
+    finally:
+        hub.stop()
