@@ -81,9 +81,10 @@ static int open_file(const char *path, const char *what, int *ret_dir, int *ret_
         if (dir < 0 || fd < 0) {
                 if (errno == ELOOP)
                         return cs_error_setx(err, ELOOP,
-                                             "%s %s: a symlink on the path: a link the session "
-                                             "could change must not choose the file; name the "
-                                             "file by its own path (realpath prints it)",
+                                             "%s %s: a symlink on the path (the file is taken "
+                                             "by its own path only, so that no link can point "
+                                             "it elsewhere): name it by that path (realpath "
+                                             "prints it)",
                                              what, path);
                 return cs_error_set(err, errno, "%s %s", what, path);
         }
@@ -95,10 +96,11 @@ static int open_file(const char *path, const char *what, int *ret_dir, int *ret_
          * search finds it: the session would rewrite the next launch's list through it. */
         if (sb.st_nlink > 1)
                 return cs_error_setx(err, EPERM,
-                                     "%s %s: the file has %ju links, and a hard link may lie "
+                                     "%s %s: the file has %ju links, and another may lie "
                                      "where the session can write, through which it could "
-                                     "widen its own allowlist: copy it to a file of its own "
-                                     "(cp) and " MOVE_IT,
+                                     "widen its own allowlist: give it a single link (cp it "
+                                     "to a new file, remove the old one) where no session "
+                                     "can write (e.g. ~/.config)",
                                      what, path, (uintmax_t)sb.st_nlink);
         if ((uintmax_t)sb.st_size > EGRESS_FILE_MAX)
                 return cs_error_setx(err, EFBIG, "%s %s is larger than the limit of %zu bytes",
