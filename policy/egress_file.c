@@ -342,7 +342,7 @@ static int judge_one(const struct spec_egress_file *f, struct writable *ws, size
         for (size_t i = 0; i < n; i++)
                 if (ws[i].dev == sb->st_dev && ws[i].ino == sb->st_ino)
                         return refuse(f, &ws[i], "", err);
-        if (!new_mount)
+        if (!new_mount || !n)
                 return 0;
         r = mount_place(id, &m);
         if (r < 0)

@@ -2,8 +2,10 @@
 CLAUDE_PROFILE_SANDBOX_EGRESS_FILE): network.allowedDomains and network.deniedDomains as
 they are, and never a file the session can write."""
 import json
+import os
 import shutil
 import subprocess
+import time
 
 from conftest import base_env, parse_json
 from test_run import Profiles
@@ -172,3 +174,46 @@ def test_run_refuses_a_file_with_a_link_in_the_work_tree(tmp_path):
                                                   CLAUDE_PROFILE_SANDBOX_EGRESS_FILE=str(outside)))
     assert r.returncode == 125, r.stderr
     assert str(outside) in r.stderr and "has 2 links" in r.stderr, r.stderr
+
+
+def open_files(pid):
+    names = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            names.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass  # closed meanwhile
+    return names
+
+
+def test_the_list_is_the_opened_files_whatever_is_put_at_its_path_later(csb, tmp_path):
+    """csandbox holds the file open from the read to the judgement: one swapped in at the
+    same path meanwhile (held up here by --env-fd, read after the file) is neither read nor
+    judged."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    srt = cfg / "srt.json"
+    srt.write_text(OURS)
+    rfd, wfd = os.pipe()
+    proc = subprocess.Popen([csb.binary, "exec", "--plan", "--egress", "allowlist",
+                             "--egress-file", str(srt), "--env-fd", str(rfd), "--", "true"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=base_env(), pass_fds=(rfd,))
+    os.close(rfd)
+    try:
+        # once csandbox holds the file, another takes its name
+        for _ in range(2000):
+            if str(srt) in open_files(proc.pid):
+                break
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.005)
+        else:
+            raise AssertionError("csandbox never opened the file")
+        (cfg / "new.json").write_text(WIDER)
+        os.rename(cfg / "new.json", srt)
+    finally:
+        os.close(wfd)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    eg = json.loads(out)["egress"]
+    assert [h["host"] for h in eg["allow"] if not h.get("builtin")] == ["a.csandbox.test"]
