@@ -49,30 +49,24 @@ static int srt_list(struct sandbox_spec *s, cJSON *net, const char *key, bool de
         return 0;
 }
 
-/* Open path once: its directory with no symlink on the way, then the file O_NOFOLLOW. A
- * ".." is refused too: the name must be the file's own, nothing the session could bend. */
+/* Open path once. Links on the path are followed once, by realpath (a dotfile manager's
+ * ~/.config/x.json -> ~/dotfiles/x.json): what is judged is the file opened, by identity
+ * (egress_file_check), whatever name led to it. The resolved path is then opened with no
+ * link on the way, so the object judged is the one read, even if a link changes meanwhile. */
 static int open_file(const char *path, const char *what, int *ret_dir, int *ret_fd,
                      struct cs_error *err)
 {
         _cleanup_close_ int dir = -1, fd = -1;
-        _cleanup_free_ char *dirname = NULL;
-        const char *base = strrchr(path, '/');
+        _cleanup_free_ char *dirname = NULL, *real = realpath(path, NULL);
+        const char *base;
         struct stat sb;
 
-        for (const char *p = path; *p;) {
-                size_t l = strcspn(p, "/");
-
-                if (l == 2 && p[0] == '.' && p[1] == '.')
-                        return cs_error_setx(err, EINVAL,
-                                             "%s %s: a \"..\" on the path: name the file by "
-                                             "its own path (realpath prints it)",
-                                             what, path);
-                p += l + strspn(p + l, "/");
-        }
-        base = base ? base + 1 : path;
+        if (!real)
+                return cs_error_set(err, errno, "%s %s", what, path);
+        base = strrchr(real, '/') + 1;
         if (!*base)
                 return cs_error_setx(err, EINVAL, "%s %s: not a regular file", what, path);
-        dirname = base == path ? strdup(".") : strndup(path, (size_t)(base - path));
+        dirname = base - 1 == real ? strdup("/") : strndup(real, (size_t)(base - 1 - real));
         if (!dirname)
                 return cs_error_set(err, ENOMEM, "%s %s", what, path);
         dir = cs_open_no_links(AT_FDCWD, dirname, O_PATH | O_DIRECTORY);
@@ -81,11 +75,9 @@ static int open_file(const char *path, const char *what, int *ret_dir, int *ret_
         if (dir < 0 || fd < 0) {
                 if (errno == ELOOP)
                         return cs_error_setx(err, ELOOP,
-                                             "%s %s: a symlink on the path (the file is taken "
-                                             "by its own path only, so that no link can point "
-                                             "it elsewhere): name it by that path (realpath "
-                                             "prints it)",
-                                             what, path);
+                                             "%s %s: a link on its path changed while it was "
+                                             "opened (%s); try again",
+                                             what, path, real);
                 return cs_error_set(err, errno, "%s %s", what, path);
         }
         if (fstat(fd, &sb) < 0)

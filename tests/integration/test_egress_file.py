@@ -94,22 +94,28 @@ def test_a_hard_link_anywhere_refuses_the_file(csb, tmp_path):
     refused(r, srt, out / "started", "has 2 links")
 
 
-def test_a_symlink_or_dotdot_on_the_path_refuses_the_file(csb, tmp_path):
-    cfg, out = tmp_path / "cfg", tmp_path / "out"
-    cfg.mkdir()
-    out.mkdir()
+def test_a_link_on_the_path_is_followed_and_what_it_reaches_is_judged(csb, tmp_path):
+    """A dotfile manager's link (a linked file, a linked directory, a `..`) leads to the
+    file, which is judged by what it is: a safe file launches; a link that leads into a
+    read-write bind is refused, whatever its own name."""
+    cfg, rw, out = tmp_path / "cfg", tmp_path / "rw", tmp_path / "out"
+    for d in (cfg, rw, out):
+        d.mkdir()
     srt = cfg / "srt.json"
     srt.write_text(OURS)
     (tmp_path / "dirlink").symlink_to(cfg)
     (tmp_path / "filelink.json").symlink_to(srt)
-    for path in (tmp_path / "dirlink" / "srt.json", tmp_path / "filelink.json"):
-        refused(csb.run(launch(path, out)), path, out / "started", "a symlink on the path",
-                "realpath prints it")
-    dotdot = f"{cfg}/../cfg/srt.json"
-    refused(csb.run(launch(dotdot, out)), dotdot, out / "started", '".."', "realpath prints it")
-    # the file's own path is taken, and the payload leaves its mark
-    r = csb.run(launch(srt, out))
-    assert r.returncode == 0 and (out / "started").exists(), r.stderr
+    for path in (tmp_path / "dirlink" / "srt.json", tmp_path / "filelink.json",
+                 f"{cfg}/../cfg/srt.json"):
+        (out / "started").unlink(missing_ok=True)
+        r = csb.run(launch(path, out))
+        assert r.returncode == 0 and (out / "started").exists(), (path, r.stderr)
+    (out / "started").unlink()
+    (rw / "srt.json").write_text(WIDER)
+    (tmp_path / "into-rw.json").symlink_to(rw / "srt.json")
+    r = csb.run(launch(tmp_path / "into-rw.json", out, "--bind", str(rw), "/mnt/rw"))
+    assert r.returncode == 125 and str(tmp_path / "into-rw.json") in r.stderr, r.stderr
+    assert not (out / "started").exists()
 
 
 # Run inside `unshare -Urm`: binds of the session's writable directory made on the host
