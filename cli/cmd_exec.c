@@ -337,7 +337,6 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
 {
         const char *term = getenv("TERM"), *home = getenv("HOME");
         const char *image = prescan_image(argc, argv);
-        const char *egress_file = NULL;
         int i, r;
 
         spec_init(s);
@@ -467,7 +466,6 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                         r = spec_egress_add(s, v1, false, "--allow-host", err);
                 } else if (strcmp(a, "--egress-file") == 0) {
                         r = egress_file_load(s, v1, "--egress-file", err);
-                        egress_file = v1;
                 } else if (strcmp(a, "--deny-host") == 0) {
                         r = spec_egress_deny(s, v1, "--deny-host", err);
                 } else if (strcmp(a, "--egress-log") == 0) {
@@ -553,15 +551,16 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                 if (r < 0)
                         return r;
         }
-        if (s->egress != SPEC_EGRESS_ALLOWLIST && (s->n_egress_hosts || s->egress_log))
+        if (s->egress != SPEC_EGRESS_ALLOWLIST &&
+            (s->n_egress_hosts || s->n_egress_files || s->egress_log))
                 return cs_error_setx(
                     err, EINVAL,
                     "--allow-host, --deny-host, --egress-file and --egress-log go with "
                     "--egress allowlist");
         r = spec_egress_finish(s, "--egress", err);
         /* after every --bind: the file must lie in none the session can write */
-        if (r >= 0 && egress_file)
-                r = egress_file_check(s, egress_file, "--egress-file", err);
+        if (r >= 0)
+                r = egress_file_check(s, err);
         if (r < 0)
                 return r;
         r = spec_add_net_files(s, err);

@@ -713,11 +713,8 @@ int plan_build(const struct plan_request *req, struct plan *p, struct cs_error *
         if (r >= 0)
                 r = spec_egress_finish(s, "CLAUDE_PROFILE_SANDBOX_EGRESS=", err);
         /* every bind is known now: the srt file must lie in none the session writes */
-        if (r >= 0 && s->egress == SPEC_EGRESS_ALLOWLIST &&
-            getenv("CLAUDE_PROFILE_SANDBOX_EGRESS_FILE") &&
-            *getenv("CLAUDE_PROFILE_SANDBOX_EGRESS_FILE"))
-                r = egress_file_check(s, getenv("CLAUDE_PROFILE_SANDBOX_EGRESS_FILE"),
-                                      "CLAUDE_PROFILE_SANDBOX_EGRESS_FILE=", err);
+        if (r >= 0)
+                r = egress_file_check(s, err);
         if (r >= 0)
                 r = spec_add_net_files(s, err);
         if (r < 0)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 /* What claude itself connects to before and while it works: its API, the login pages and
  * token endpoint, and its telemetry intake (the names its binary carries). */
@@ -52,6 +53,17 @@ void spec_egress_free(struct sandbox_spec *s)
         }
         free(s->egress_hosts);
         free(s->egress_log);
+        for (size_t i = 0; i < s->n_egress_files; i++) {
+                free(s->egress_files[i].path);
+                free(s->egress_files[i].what);
+                if (s->egress_files[i].fd >= 0)
+                        close(s->egress_files[i].fd);
+                if (s->egress_files[i].dir_fd >= 0)
+                        close(s->egress_files[i].dir_fd);
+        }
+        free(s->egress_files);
+        s->egress_files = NULL;
+        s->n_egress_files = 0;
         s->egress_hosts = NULL;
         s->n_egress_hosts = 0;
         s->egress_log = NULL;

@@ -55,6 +55,14 @@ struct spec_mount {
         size_t seq;  /* insertion order, to keep command-line order among equals */
 };
 
+/* One srt settings file behind egress entries: what was read, by fd. */
+struct spec_egress_file {
+        char *path; /* as given (messages only) */
+        char *what; /* the flag or setting that named it */
+        int fd;     /* the file, O_RDONLY: the entries came from this fd */
+        int dir_fd; /* its directory as opened on the way (O_PATH) */
+};
+
 enum spec_net {
         SPEC_NET_NONE,  /* own netns, loopback up */
         SPEC_NET_HOST,  /* the host's netns */
@@ -197,6 +205,10 @@ struct sandbox_spec {
         struct spec_egress_host *egress_hosts;
         size_t n_egress_hosts;
         char *egress_log; /* each refusal one line; NULL: counted only */
+        /* srt settings files the list was read from (policy/egress_file.c), held open so
+         * that the file judged once every bind is known is the one that was read. */
+        struct spec_egress_file *egress_files;
+        size_t n_egress_files;
 
         struct spec_env_var *env; /* built from scratch, in order */
         size_t n_env;
