@@ -60,6 +60,12 @@ static void on_changed(void *ctx, unsigned root, int root_fd, const char *rel)
         journal_strip_setid(root_fd, rel);
 }
 
+static bool on_rejudge(void *ctx, int root_fd, const char *rel)
+{
+        (void)ctx;
+        return trust_rejudge(root_fd, rel);
+}
+
 /* In the watcher, after a batch: what is new is written to the findings file, added to the
  * session's record (a killed csandbox leaves it), and shown at once. */
 static void on_flushed(void *ctx, bool last)
@@ -154,8 +160,10 @@ static int finish_unfinished(struct run_trust *t, const struct plan *plan, const
                         refuse = true;
                         continue;
                 }
-                t->ops =
-                    (struct journal_ops){.changed = on_changed, .flushed = scan_flushed, .ctx = t};
+                t->ops = (struct journal_ops){.changed = on_changed,
+                                              .flushed = scan_flushed,
+                                              .rejudge = on_rejudge,
+                                              .ctx = t};
                 for (unsigned r = 0; r < TRUST_ROOT_N; r++)
                         t->found[r] = (struct plan_trust){0};
                 (void)journal_scan(roots, TRUST_ROOT_N, &u->since, &t->ops);
@@ -351,8 +359,11 @@ int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct p
                 return cs_error_set(err, errno, "record the session's changes (memfd_create)");
         if (pipe2(t->pause, O_CLOEXEC) < 0)
                 return cs_error_set(err, errno, "start the change journal (pipe2)");
-        t->ops = (struct journal_ops){
-            .changed = on_changed, .flushed = on_flushed, .blind = on_blind, .ctx = t};
+        t->ops = (struct journal_ops){.changed = on_changed,
+                                      .flushed = on_flushed,
+                                      .blind = on_blind,
+                                      .rejudge = on_rejudge,
+                                      .ctx = t};
         r = journal_start(&t->journal, t->roots, TRUST_ROOT_N, &t->since, &t->ops, err);
         if (r < 0)
                 return r;

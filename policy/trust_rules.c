@@ -944,3 +944,32 @@ void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd,
                 judge_profile(&j, root_fd, comp, n, rel);
         judge_work(&j, root_fd, comp, n, rel, root);
 }
+
+/* The files git or claude read from a tree, by name. */
+static const char *const reread_names[] = {
+    "config",       "config.worktree", "settings.json", "settings.local.json",
+    ".mcp.json",    ".config.json",    ".gitconfig",    ".pre-commit-config.yaml",
+    "lefthook.yml", ".gitmodules",     ".gitattributes"};
+
+bool trust_rejudge(int root_fd, const char *rel)
+{
+        const char *base = strrchr(rel, '/');
+        struct stat st;
+
+        base = base ? base + 1 : rel;
+        if (strcmp(base, ".git") == 0 || strcmp(base, "commondir") == 0 ||
+            strcmp(base, "gitdir") == 0)
+                return true;
+        /* inotify sees write(), not a store into a shared mapping's page: read again every
+         * second, so such a change is judged within a second, not when the mapping goes */
+        for (size_t i = 0; i < sizeof(reread_names) / sizeof(*reread_names); i++)
+                if (strcmp(base, reread_names[i]) == 0)
+                        return fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                               S_ISREG(st.st_mode);
+        if (fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
+                return false;
+        /* A link the host may enter (or git may follow): to a directory, or to nothing yet.
+         * A link to a file (node_modules/.bin) leads nowhere a discovery starts. */
+        return fstatat(root_fd, rel, &st, 0) < 0 ? errno == ENOENT || errno == ELOOP
+                                                 : S_ISDIR(st.st_mode);
+}

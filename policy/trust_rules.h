@@ -56,6 +56,11 @@ void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd,
 /* Whether a git config's text names only settings from the inert list (no command, no
  * include, no hooks path...). When not, *ret_why names the first key that is not. */
 bool trust_git_config_inert(const char *text, size_t len, char **ret_why);
+/* Whether the journal judges rel (below root_fd, a changed path) again every second and at
+ * the end: a referrer (a .git entry, a commondir or gitdir file, a link to a directory or to
+ * nothing yet), whose target may change where no watch sees it, and a file git or claude
+ * reads, whose content a store into a shared mapping can change without an event. */
+bool trust_rejudge(int root_fd, const char *rel);
 
 /* git's config reader (config.c of git 2.39), for the judge and its tests: fn gets each key
  * git would see, canonical ("section.sub.key", section and key lowercased), and its value

@@ -299,36 +299,6 @@ static int ref_cmp(const void *a, const void *b)
         return strcmp(x->rel, y->rel);
 }
 
-static const char *const reread_names[] = {
-    "config",       "config.worktree", "settings.json", "settings.local.json",
-    ".mcp.json",    ".config.json",    ".gitconfig",    ".pre-commit-config.yaml",
-    "lefthook.yml", ".gitmodules",     ".gitattributes"};
-
-static bool is_referrer(int root_fd, const char *rel)
-{
-        const char *base = strrchr(rel, '/');
-        struct stat st;
-
-        base = base ? base + 1 : rel;
-        if (strcmp(base, ".git") == 0 || strcmp(base, "commondir") == 0 ||
-            strcmp(base, "gitdir") == 0)
-                return true;
-        /* A file the host's git or claude reads whose content a shared mapping can change
-         * without an event (inotify sees write(), not a store into a page): read again
-         * every second like a referrer, so its change is judged within a second, not when
-         * the mapping goes. */
-        for (size_t i = 0; i < sizeof(reread_names) / sizeof(*reread_names); i++)
-                if (strcmp(base, reread_names[i]) == 0)
-                        return fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                               S_ISREG(st.st_mode);
-        if (fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
-                return false;
-        /* A link the host may enter (or git may follow): to a directory, or to nothing yet.
-         * A link to a file (node_modules/.bin) leads nowhere a discovery starts. */
-        return fstatat(root_fd, rel, &st, 0) < 0 ? errno == ENOENT || errno == ELOOP
-                                                 : S_ISDIR(st.st_mode);
-}
-
 static void remember_referrer(struct watcher *w, const struct pathref *d)
 {
         for (size_t i = 0; i < w->n_refs; i++)
@@ -359,7 +329,8 @@ static void flush(struct watcher *w)
         for (size_t i = 0; i < w->n_dirty; i++) {
                 if (i > 0 && ref_cmp(&w->dirty[i], &w->dirty[i - 1]) == 0)
                         continue;
-                if (is_referrer(w->roots[w->dirty[i].root], w->dirty[i].rel))
+                if (w->ops->rejudge &&
+                    w->ops->rejudge(w->ops->ctx, w->roots[w->dirty[i].root], w->dirty[i].rel))
                         remember_referrer(w, &w->dirty[i]);
                 w->ops->changed(w->ops->ctx, w->dirty[i].root, w->roots[w->dirty[i].root],
                                 w->dirty[i].rel);

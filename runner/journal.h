@@ -25,6 +25,10 @@ struct journal_ops {
          * directory is watched again (!blind). The watcher retries every second. NULL: not
          * told. */
         void (*blind)(void *ctx, bool blind, unsigned root, const char *rel, int err);
+        /* Whether a changed path is to be judged again every second while the session runs
+         * and at its end, wherever it then leads (the judge's choice: what it reads through
+         * a path may change with no event on it). NULL: none is. */
+        bool (*rejudge)(void *ctx, int root_fd, const char *rel);
         void *ctx;
 };
 
