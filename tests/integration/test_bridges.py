@@ -11,13 +11,8 @@ import subprocess
 import pytest
 
 from conftest import CSANDBOX, TIMEOUT, wait_until
-from test_run import (HOME_IN, Profiles, agent, binds, env_of, git,  # noqa: F401 (agent)
-                      import_busybox_image, shell_claude)
-
-
-@pytest.fixture
-def profiles(tmp_path):
-    return Profiles(tmp_path)
+from test_run import (HOME_IN, Profiles, agent, binds, env_of, git,  # noqa: F401 (agent, profiles)
+                      import_busybox_image, profiles, shell_claude)
 
 
 # --- gpg-agent ---------------------------------------------------------------------------

@@ -10,26 +10,9 @@ import os
 import subprocess
 
 from conftest import CSANDBOX, TIMEOUT
-from test_run import CFG_IN, Profiles, git, shell_claude
+from test_run import CFG_IN, Profiles, git, profiles, shell_claude  # noqa: F401
+from test_trust import repo, run_accepting  # noqa: F401
 import pytest
-
-
-@pytest.fixture
-def profiles(tmp_path):
-    return Profiles(tmp_path)
-
-
-@pytest.fixture
-def repo(profiles):
-    git("init", "-q", cwd=profiles.project)
-    git("commit", "-q", "--allow-empty", "-m", "start", cwd=profiles.project)
-    return profiles.project
-
-
-def run_accepting(profiles):
-    return subprocess.run([CSANDBOX, "run", "--accept-changes", "work"],
-                          cwd=str(profiles.project), env=profiles.env(), capture_output=True,
-                          text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
 
 
 def write_inside(profiles, obj):

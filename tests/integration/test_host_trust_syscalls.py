@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import CSANDBOX, TIMEOUT, base_env
-from test_run import CFG_IN, Profiles, git, shell_claude
+from test_run import CFG_IN, Profiles, git, profiles, shell_claude  # noqa: F401
 
 # Every way to a setuid or setgid file, then every way to a second name, each as the
 # program inside makes it; prints {attack: errno name or "ok"} as JSON.
@@ -94,11 +94,6 @@ def check_attacks(got, dirs):
         assert got[pre + "linkat"] == "EXDEV", got
         assert got[pre + "chmod 0755"] == "ok", got
         assert got[pre + "mkdir 0775"] == "ok", got
-
-
-@pytest.fixture
-def profiles(tmp_path):
-    return Profiles(tmp_path)
 
 
 def test_a_run_session_leaves_no_setuid_file_and_no_second_name_on_the_host(profiles):

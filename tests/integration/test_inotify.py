@@ -11,20 +11,9 @@ import subprocess
 import time
 
 from conftest import CSANDBOX, TIMEOUT
-from test_run import Profiles, git, shell_claude  # noqa: F401
+from test_run import Profiles, git, profiles, shell_claude  # noqa: F401
+from test_trust import repo  # noqa: F401
 import pytest
-
-
-@pytest.fixture
-def profiles(tmp_path):
-    return Profiles(tmp_path)
-
-
-@pytest.fixture
-def repo(profiles):
-    git("init", "-q", cwd=profiles.project)
-    git("commit", "-q", "--allow-empty", "-m", "start", cwd=profiles.project)
-    return profiles.project
 
 
 def host_limit(name, fs_name):

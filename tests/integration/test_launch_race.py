@@ -14,15 +14,10 @@ import time
 import pytest
 
 from conftest import CSANDBOX, TIMEOUT
-from test_run import CFG_IN, Profiles, git, shell_claude
+from test_run import CFG_IN, Profiles, git, profiles, shell_claude  # noqa: F401
 
 PLANTER = os.path.join(os.path.dirname(__file__), "planter.py")
 LAUNCHES = 50
-
-
-@pytest.fixture
-def profiles(tmp_path):
-    return Profiles(tmp_path)
 
 
 def snapshot(root):

@@ -9,32 +9,38 @@ import subprocess
 import time
 
 from conftest import CSANDBOX, TIMEOUT
-from test_run import CFG_IN, HOME_IN, Profiles, git, shell_claude  # noqa: F401
+from test_run import CFG_IN, HOME_IN, Profiles, git, profiles, shell_claude  # noqa: F401
 import pytest
 
 
 @pytest.fixture
-def profiles(tmp_path):
-    return Profiles(tmp_path)
-
-
-@pytest.fixture
 def repo(profiles):
+    """A repository with one commit (the trust tests' shared fixture)."""
     git("init", "-q", cwd=profiles.project)
     git("commit", "-q", "--allow-empty", "-m", "start", cwd=profiles.project)
     return profiles.project
 
 
-def host_git(repo, *args):
+def host_git(cwd, *args):
     """The user's own git on the host, after the session (its exit status is not the point)."""
-    env = {"PATH": os.environ["PATH"], "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", *args], cwd=str(repo), env=env, capture_output=True, timeout=60)
+    env = {"PATH": os.environ["PATH"], "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", *args], cwd=str(cwd), env=env, capture_output=True, text=True,
+                          timeout=60)
 
 
 def run_accepting(profiles, **kw):
     return subprocess.run([CSANDBOX, "run", "--accept-changes", "work"],
                           cwd=str(profiles.project), env=profiles.env(), capture_output=True,
                           text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL, **kw)
+
+
+def refused_naming(profiles, *names):
+    """The next launch refuses, naming each of names, and its claude never starts."""
+    shell_claude(profiles, "echo second session\n")
+    r = profiles.run()
+    assert r.returncode == 125 and "second session" not in r.stdout, r.stderr
+    for name in names:
+        assert name in r.stderr, r.stderr
 
 
 # --- read-only inside --------------------------------------------------------------------

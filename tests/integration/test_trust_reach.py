@@ -9,35 +9,9 @@ import subprocess
 import time
 
 from conftest import CSANDBOX, TIMEOUT  # noqa: F401
-from test_run import CFG_IN, HOME_IN, Profiles, git, shell_claude  # noqa: F401
+from test_run import CFG_IN, HOME_IN, Profiles, git, profiles, shell_claude  # noqa: F401
+from test_trust import host_git, refused_naming, repo  # noqa: F401
 import pytest
-
-
-@pytest.fixture
-def profiles(tmp_path):
-    return Profiles(tmp_path)
-
-
-@pytest.fixture
-def repo(profiles):
-    git("init", "-q", cwd=profiles.project)
-    git("commit", "-q", "--allow-empty", "-m", "start", cwd=profiles.project)
-    return profiles.project
-
-
-def host_git(cwd, *args):
-    """The user's own git on the host (its exit status is not the point)."""
-    env = {"PATH": os.environ["PATH"], "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(["git", *args], cwd=str(cwd), env=env, capture_output=True, text=True,
-                          timeout=60)
-
-
-def refused_naming(profiles, *names):
-    shell_claude(profiles, "echo second session\n")
-    r = profiles.run()
-    assert r.returncode == 125 and "second session" not in r.stdout, r.stderr
-    for name in names:
-        assert name in r.stderr, r.stderr
 
 
 def test_a_gitfile_whose_git_dir_is_made_later_in_the_profile_dir(profiles, repo, tmp_path):
