@@ -741,14 +741,7 @@ class HubLike:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         return server
 
-    @staticmethod
-    def reply(h, status, body, headers=()):
-        h.send_response(status)
-        for k, v in headers:
-            h.send_header(k, v)
-        h.send_header("Content-Length", str(len(body)))
-        h.end_headers()
-        h.wfile.write(body)
+    reply = Proxy.reply
 
     def upstream(self, path, accept=None):
         conn = http.client.HTTPConnection(self.registry.host, timeout=60)
