@@ -13,6 +13,7 @@
 #include "../policy/mcp_images.h"
 #include "../policy/plan_report.h"
 #include "../policy/profile.h"
+#include "../policy/trust.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -37,43 +38,69 @@ static const char usage_cache[] =
     "projects) and in the .mcp.json of the current directory and each directory above it,\n"
     "into your csandbox image store. Images already stored are not pulled again. Inside a\n"
     "session, podman and docker see that store read-only: those servers start with no\n"
-    "network.\n"
+    "network. Each image is shown with the server and the file that name it.\n"
+    "\n"
+    "A file a sandboxed session may have changed names nothing to pull until you accept\n"
+    "that session's report: while one waits for the profile (or a session that was not\n"
+    "checked, or one still running), its .claude.json is not used, and while one waits for\n"
+    "a work tree here or above, neither is a .mcp.json in it; sandbox-cache then pulls\n"
+    "nothing and exits 125, naming each image and file. `csandbox run --accept-changes\n"
+    "PROFILE` from the same directory accepts, as run itself asks.\n"
     "\n"
     "      --tls-verify=false   as for `csandbox image pull`\n";
 
+/* One server that runs a container: its image, its name, the file that names it, and where
+ * a session's changes to that file would wait to be accepted (level: -1 the profile's
+ * place, else the tree places from this many directories above the current one up). */
+struct cache_entry {
+        char *image, *server, *file;
+        int level;
+};
+
 struct cache {
-        char *images[CACHE_MAX_IMAGES];
-        char *origin[CACHE_MAX_IMAGES]; /* "server NAME in FILE" */
+        struct cache_entry e[CACHE_MAX_IMAGES];
         size_t n;
+        int level; /* of the file being read */
 };
 
 static void cache_free(struct cache *c)
 {
         for (size_t i = 0; i < c->n; i++) {
-                free(c->images[i]);
-                free(c->origin[i]);
+                free(c->e[i].image);
+                free(c->e[i].server);
+                free(c->e[i].file);
         }
 }
 
 static int cache_add(struct cache *c, const char *image, const char *server, const char *file,
                      struct cs_error *err)
 {
-        for (size_t i = 0; i < c->n; i++)
-                if (strcmp(c->images[i], image) == 0)
-                        return 0;
+        struct cache_entry *e = &c->e[c->n];
+
         if (c->n >= CACHE_MAX_IMAGES)
                 return cs_error_setx(err, E2BIG, "%s: more than %d container images are named",
                                      file, CACHE_MAX_IMAGES);
-        c->images[c->n] = strdup(image);
-        if (asprintf(&c->origin[c->n], "server `%s` in %s", server, file) < 0)
-                c->origin[c->n] = NULL;
-        if (!c->images[c->n] || !c->origin[c->n]) {
-                free(c->images[c->n]);
-                free(c->origin[c->n]);
+        e->image = strdup(image);
+        e->server = strdup(server);
+        e->file = strdup(file);
+        e->level = c->level;
+        if (!e->image || !e->server || !e->file) {
+                free(e->image);
+                free(e->server);
+                free(e->file);
                 return cs_error_set(err, ENOMEM, "%s", file);
         }
         c->n++;
         return 0;
+}
+
+/* Whether entry i's image was named by an earlier entry (pulled once, shown with each). */
+static bool cache_seen(const struct cache *c, size_t i)
+{
+        for (size_t k = 0; k < i; k++)
+                if (strcmp(c->e[k].image, c->e[i].image) == 0)
+                        return true;
+        return false;
 }
 
 /* One server entry: {"command": …, "args": [ … ]}. Not a container run: nothing. */
@@ -185,6 +212,7 @@ static int cache_ancestors(struct cache *c, struct cs_error *err)
 
                 snprintf(shown, sizeof(shown), "%s%s.mcp.json", cwd,
                          strcmp(cwd, "/") == 0 ? "" : "/");
+                c->level = depth;
                 r = cache_file(c, fd, ".mcp.json", shown, false, err);
                 if (r < 0)
                         break;
@@ -208,6 +236,117 @@ static int cache_ancestors(struct cache *c, struct cs_error *err)
         }
         close(fd);
         return r;
+}
+
+/* Where a session's changes to the file of level wait (trust_place_waiting), said. */
+static void cache_say_waiting(unsigned what, const char *where, const char *name)
+{
+        if (what & TRUST_WAIT_REPORT)
+                fprintf(stderr,
+                        "csandbox: sandbox-cache: a sandboxed session changed what the host "
+                        "runs in %s and it is not accepted yet (listed above). Check it, then "
+                        "accept it from this directory with `csandbox run --accept-changes %s` "
+                        "(or `csandbox run %s` at a terminal, which asks), and run sandbox-cache "
+                        "again.\n",
+                        where, name, name);
+        if (what & TRUST_WAIT_UNCHECKED)
+                fprintf(stderr,
+                        "csandbox: sandbox-cache: a sandboxed session in %s ended before "
+                        "csandbox checked what it left: `csandbox run --sandbox %s` from this "
+                        "directory checks it.\n",
+                        where, name);
+        if (what & TRUST_WAIT_RUNNING)
+                fprintf(stderr,
+                        "csandbox: sandbox-cache: a sandboxed session is running in %s: what it "
+                        "writes is judged when it ends; run sandbox-cache after that.\n",
+                        where);
+}
+
+/* A file a session may have written, whose change the user has not accepted, names no image
+ * to pull: the same reports and records `csandbox run` refuses on (policy/trust_pending.c),
+ * read in the same places (the profile's, and the work tree's of this directory and each
+ * one above it). 0: nothing waits for what is named; else CS_EXIT_SETUP, said. */
+static int cache_unaccepted(const struct cache *c, struct profile *p,
+                            const struct profile_config *conf, const char *name)
+{
+        struct trust_place pl;
+        struct cs_error err = {0};
+        char dir[PATH_MAX], where[PATH_MAX + 32];
+        unsigned waits[258] = {0}; /* [0]: the profile's; [1 + level]: the tree's */
+        struct stat st;
+        bool blocked = false;
+        int r;
+
+        /* The profile's state dir, where its reports wait: none yet, nothing waits. */
+        if (p->state_dir && stat(p->state_dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+            profile_state_open(p, &err) < 0) {
+                fprintf(stderr, "csandbox: sandbox-cache: %s\n", err.msg);
+                return CS_EXIT_SETUP;
+        }
+        if (p->state_fd >= 0 && trust_place_profile(p, false, &pl, &err) > 0)
+                waits[0] = trust_place_waiting(&pl);
+        trust_place_close(&pl);
+        if (!getcwd(dir, sizeof(dir)))
+                dir[0] = '\0';
+        /* The tree places above the shallowest .mcp.json named cover it too. */
+        for (int level = 0; dir[0] == '/' && level < 256; level++) {
+                char *slash;
+
+                r = trust_place_tree(conf->data_home, dir, false, &pl, &err);
+                if (r > 0)
+                        waits[1 + level] = trust_place_waiting(&pl);
+                trust_place_close(&pl);
+                if (strcmp(dir, "/") == 0)
+                        break;
+                slash = strrchr(dir, '/');
+                slash[slash == dir ? 1 : 0] = '\0';
+        }
+        for (size_t i = 0; i < c->n; i++) {
+                bool b = c->e[i].level < 0 ? waits[0] != 0 : false;
+
+                for (int level = c->e[i].level; level >= 0 && level < 256 && !b; level++)
+                        b = waits[1 + level] != 0;
+                if (!b)
+                        continue;
+                if (!blocked)
+                        fprintf(stderr, "csandbox: sandbox-cache: not pulling what a file a "
+                                        "sandboxed session may have changed names, until that "
+                                        "change is accepted:\n");
+                blocked = true;
+                fprintf(stderr, "  %s, for server `%s` in %s\n", c->e[i].image, c->e[i].server,
+                        c->e[i].file);
+        }
+        if (!blocked)
+                return 0;
+        /* What waits, shown as run shows it (and accepting nothing), then how to go on. */
+        for (int k = 0; k < 257; k++) {
+                _cleanup_free_ char *text = NULL;
+                bool accepted;
+
+                if (!waits[k])
+                        continue;
+                if (k == 0) {
+                        r = trust_place_profile(p, false, &pl, &err);
+                        snprintf(where, sizeof(where), "the profile %s", p->dir);
+                } else {
+                        if (!getcwd(dir, sizeof(dir)))
+                                break;
+                        for (int up = 1; up < k; up++) {
+                                char *slash = strrchr(dir, '/');
+
+                                slash[slash == dir ? 1 : 0] = '\0';
+                        }
+                        r = trust_place_tree(conf->data_home, dir, false, &pl, &err);
+                        snprintf(where, sizeof(where), "the work tree %s", dir);
+                }
+                if (r > 0 &&
+                    trust_pending_take(&pl, 1, false, NULL, NULL, &text, &accepted, &err) >= 0 &&
+                    text)
+                        fprintf(stderr, "%s\n", text);
+                trust_place_close(&pl);
+                cache_say_waiting(waits[k], where, name);
+        }
+        return CS_EXIT_SETUP;
 }
 
 /* csandbox-import --pull --missing [--quiet] [--tls-verify=false] IMAGE: its exit status. */
@@ -245,7 +384,7 @@ int cmd_sandbox_cache(int argc, char **argv)
         _cleanup_free_ char *helper = NULL;
         const char *name = NULL;
         bool tls_verify = true;
-        size_t failed = 0;
+        size_t failed = 0, images = 0;
         int r, status = 0;
 
         for (int i = 0; i < argc; i++) {
@@ -278,6 +417,7 @@ int cmd_sandbox_cache(int argc, char **argv)
         {
                 char shown[PATH_MAX + 16];
 
+                c.level = -1;
                 snprintf(shown, sizeof(shown), "%s/.claude.json", p.dir);
                 r = cache_file(&c, p.dir_fd, ".claude.json", shown, true, &err);
         }
@@ -293,6 +433,9 @@ int cmd_sandbox_cache(int argc, char **argv)
                        name);
                 goto out;
         }
+        status = cache_unaccepted(&c, &p, &conf, name);
+        if (status != 0)
+                goto out;
         helper = cs_self_sibling("csandbox-import");
         if (!helper) {
                 status = cli_usage_error("sandbox-cache",
@@ -300,16 +443,24 @@ int cmd_sandbox_cache(int argc, char **argv)
                 goto out;
         }
         for (size_t i = 0; i < c.n; i++) {
-                /* The helper prints the one line: pulled, or already stored. */
-                r = cache_pull(helper, c.images[i], tls_verify);
+                if (cache_seen(&c, i))
+                        continue;
+                images++;
+                /* Which file and server asked for it, each, then the helper's one line:
+                 * pulled, or already stored. */
+                for (size_t k = i; k < c.n; k++)
+                        if (strcmp(c.e[k].image, c.e[i].image) == 0)
+                                printf("%s: for server `%s` in %s\n", c.e[i].image, c.e[k].server,
+                                       c.e[k].file);
+                r = cache_pull(helper, c.e[i].image, tls_verify);
                 if (r != 0) {
-                        printf("not pulled %s (%s)%s%s\n", c.images[i], c.origin[i],
-                               r < 0 ? ": " : "", r < 0 ? strerror(-r) : "");
+                        printf("not pulled %s%s%s\n", c.e[i].image, r < 0 ? ": " : "",
+                               r < 0 ? strerror(-r) : "");
                         failed++;
                 }
         }
-        printf("sandbox-cache %s: %zu image%s, %zu ready, %zu failed\n", name, c.n,
-               c.n == 1 ? "" : "s", c.n - failed, failed);
+        printf("sandbox-cache %s: %zu image%s, %zu ready, %zu failed\n", name, images,
+               images == 1 ? "" : "s", images - failed, failed);
         status = failed ? CS_EXIT_SETUP : 0;
 out:
         cache_free(&c);

@@ -77,6 +77,16 @@ int trust_place_profile(const struct profile *p, bool create, struct trust_place
 int trust_place_tree(const char *data_home, const char *tree, bool create, struct trust_place *ret,
                      struct cs_error *err);
 
+/* What waits in one place for the user, read as trust_pending_take and
+ * trust_unfinished_list read it: a report not accepted (or an earlier version's record),
+ * a session that ended before its check, a session running now. 0: nothing. */
+enum {
+        TRUST_WAIT_REPORT = 1u << 0,
+        TRUST_WAIT_UNCHECKED = 1u << 1,
+        TRUST_WAIT_RUNNING = 1u << 2,
+};
+unsigned trust_place_waiting(const struct trust_place *pl);
+
 /* A report the next launch waits on: <place>/<time>-<pid>. */
 int trust_pending_add(const struct trust_place *pl, const char *work_root, const char *report,
                       struct cs_error *err);

@@ -268,6 +268,27 @@ static DIR *place_dir(const struct trust_place *pl)
         return d;
 }
 
+unsigned trust_place_waiting(const struct trust_place *pl)
+{
+        _cleanup_closedir_ DIR *d = place_dir(pl);
+        struct dirent *de;
+        unsigned what = 0;
+
+        while (d && (de = readdir(d))) {
+                bool session = strncmp(de->d_name, SESSION_PREFIX, strlen(SESSION_PREFIX)) == 0;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                if (session_alive(de->d_name))
+                        what |= TRUST_WAIT_RUNNING;
+                else if (session)
+                        what |= TRUST_WAIT_UNCHECKED;
+                else
+                        what |= TRUST_WAIT_REPORT;
+        }
+        return what;
+}
+
 static int name_cmp(const void *a, const void *b)
 {
         return strcmp(*(char *const *)a, *(char *const *)b);

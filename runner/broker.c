@@ -23,15 +23,20 @@
 #include "../policy/seccomp.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -180,6 +185,90 @@ static const struct sock_fprog *broker_filter(const struct sock_fprog *filter,
         return filter;
 }
 
+/* The host directories a session has writable (the work tree, the profile dir, --bind):
+ * the spec's binds without SPEC_MOUNT_RO. */
+static bool host_writable(const struct spec_mount *m)
+{
+        return m->kind == SPEC_MOUNT_BIND && !(m->flags & SPEC_MOUNT_RO);
+}
+
+static int read_only_at(int fd)
+{
+        struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY};
+
+        return mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0 ? -errno : 0;
+}
+
+/* The package manager runs as the broker's root, and the session can plant links at any
+ * time (before the first sudo, and while apt runs) in the /var apt and dpkg write: /var is
+ * the session's own tmpfs and the payload owns its directories, so no check by fd before
+ * a run can hold. What holds is where the broker's writes can land: in a mount namespace of
+ * its own, every host directory bound writable is read-only (the broker, with no
+ * CAP_SYS_ADMIN, cannot undo it), so whatever link apt or dpkg follows, a file it writes
+ * lands in the session's own filesystems (gone with it) or fails with EROFS, and nothing
+ * owned by a subordinate id reaches the work tree or the profile dir. Made before the
+ * payload exists, while paths are still as the spec laid them out. */
+int broker_own_mounts(const struct sandbox_spec *s)
+{
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return -errno;
+        for (size_t i = 0; i < s->n_mounts; i++) {
+                _cleanup_close_ int fd = -1;
+                int r;
+
+                if (!host_writable(&s->mounts[i]))
+                        continue;
+                fd = open(s->mounts[i].dest, O_PATH | O_CLOEXEC);
+                r = fd < 0 ? -errno : read_only_at(fd);
+                /* Absent, or covered by a later mount (not a mount's root there): nothing
+                 * reaches it by that path in this namespace. */
+                if (r == -ENOENT || r == -EINVAL)
+                        continue;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* This process's mount namespace as an fd setns takes: from its pidfd (Linux 6.11), which
+ * needs no /proc (a session's may be empty); else /proc/self/ns/mnt. */
+#ifndef PIDFD_GET_MNT_NAMESPACE
+#define PIDFD_GET_MNT_NAMESPACE _IO(0xFF, 3)
+#endif
+static int broker_own_namespace(void)
+{
+        _cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+        int fd = pidfd >= 0 ? ioctl(pidfd, PIDFD_GET_MNT_NAMESPACE, 0) : -1;
+
+        if (fd < 0)
+                fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+int broker_clone_read_only(const struct sandbox_spec *s, int clone, const char *dir)
+{
+        size_t n = strlen(dir);
+
+        for (size_t i = 0; i < s->n_mounts; i++) {
+                const char *dest = s->mounts[i].dest;
+                _cleanup_close_ int fd = -1;
+                struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                                       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+                                                  RESOLVE_NO_MAGICLINKS};
+                int r;
+
+                if (!host_writable(&s->mounts[i]) || strncmp(dest, dir, n) != 0 || dest[n] != '/')
+                        continue;
+                fd = (int)syscall(SYS_openat2, clone, dest + n + 1, &how, sizeof(how));
+                r = fd < 0 ? -errno : read_only_at(fd);
+                if (r == -ENOENT || r == -EINVAL)
+                        continue;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* The broker's own privilege: uid 0 of the namespace, the capabilities the spec gives it,
  * bounded. */
 static int broker_become_root(const struct sandbox_spec *s, const struct sock_fprog *filter)
@@ -306,7 +395,7 @@ static int broker_run(const struct sandbox_spec *s, const char *path, char *cons
 
 /* The embedded default's layer, made at the first request (host_layer.c). 0: made; <0:
  * could not be, said each time. */
-static int broker_layer(int layer, int err_fd, bool *made, char *note, size_t note_len)
+static int broker_layer(int layer, int self, int err_fd, bool *made, char *note, size_t note_len)
 {
         static int failed;
         static char why[512];
@@ -321,7 +410,7 @@ static int broker_layer(int layer, int err_fd, bool *made, char *note, size_t no
                         why);
                 return failed;
         }
-        r = host_layer_request(layer, &unread, note, note_len, why, sizeof(why));
+        r = host_layer_request(layer, self, &unread, note, note_len, why, sizeof(why));
         if (r < 0) {
                 failed = r;
                 dprintf(err_fd,
@@ -343,7 +432,7 @@ static int broker_layer(int layer, int err_fd, bool *made, char *note, size_t no
         return 0;
 }
 
-static void broker_serve(const struct sandbox_spec *s, int lfd, int layer)
+static void broker_serve(const struct sandbox_spec *s, int lfd, int layer, int self)
 {
         static char buf[BROKER_MAX_MSG + 1];
         static char note[4096];
@@ -367,7 +456,7 @@ static void broker_serve(const struct sandbox_spec *s, int lfd, int layer)
                         dprintf(fds[2], "sudo: %s\n", why);
                         status = 1 << 8;
                 } else if (s->n_layer_dirs &&
-                           broker_layer(layer, fds[2], &made, note, sizeof(note)) < 0) {
+                           broker_layer(layer, self, fds[2], &made, note, sizeof(note)) < 0) {
                         status = 1 << 8;
                 } else {
                         status = broker_run(s, path, argv, fds, conn);
@@ -387,7 +476,7 @@ void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         pid_t pid;
-        int lfd, r, layer;
+        int lfd, r, layer, self = -1;
 
         if (!s->package_broker)
                 return;
@@ -443,13 +532,19 @@ void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter)
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
         }
-        r = broker_become_root(s, filter);
+        r = broker_own_mounts(s);
+        /* The mount helper attaches the layer in this namespace too: it joins it by this
+         * fd, sent with the first request. */
+        if (r >= 0 && layer >= 0)
+                r = self = broker_own_namespace();
+        if (r >= 0)
+                r = broker_become_root(s, filter);
         if (r < 0) {
                 runner_warn("csandbox: the package broker did not start (%s): sudo cannot "
                             "install packages in this session",
                             strerror(-r));
                 _exit(0);
         }
-        broker_serve(s, lfd, layer);
+        broker_serve(s, lfd, layer, self);
         _exit(0);
 }

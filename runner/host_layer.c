@@ -50,6 +50,7 @@
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,14 +66,15 @@
 #define LAYER_MAX_DEPTH 128u
 #define LAYER_MAX_COPY  (512ull << 20)
 #define LAYER_REPLY     4096
-/* What the helper holds: SYS_ADMIN to mount, and the broker's own capabilities. An overlay
+/* What the helper holds: SYS_ADMIN to mount (with SYS_CHROOT, which setns into the broker's
+ * mount namespace asks for too), and the broker's own capabilities. An overlay
  * does every change to its upper with the credentials of whoever mounted it (after checking
  * the caller's own against the merged inode): with less than the broker has, the package
  * manager's chown to _apt or chmod of a root file would fail in the layer (measured), and
  * without DAC_OVERRIDE the overlay cannot even be made (its work dir has mode 0). The
  * payload gains nothing by it: its own credentials are checked first, and they hold no
  * capability. */
-#define LAYER_CAPS(s) ((s)->broker_caps | (1ull << CAP_SYS_ADMIN))
+#define LAYER_CAPS(s) ((s)->broker_caps | (1ull << CAP_SYS_ADMIN) | (1ull << CAP_SYS_CHROOT))
 
 /* The files package managers open for writing in place: made in the upper first, since the
  * kernel cannot copy up a file of the host's root. EMPTY: a lock the user may not read. */
@@ -479,7 +481,7 @@ static int layer_copy_tree(int lower, int upper, dev_t dev, unsigned depth, size
 
 /* One layer dir: an overlay (or, where the kernel locked mounts below it, a copy), the
  * session's mounts below it put back on top. */
-static int layer_one(int tmp, size_t idx, const char *dir, struct layer_walk *w,
+static int layer_one(int tmp, size_t idx, const char *dir, struct layer_walk *w, int *ret_clone,
                      struct cs_error *err)
 {
         _cleanup_close_ int target = open_no_links(dir, O_PATH | O_DIRECTORY);
@@ -547,12 +549,54 @@ static int layer_one(int tmp, size_t idx, const char *dir, struct layer_walk *w,
                            : mnt_attach(subs[i].tree, at, subs[i].rel, dir, err);
         }
         submounts_free(subs, n_subs);
+        /* What the broker's namespace gets: the layer as the session now sees it, with
+         * the session's mounts on it. */
+        if (r >= 0) {
+                *ret_clone = (int)syscall(SYS_open_tree, mnt, "",
+                                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+                                              AT_EMPTY_PATH);
+                if (*ret_clone < 0)
+                        r = cs_error_set(err, errno, "clone the layer over %s", dir);
+        }
         return r;
 }
 
-static int layer_build(const struct sandbox_spec *s, struct layer_walk *w, struct cs_error *err)
+/* The broker runs the package manager in a mount namespace of its own (broker.c,
+ * broker_own_mounts: the host's writable binds read-only there), which the layer must
+ * reach too: the helper joins it by the fd the broker sends and attaches there the clone of
+ * each layer dir, its writable host binds made read-only first. */
+static int layer_to_broker(const struct sandbox_spec *s, int *clones, int broker,
+                           struct cs_error *err)
+{
+        int r;
+
+        for (size_t i = 0; i < s->n_layer_dirs; i++) {
+                r = broker_clone_read_only(s, clones[i], s->layer_dirs[i]);
+                if (r < 0)
+                        return cs_error_set(err, -r,
+                                            "make the host's binds below %s read-only "
+                                            "for the package manager",
+                                            s->layer_dirs[i]);
+        }
+        if (setns(broker, CLONE_NEWNS) < 0)
+                return cs_error_set(err, errno, "enter the package broker's mount namespace");
+        for (size_t i = 0; i < s->n_layer_dirs; i++) {
+                _cleanup_close_ int at = open_no_links(s->layer_dirs[i], O_PATH | O_DIRECTORY);
+
+                if (at < 0 || sys_move_mount(clones[i], at) < 0)
+                        return cs_error_set(err, errno,
+                                            "mount the layer over %s for the package manager",
+                                            s->layer_dirs[i]);
+        }
+        return 0;
+}
+
+static int layer_build(const struct sandbox_spec *s, int broker, struct layer_walk *w,
+                       struct cs_error *err)
 {
         _cleanup_close_ int fs = sys_fsopen("tmpfs"), tmp = -1;
+        _cleanup_free_ int *clones = calloc(s->n_layer_dirs + 1, sizeof(int));
+        int r = 0;
 
         umask(0);
         if (fs < 0 || sys_fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
@@ -561,13 +605,44 @@ static int layer_build(const struct sandbox_spec *s, struct layer_walk *w, struc
         tmp = sys_fsmount(fs, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (tmp < 0)
                 return cs_error_set(err, errno, "make the layer's tmpfs");
-        for (size_t i = 0; i < s->n_layer_dirs; i++) {
-                int r = layer_one(tmp, i, s->layer_dirs[i], w, err);
+        if (!clones)
+                return cs_error_set(err, ENOMEM, "make the layer");
+        for (size_t i = 0; i < s->n_layer_dirs; i++)
+                clones[i] = -1;
+        for (size_t i = 0; r >= 0 && i < s->n_layer_dirs; i++)
+                r = layer_one(tmp, i, s->layer_dirs[i], w, &clones[i], err);
+        if (r >= 0)
+                r = layer_to_broker(s, clones, broker, err);
+        for (size_t i = 0; i < s->n_layer_dirs; i++)
+                if (clones[i] >= 0)
+                        close(clones[i]);
+        return r;
+}
 
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+/* The request: one byte, with the broker's mount namespace (which the helper joins). */
+static ssize_t layer_receive(int sock, char *go, int *ret_fd)
+{
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        struct iovec iov = {.iov_base = go, .iov_len = 1};
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = ctl.space,
+                            .msg_controllen = sizeof(ctl.space)};
+        struct cmsghdr *c;
+        ssize_t n;
+
+        *ret_fd = -1;
+        do
+                n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        c = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(sizeof(int)))
+                memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+        return n;
 }
 
 /* The helper: one request, one answer ("0 N note" or "-errno message"), then exit. */
@@ -578,18 +653,16 @@ static void layer_helper(const struct sandbox_spec *s, int sock)
         char reply[LAYER_REPLY];
         char go;
         ssize_t n;
-        int r;
+        int r, broker = -1;
 
         if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 ||
             exec_keep_capabilities(LAYER_CAPS(s), &err) < 0 ||
             prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0) < 0)
                 _exit(0); /* the broker reads EOF and says the layer cannot be made */
-        do
-                n = read(sock, &go, 1);
-        while (n < 0 && errno == EINTR);
-        if (n != 1)
+        n = layer_receive(sock, &go, &broker);
+        if (n != 1 || broker < 0)
                 _exit(0);
-        r = layer_build(s, &w, &err);
+        r = layer_build(s, broker, &w, &err);
         if (r < 0)
                 snprintf(reply, sizeof(reply), "%d %s", r, err.msg);
         else
@@ -632,9 +705,19 @@ int host_layer_start(const struct sandbox_spec *s)
         _exit(0);
 }
 
-int host_layer_request(int sock, size_t *ret_unread, char *note, size_t note_len, char *why,
-                       size_t why_len)
+int host_layer_request(int sock, int broker_ns, size_t *ret_unread, char *note, size_t note_len,
+                       char *why, size_t why_len)
 {
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int))];
+        } ctl = {0};
+        struct iovec iov = {.iov_base = "m", .iov_len = 1};
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = ctl.space,
+                            .msg_controllen = sizeof(ctl.space)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
         char reply[LAYER_REPLY + 1];
         char *end = NULL;
         ssize_t n;
@@ -642,7 +725,11 @@ int host_layer_request(int sock, size_t *ret_unread, char *note, size_t note_len
 
         *ret_unread = 0;
         note[0] = '\0';
-        if (sock < 0 || write(sock, "m", 1) != 1) {
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &broker_ns, sizeof(int));
+        if (sock < 0 || broker_ns < 0 || sendmsg(sock, &mh, 0) != 1) {
                 snprintf(why, why_len, "its mount helper is not there");
                 return -ESRCH;
         }

@@ -137,8 +137,14 @@ void broker_start(const struct sandbox_spec *s, const struct sock_fprog *filter)
 int host_layer_start(const struct sandbox_spec *s);
 /* The broker: have the layer made (once). 0, with how many host directories could not be
  * mirrored and their names; or -errno with why. */
-int host_layer_request(int sock, size_t *ret_unread, char *note, size_t note_len, char *why,
-                       size_t why_len);
+int host_layer_request(int sock, int broker_ns, size_t *ret_unread, char *note, size_t note_len,
+                       char *why, size_t why_len);
+/* The broker's own mount namespace, made before the payload exists (broker.c): every host
+ * directory bound writable is read-only there. 0 or -errno. */
+int broker_own_mounts(const struct sandbox_spec *s);
+/* In a detached clone of the layer over dir: the spec's writable host binds below dir
+ * made read-only, as broker_own_mounts made them in the broker's namespace. */
+int broker_clone_read_only(const struct sandbox_spec *s, int clone, const char *dir);
 /* The broker, after: the directories a manager expects in the session's own /var. */
 void host_layer_var(void);
 /* Whether the broker runs argv (a package manager's base name, one of the spec's, and its

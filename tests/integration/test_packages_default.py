@@ -209,3 +209,64 @@ def test_only_the_mount_helper_holds_sys_admin_and_only_until_the_first_sudo(tmp
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["CapEff:", "0000000000000000", "1", "status=0", "0",
                                 "CapEff:", "0000000000000000"], r.stdout
+
+
+def foreign(root):
+    """What below root is owned by another uid than the user's (a subordinate id's)."""
+    found = []
+    for d, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = os.path.join(d, name)
+            if os.lstat(p).st_uid != os.getuid():
+                found.append(p)
+    return found
+
+
+def test_links_planted_in_var_lead_no_write_of_the_brokers_root_into_host_dirs(tmp_path):
+    """The payload owns the session's /var: before the first sudo it points apt's and
+    debconf's directories at the work tree and the profile dir, and after it moves /var/lib
+    (the layer's mounts with it) aside for a /var/lib/dpkg that leads into the work tree. apt
+    and dpkg, run as the broker's root, write neither: those host directories are read-only
+    in the broker's mount namespace, so nothing owned by a subordinate id lands there."""
+    build_repo(str(tmp_path))
+    tree, prof = tmp_path / "tree", tmp_path / "profile"
+    tree.mkdir()
+    prof.mkdir()
+    (tree / "mine").write_text("the user's\n")
+    plant = (f"mkdir -p /var/log /var/cache && ln -s {tree} /var/cache/apt &&"
+             f" ln -s {prof} /var/cache/debconf && ln -s {tree} /var/log/apt &&"
+             f" mkdir {tree}/lists && ln -s {tree}/lists /var/lib/apt/lists 2>/dev/null;"
+             " S=/run/csandbox/sudo; $S apt-get update -q; echo update=$?;"
+             " $S apt-get install -y -q csb-hello; echo install=$?;"
+             f" mv /var/lib /var/lib.aside && mkdir /var/lib && ln -s {tree} /var/lib/dpkg &&"
+             f" ln -s {prof} /var/lib/apt && echo moved;"
+             " $S apt-get install -y -q csb-hello; echo again=$?;"
+             f" touch {tree}/payload-wrote {prof}/payload-wrote && echo payload-writes")
+    r = default_session(plant, "--bind", str(tree), str(tree), "--bind", str(prof), str(prof),
+                        tmp=tmp_path)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    out = r.stdout.splitlines()
+    assert "moved" in out and "payload-writes" in out, r.stdout
+    assert "install=0" not in out and "again=0" not in out, r.stdout
+    # apt reached the work tree through the link, and found it read-only
+    assert "read only lock file /var/lib/dpkg/lock" in r.stderr, r.stderr
+    assert foreign(str(tree)) == [] and foreign(str(prof)) == [], (foreign(str(tree)),
+                                                                   foreign(str(prof)), r.stderr)
+    assert sorted(os.listdir(tree)) == ["lists", "mine", "payload-wrote"], os.listdir(tree)
+    assert os.listdir(tree / "lists") == []
+    assert os.listdir(prof) == ["payload-wrote"], os.listdir(prof)
+
+
+def test_the_broker_runs_apt_where_the_work_tree_is_read_only(tmp_path):
+    """Without any link: the package manager's own view has the session's writable host
+    binds read-only, the payload's stays writable, and the install lands in the layer."""
+    build_repo(str(tmp_path))
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    r = default_session("S=/run/csandbox/sudo; $S apt-get update -q >/dev/null &&"
+                        " $S apt-get install -y -q csb-hello >/dev/null && csb-hello &&"
+                        " grep -c ' /usr .* - overlay ' /proc/self/mountinfo;"
+                        f" grep ' {tree} ' /proc/self/mountinfo | grep -c ' rw,'",
+                        "--bind", str(tree), str(tree), tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["hello from a package", "1", "1"], r.stdout
