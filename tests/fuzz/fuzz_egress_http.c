@@ -7,6 +7,8 @@
 
 #include "common/egress_wire.h"
 
+#include <stdbool.h>
+
 struct seen {
         unsigned long heads, body, hash;
         bool bad;

@@ -216,6 +216,31 @@ static void test_proxy_target(void)
         PASS();
 }
 
+static void test_denied_names_and_builtin_ones(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err = {0};
+
+        spec_init(&s);
+        CHECK(spec_egress_add_list(&s, "*.example.com, 192.0.2.0/24", "--allow-host", &err) == 0);
+        CHECK(spec_egress_deny_list(&s, "bad.example.com, port.example.com:8080", "--deny-host",
+                                    &err) == 0);
+        CHECK(spec_egress_add_builtin(&s, &err) == 0);
+        CHECK(spec_egress_name_denied(&s, "bad.example.com", 443));
+        CHECK(spec_egress_name_denied(&s, "bad.example.com", 0));
+        CHECK(spec_egress_name_denied(&s, "port.example.com", 8080));
+        CHECK(!spec_egress_name_denied(&s, "port.example.com", 443));
+        CHECK(!spec_egress_name_denied(&s, "port.example.com", 0)); /* DNS stays */
+        CHECK(!spec_egress_name_denied(&s, "ok.example.com", 443));
+        CHECK(spec_egress_name_builtin(&s, "api.anthropic.com", 443));
+        CHECK(!spec_egress_name_builtin(&s, "api.anthropic.com", 8443));
+        CHECK(!spec_egress_name_builtin(&s, "ok.example.com", 443));
+        /* the multi-tenant telemetry intake is no built-in host */
+        CHECK(!spec_egress_name_allowed(&s, "http-intake.logs.us5.datadoghq.com", 443));
+        spec_free(&s);
+        PASS();
+}
+
 /* The framer run over in as the proxy runs it, fed step bytes at a time: the heads' first
  * words joined by '|' into heads, the body bytes counted; false on BAD (why in *bad). */
 static bool frame(const char *in, size_t len, size_t step, char *heads, size_t *body,
@@ -351,5 +376,6 @@ int main(void)
         test_dns();
         test_proxy_target();
         test_http_framer();
+        test_denied_names_and_builtin_ones();
         return failures ? 1 : 0;
 }
