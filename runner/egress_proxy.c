@@ -54,6 +54,9 @@ static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned general;
 static struct slot reserve[EGRESS_RESERVED];
 static unsigned long accepted;
+/* Threads serving connections, those ending after their reserved slot was taken included:
+ * at most EGRESS_MAX_CONNS + 2 * EGRESS_RESERVED. */
+static atomic_uint threads;
 
 struct conn {
         int fd;
@@ -469,6 +472,8 @@ static bool slot_take(int c, struct conn *k)
         int oldest = -1;
         bool ok = true;
 
+        if (atomic_load(&threads) >= EGRESS_MAX_CONNS + 2 * EGRESS_RESERVED)
+                return false;
         pthread_mutex_lock(&slots_lock);
         k->fd = c;
         k->seq = ++accepted;
@@ -659,6 +664,7 @@ out:
         slot_free(&k);
         close(c);
         free(buf);
+        atomic_fetch_sub(&threads, 1);
         return NULL;
 }
 
@@ -680,7 +686,7 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
         {
                 /* two sockets and two pipes per connection, and a few of its own */
                 struct rlimit nofile;
-                rlim_t want = (EGRESS_MAX_CONNS + EGRESS_RESERVED) * 6 + 64;
+                rlim_t want = (EGRESS_MAX_CONNS + 2 * EGRESS_RESERVED) * 6 + 64;
 
                 if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < want) {
                         nofile.rlim_cur = nofile.rlim_max < want ? nofile.rlim_max : want;
@@ -714,7 +720,9 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
                                 close(c);
                                 continue;
                         }
+                        atomic_fetch_add(&threads, 1);
                         if (pthread_create(&t, &attr, conn_main, k) != 0) {
+                                atomic_fetch_sub(&threads, 1);
                                 slot_free(k);
                                 free(k);
                                 egress_refuse("tcp", NULL, AF_INET, NULL, 0,
