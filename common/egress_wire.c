@@ -325,3 +325,242 @@ int egress_proxy_target(const uint8_t *buf, size_t len, char *name, uint16_t *po
         }
         return target_name(a, (size_t)((colon ? colon : end) - a), name) ? 1 : -1;
 }
+
+/* ---- HTTP/1 requests, one after another ---------------------------------------------- */
+
+enum { H_HEAD, H_LENGTH, H_CHUNK_SIZE, H_CHUNK_DATA, H_CHUNK_END, H_TRAILER, H_OPAQUE };
+
+#define CHUNK_LINE_MAX 4096 /* a chunk-size line, its extensions included */
+
+void egress_http_init(struct egress_http *h)
+{
+        memset(h, 0, sizeof(*h));
+        h->state = H_HEAD;
+}
+
+static bool tchar(uint8_t c)
+{
+        return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* The length of the line at b (its CRLF included), 0 when no CRLF is within max bytes of
+ * len, (size_t)-1 for a bare CR or LF or a control byte other than HT in it. */
+static size_t line_len(const uint8_t *b, size_t len, size_t max)
+{
+        for (size_t i = 0; i < len && i < max; i++) {
+                if (b[i] == '\r') {
+                        if (i + 1 == len)
+                                return 0;
+                        return b[i + 1] == '\n' ? i + 2 : (size_t)-1;
+                }
+                if (b[i] == '\n' || b[i] == 0x7f || (b[i] < 0x20 && b[i] != '\t'))
+                        return (size_t)-1;
+        }
+        return 0;
+}
+
+/* A header field line (CRLF excluded): name, colon, value; name[..nlen] and the value
+ * without its surrounding blanks. false for a folded line or a malformed name. */
+static bool field(const uint8_t *l, size_t n, const uint8_t **v, size_t *vlen, size_t *nlen)
+{
+        size_t i = 0;
+
+        while (i < n && tchar(l[i]))
+                i++;
+        if (i == 0 || i == n || l[i] != ':')
+                return false; /* also a folded line (SP or HT first) and "Name :" */
+        *nlen = i++;
+        while (i < n && (l[i] == ' ' || l[i] == '\t'))
+                i++;
+        while (n > i && (l[n - 1] == ' ' || l[n - 1] == '\t'))
+                n--;
+        *v = l + i;
+        *vlen = n - i;
+        return true;
+}
+
+static bool named(const uint8_t *l, size_t nlen, const char *name)
+{
+        return nlen == strlen(name) && strncasecmp((const char *)l, name, nlen) == 0;
+}
+
+/* The head b[..n] (its empty line included) into h's next state; NULL or why not. */
+static const char *head_take(struct egress_http *h, const uint8_t *b, size_t n)
+{
+        static const char *const bad_line = "a malformed HTTP/1 request line";
+        size_t m = 0, p, l;
+        const uint8_t *t, *sp;
+        bool has_len = false, chunked = false;
+        uint64_t length = 0;
+
+        h->flags = 0;
+        while (m < n && m < 16 && b[m] >= 'A' && b[m] <= 'Z')
+                m++;
+        if (m == 0 || m >= n || b[m] != ' ')
+                return bad_line;
+        l = line_len(b, n, n);
+        if (l == 0 || l == (size_t)-1 || l < m + 12)
+                return bad_line;
+        t = b + m + 1;
+        sp = memchr(t, ' ', l - m - 1);
+        if (!sp || sp == t || (size_t)(b + l - 2 - sp) != 9 ||
+            (memcmp(sp + 1, "HTTP/1.1", 8) != 0 && memcmp(sp + 1, "HTTP/1.0", 8) != 0))
+                return bad_line;
+        for (const uint8_t *c = t; c < sp; c++)
+                if (*c <= 0x20 || *c >= 0x7f)
+                        return bad_line;
+        if (m == 7 && memcmp(b, "CONNECT", 7) == 0)
+                h->flags |= EGRESS_HTTP_CONNECT;
+        for (p = l; p < n;) {
+                const uint8_t *v;
+                size_t vlen, nlen;
+
+                l = line_len(b + p, n - p, n - p);
+                if (l == 0 || l == (size_t)-1)
+                        return "a bare CR or LF or a control byte in a request head";
+                if (l == 2)
+                        break; /* the empty line: the head's end */
+                if (!field(b + p, l - 2, &v, &vlen, &nlen))
+                        return "a malformed or folded header line";
+                if (named(b + p, nlen, "content-length")) {
+                        uint64_t x = 0;
+
+                        if (vlen == 0 || vlen > 18)
+                                return "a bad Content-Length";
+                        for (size_t i = 0; i < vlen; i++) {
+                                if (!isdigit(v[i]))
+                                        return "a bad Content-Length";
+                                x = x * 10 + (uint64_t)(v[i] - '0');
+                        }
+                        if (has_len && x != length)
+                                return "differing Content-Lengths";
+                        has_len = true;
+                        length = x;
+                } else if (named(b + p, nlen, "transfer-encoding")) {
+                        if (chunked || vlen != 7 || strncasecmp((const char *)v, "chunked", 7) != 0)
+                                return "a Transfer-Encoding other than one chunked";
+                        chunked = true;
+                } else if (named(b + p, nlen, "upgrade")) {
+                        h->flags |= EGRESS_HTTP_UPGRADE;
+                }
+                p += l;
+        }
+        if (has_len && chunked)
+                return "both Content-Length and Transfer-Encoding";
+        if (h->flags)
+                h->state = H_OPAQUE;
+        else if (chunked)
+                h->state = H_CHUNK_SIZE;
+        else if (has_len && length)
+                h->state = H_LENGTH, h->left = length;
+        else
+                h->state = H_HEAD; /* a request without either has no body */
+        return NULL;
+}
+
+static size_t http_bad(struct egress_http *h, enum egress_http_what *what, const char *why)
+{
+        h->why = why;
+        *what = EGRESS_HTTP_BAD;
+        return 0;
+}
+
+size_t egress_http_step(struct egress_http *h, const uint8_t *buf, size_t len,
+                        enum egress_http_what *what)
+{
+        size_t n, i;
+        uint64_t size = 0;
+
+        *what = EGRESS_HTTP_MORE;
+        if (len == 0)
+                return 0;
+        switch (h->state) {
+        case H_HEAD:
+                if (buf[0] == '\r' || buf[0] == '\n') {
+                        /* an empty line before a request (after an old client's POST body) */
+                        if (buf[0] == '\n' || len < 2)
+                                return buf[0] == '\n' ? http_bad(h, what, "a bare LF") : 0;
+                        if (buf[1] != '\n')
+                                return http_bad(h, what, "a bare CR");
+                        *what = EGRESS_HTTP_SKIP;
+                        return 2;
+                }
+                for (i = 3; i < len && i < EGRESS_FIRST_MAX; i++)
+                        if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n' &&
+                            buf[i - 3] == '\r')
+                                break;
+                if (i >= EGRESS_FIRST_MAX)
+                        return http_bad(h, what, "a request head longer than the proxy reads");
+                if (i >= len)
+                        return 0;
+                {
+                        const char *why = head_take(h, buf, i + 1);
+
+                        if (why)
+                                return http_bad(h, what, why);
+                }
+                *what = EGRESS_HTTP_HEAD;
+                return i + 1;
+        case H_LENGTH:
+        case H_CHUNK_DATA:
+                n = len < h->left ? len : (size_t)h->left;
+                h->left -= n;
+                if (h->left == 0)
+                        h->state = h->state == H_LENGTH ? H_HEAD : H_CHUNK_END;
+                *what = EGRESS_HTTP_BODY;
+                return n;
+        case H_CHUNK_END:
+                if (len < 2)
+                        return 0;
+                if (buf[0] != '\r' || buf[1] != '\n')
+                        return http_bad(h, what, "a chunk longer than its size");
+                h->state = H_CHUNK_SIZE;
+                *what = EGRESS_HTTP_BODY;
+                return 2;
+        case H_CHUNK_SIZE:
+                n = line_len(buf, len, CHUNK_LINE_MAX);
+                if (n == (size_t)-1 || (n == 0 && len >= CHUNK_LINE_MAX))
+                        return http_bad(h, what, "a bad chunk-size line");
+                if (n == 0)
+                        return 0;
+                for (i = 0; i < n - 2 && isxdigit(buf[i]); i++) {
+                        if (i == 15)
+                                return http_bad(h, what, "a chunk size too large");
+                        size =
+                            size << 4 | (uint64_t)(isdigit(buf[i]) ? buf[i] - '0'
+                                                                   : (tolower(buf[i]) - 'a' + 10));
+                }
+                if (i == 0)
+                        return http_bad(h, what, "a bad chunk size");
+                while (i < n - 2 && (buf[i] == ' ' || buf[i] == '\t'))
+                        i++;
+                if (i < n - 2 && buf[i] != ';')
+                        return http_bad(h, what, "a bad chunk size");
+                h->left = size;
+                h->state = size ? H_CHUNK_DATA : H_TRAILER;
+                h->trailer = 0;
+                *what = EGRESS_HTTP_BODY;
+                return n;
+        case H_TRAILER:
+                n = line_len(buf, len, EGRESS_FIRST_MAX - h->trailer);
+                if (n == (size_t)-1 || (n == 0 && len >= EGRESS_FIRST_MAX - h->trailer))
+                        return http_bad(h, what, "a bad or too long trailer");
+                if (n == 0)
+                        return 0;
+                if (n > 2) {
+                        const uint8_t *v;
+                        size_t vlen, nlen;
+
+                        if (!field(buf, n - 2, &v, &vlen, &nlen))
+                                return http_bad(h, what, "a malformed or folded trailer line");
+                        h->trailer += n;
+                } else {
+                        h->state = H_HEAD;
+                }
+                *what = EGRESS_HTTP_BODY;
+                return n;
+        default: /* H_OPAQUE */
+                *what = EGRESS_HTTP_BODY;
+                return len;
+        }
+}

@@ -27,6 +27,39 @@ enum egress_first egress_first_name(const uint8_t *buf, size_t len, char *name);
  * anything else (not HTTP/1, userinfo in the URI, an address literal, a bad name). */
 int egress_proxy_target(const uint8_t *buf, size_t len, char *name, uint16_t *port);
 
+/* A bounded streaming reader of the HTTP/1 requests a client sends on one connection, so
+ * the proxy judges every request of it (pipelined, keep-alive), not only the first: each
+ * step says what the bytes at the front of the buffer are. A request's head must be whole
+ * in EGRESS_FIRST_MAX bytes; its body is passed by Content-Length or the chunked coding
+ * (trailers included). What two servers could read two ways is refused: Content-Length with
+ * Transfer-Encoding, differing Content-Lengths, a coding other than chunked, a bad chunk
+ * size, a folded header line, a bare CR or LF, a control byte. */
+enum egress_http_what {
+        EGRESS_HTTP_MORE = 0, /* the front is incomplete: nothing taken, read more after it */
+        EGRESS_HTTP_HEAD,     /* a whole request head: judge it, then pass it on */
+        EGRESS_HTTP_BODY,     /* body bytes (chunk sizes and trailers included): pass them on */
+        EGRESS_HTTP_SKIP,     /* empty lines before a request line: dropped */
+        EGRESS_HTTP_BAD,      /* malformed or ambiguous: end the connection (why says why) */
+};
+
+#define EGRESS_HTTP_CONNECT 1u /* flags of a head: a CONNECT */
+#define EGRESS_HTTP_UPGRADE 2u /* asks to switch protocols (an Upgrade header) */
+
+struct egress_http {
+        int state;
+        uint64_t left;   /* body or chunk bytes still to pass */
+        size_t trailer;  /* trailer bytes so far */
+        unsigned flags;  /* of the last head */
+        const char *why; /* of the last EGRESS_HTTP_BAD */
+};
+
+void egress_http_init(struct egress_http *h);
+/* What the front of buf[..len] is: *what, and how many bytes of it (0 for MORE and BAD).
+ * After a head flagged CONNECT or UPGRADE every further byte is BODY (the caller decides
+ * whether the server switched). */
+size_t egress_http_step(struct egress_http *h, const uint8_t *buf, size_t len,
+                        enum egress_http_what *what);
+
 struct egress_dns_query {
         uint16_t id;
         uint16_t qtype;

@@ -83,6 +83,17 @@ int plan_egress(struct plan *p, const struct profile_config *c, struct cs_error 
                 return 0;
         if (spec_egress_add_builtin(s, err) < 0)
                 return -err->err;
+        /* claude's own switches for what the built-in list leaves out: its telemetry and
+         * error reports go to multi-tenant intakes (anyone's key is accepted there), so they
+         * stay off rather than allowed */
+        {
+                static const char *const off[] = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+                                                  "DISABLE_TELEMETRY", "DISABLE_ERROR_REPORTING"};
+
+                for (size_t i = 0; i < sizeof(off) / sizeof(*off); i++)
+                        if (spec_env_set(s, off[i], "1", false, err) < 0)
+                                return -err->err;
+        }
         /* One log per session in the profile's state dir, which the session never sees. */
         gmtime_r(&now, &tm);
         strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);

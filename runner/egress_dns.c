@@ -4,8 +4,11 @@
  * A or AAAA query for an allowed name is looked up through the host's resolver
  * (getaddrinfo) by a pool of at most EGRESS_DNS_WORKERS threads, so a name whose lookup
  * hangs delays only its own answer, and at most EGRESS_DNS_QUEUE queries wait for a worker
- * (more are answered SERVFAIL: the memory stays bounded). The addresses it answers are
- * remembered, as the proxy connects only to an address given for the name. */
+ * (more are answered SERVFAIL: the memory stays bounded). Lookups of names it has not
+ * answered yet take a token of a bucket (EGRESS_DNS_RATE a second, EGRESS_DNS_BURST at
+ * most): a wildcard then cannot push thousands of made-up names a second (data, in their
+ * labels) to its name servers. The addresses it answers are remembered, as the proxy
+ * connects only to an address given for the name. */
 #include "egress_int.h"
 
 #include <errno.h>
@@ -17,6 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
+
+#define STR_(x) #x
+#define STR(x)  STR_(x)
 
 /* ---- what the resolver answered, for the proxy ------------------------------------- */
 
@@ -47,6 +54,17 @@ static void seen_add(const char *name, int family, const unsigned char *addr)
         if (seen_n < EGRESS_SEEN_MAX)
                 seen_n++;
         pthread_mutex_unlock(&seen_lock);
+}
+
+static bool seen_name(const char *name)
+{
+        bool found = false;
+
+        pthread_mutex_lock(&seen_lock);
+        for (size_t i = 0; i < seen_n && !found; i++)
+                found = strcmp(seen[i].name, name) == 0;
+        pthread_mutex_unlock(&seen_lock);
+        return found;
 }
 
 bool egress_seen_has(const char *name, int family, const unsigned char *addr)
@@ -167,16 +185,43 @@ static void *worker_main(void *arg)
         return NULL;
 }
 
+/* Under jobs_lock: a token for a lookup of a name not answered yet; false: none left. */
+static bool token_take(const char *name)
+{
+        static double tokens = EGRESS_DNS_BURST;
+        static struct timespec last;
+        struct timespec now;
+
+        if (seen_name(name))
+                return true;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (last.tv_sec || last.tv_nsec)
+                tokens += ((double)(now.tv_sec - last.tv_sec) +
+                           (double)(now.tv_nsec - last.tv_nsec) / 1e9) *
+                          EGRESS_DNS_RATE;
+        last = now;
+        if (tokens > EGRESS_DNS_BURST)
+                tokens = EGRESS_DNS_BURST;
+        if (tokens < 1)
+                return false;
+        tokens -= 1;
+        return true;
+}
+
+enum queued { QUEUED, QUEUE_FULL, RATE_BOUND };
+
 /* Queue j for a worker, starting one when none is idle and fewer than the bound run; a
- * repeat of a pending query is dropped (its first answers it). false: the queue is full. */
-static bool enqueue(const struct dns_job *j)
+ * repeat of a pending query is dropped (its first answers it). */
+static enum queued enqueue(const struct dns_job *j)
 {
         pthread_t t;
-        bool queued = false;
+        enum queued queued = QUEUE_FULL;
 
         pthread_mutex_lock(&jobs_lock);
         if (pending(j)) {
-                queued = true;
+                queued = QUEUED;
+        } else if (!token_take(j->q.name)) {
+                queued = RATE_BOUND;
         } else if (jobs_n < EGRESS_DNS_QUEUE) {
                 if (idle <= jobs_n && workers < EGRESS_DNS_WORKERS &&
                     pthread_create(&t, thread_attr, worker_main, (void *)(uintptr_t)workers) == 0)
@@ -184,7 +229,7 @@ static bool enqueue(const struct dns_job *j)
                 if (workers > 0) {
                         jobs[(jobs_head + jobs_n) % EGRESS_DNS_QUEUE] = *j;
                         jobs_n++;
-                        queued = true;
+                        queued = QUEUED;
                         pthread_cond_signal(&jobs_ready);
                 }
         }
@@ -217,8 +262,15 @@ static void dns_serve(int fd)
                         answer(&j, EGRESS_DNS_REFUSED, NULL, 0);
                 } else if (j.q.qtype != EGRESS_DNS_A && j.q.qtype != EGRESS_DNS_AAAA) {
                         answer(&j, EGRESS_DNS_NOERROR, NULL, 0); /* no records of that type */
-                } else if (!enqueue(&j)) {
-                        answer(&j, EGRESS_DNS_SERVFAIL, NULL, 0); /* too many waiting */
+                } else {
+                        enum queued e = enqueue(&j);
+
+                        if (e == RATE_BOUND)
+                                egress_refuse("dns", j.q.name, AF_INET, NULL, 53,
+                                              "too many new names (more than " STR(
+                                                  EGRESS_DNS_RATE) " a second)");
+                        if (e != QUEUED)
+                                answer(&j, EGRESS_DNS_SERVFAIL, NULL, 0);
                 }
         }
 }

@@ -17,7 +17,9 @@
 #define EGRESS_PORT        SPEC_EGRESS_PORT
 #define EGRESS_DNS_PORT    SPEC_EGRESS_DNS_PORT
 #define EGRESS_MAX_CONNS   256   /* at once; more are refused */
+#define EGRESS_RESERVED    32    /* more slots beside them, for claude's own hosts only */
 #define EGRESS_FIRST_WAIT  10    /* seconds for a connection's first bytes, all of them */
+#define EGRESS_IDLE        600   /* seconds without a byte either way: the connection ends */
 #define EGRESS_SEEN_MAX    1024  /* name-address pairs the resolver remembers */
 #define EGRESS_LOG_MAX     10000 /* lines; further refusals are only counted */
 #define EGRESS_STACK       (128 << 10)
@@ -25,6 +27,8 @@
 #define EGRESS_RELAY_PIPE  (64 << 10) /* spliced at once */
 #define EGRESS_DNS_WORKERS 8          /* host lookups at once */
 #define EGRESS_DNS_QUEUE   64         /* queries waiting for one; more are answered SERVFAIL */
+#define EGRESS_DNS_RATE    20         /* lookups of new names a second, on average; */
+#define EGRESS_DNS_BURST   64         /* at most this many at once; more are answered SERVFAIL */
 
 /* The sockets handed over, in this order: TCP IPv4, TCP IPv6, DNS IPv4, DNS IPv6. */
 #define EGRESS_FDS 4
@@ -55,7 +59,8 @@ void egress_host_addrs_read(void);
 /* One line in the session's log (time, what, name, address, port, reason), and the count. */
 void egress_refuse(const char *what, const char *name, int family, const void *addr, unsigned port,
                    const char *reason);
-/* The host itself: loopback, unspecified, link-local, multicast, the host's addresses. */
+/* The host itself: loopback, unspecified, link-local, multicast, the host's addresses, and
+ * the clouds' instance metadata services. */
 bool egress_addr_forbidden(int family, const unsigned char *a);
 
 /* The resolver's (egress_dns.c). */

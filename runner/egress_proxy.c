@@ -1,9 +1,11 @@
 /* The egress allowlist's proxy (SPEC_EGRESS_ALLOWLIST; the session's side is egress_ns.c,
  * the resolver egress_dns.c): a process of csandbox's outside the session's namespaces,
  * non-dumpable, serving the sockets made in the session's namespace. Each connection gets a
- * thread (at most EGRESS_MAX_CONNS at once) that reads its first bytes (EGRESS_FIRST_WAIT
- * seconds for all of them, however slowly they drip), decides, and relays; it never
- * decrypts. */
+ * thread (at most EGRESS_MAX_CONNS at once, and EGRESS_RESERVED more for claude's own hosts)
+ * that reads its first bytes (EGRESS_FIRST_WAIT seconds for all of them, however slowly they
+ * drip), decides, and relays until both ends are done or EGRESS_IDLE seconds pass without a
+ * byte; it never decrypts. On a plain HTTP/1 connection every request the client sends is
+ * judged, not only the first. */
 #include "egress.h"
 #include "egress_int.h"
 
@@ -38,7 +40,29 @@
 #define IP6T_SO_ORIGINAL_DST 80
 #endif
 
-static atomic_uint conns;
+/* The slots: EGRESS_MAX_CONNS for any connection (one still sending its first bytes
+ * included), then EGRESS_RESERVED for connections that name one of claude's own hosts, so a
+ * session's flood cannot starve claude. A reserved slot whose connection has named nothing
+ * yet is given to a newer connection when all are taken: a client sends its first bytes at
+ * once, a flood of silent connections then holds none for long. */
+struct slot {
+        int fd;            /* -1: free */
+        unsigned long seq; /* which connection holds it */
+        bool named;        /* it named a built-in host: kept */
+};
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned general;
+static struct slot reserve[EGRESS_RESERVED];
+static unsigned long accepted;
+/* Threads serving connections, those ending after their reserved slot was taken included:
+ * at most EGRESS_MAX_CONNS + 2 * EGRESS_RESERVED. */
+static atomic_uint threads;
+
+struct conn {
+        int fd;
+        int slot; /* -1: a general one, else reserve[slot] */
+        unsigned long seq;
+};
 
 /* One chunk from src to dst: through pipe (spliced, the bytes never copied to the proxy)
  * when there is one, else through buf. 1 moved, 0 src ended, -1 an error. */
@@ -90,11 +114,12 @@ static void relay(int a, int b, uint8_t *buf)
                 struct pollfd p[2] = {{open[0] ? a : -1, POLLIN, 0}, {open[1] ? b : -1, POLLIN, 0}};
                 int r = 0;
 
-                if (poll(p, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        break;
-                }
+                int ready = poll(p, 2, EGRESS_IDLE * 1000);
+
+                if (ready < 0 && errno == EINTR)
+                        continue;
+                if (ready <= 0)
+                        break; /* an error, or nothing either way for EGRESS_IDLE seconds */
                 for (int i = 0; i < 2 && r >= 0; i++) {
                         if (!open[i] || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
                                 continue;
@@ -209,9 +234,278 @@ static ssize_t read_by(int c, uint8_t *buf, size_t len, const struct timespec *d
         }
 }
 
+/* Who judges the requests of a plain HTTP/1 connection. */
+enum judge {
+        JUDGE_LOOPBACK, /* the mapped host loopback: a proxy request must name an allowed host */
+        JUDGE_NAMED,    /* an allowed name's address: each Host allowed and resolved there */
+        JUDGE_RANGE,    /* an allowed range's address: no name denied */
+};
+
+/* Why the request head h[..n] may not pass on a connection to addr:port, or NULL; name gets
+ * the name judged (for the log). */
+static const char *judge_head(enum judge j, const uint8_t *h, size_t n, int family,
+                              const unsigned char *addr, unsigned port, char *name)
+{
+        char target[EGRESS_NAME_MAX];
+        uint16_t tport;
+        int t = egress_proxy_target(h, n, target, &tport);
+
+        name[0] = '\0';
+        if (t != 0 && t != 1)
+                return j == JUDGE_LOOPBACK ? "the host's loopback takes HTTP requests only"
+                                           : "a request target that names no host to check";
+        if (t == 1) {
+                snprintf(name, EGRESS_NAME_MAX, "%s", target);
+                if (spec_egress_name_denied(egress_pol, target, tport))
+                        return "a proxy request for a denied name";
+                if (j != JUDGE_RANGE && !spec_egress_name_allowed(egress_pol, target, tport))
+                        return "a proxy request for a name not allowed";
+        }
+        if (j == JUDGE_LOOPBACK)
+                return NULL; /* the Host of a request of the host's own server */
+        if (egress_first_name(h, n, name) != EGRESS_FIRST_HTTP)
+                return j == JUDGE_RANGE ? NULL : "an HTTP request without a Host";
+        if (spec_egress_name_denied(egress_pol, name, (uint16_t)port))
+                return "a denied name";
+        if (j == JUDGE_RANGE)
+                return NULL;
+        if (!spec_egress_name_allowed(egress_pol, name, (uint16_t)port))
+                return "name not allowed";
+        if (!egress_seen_has(name, family, addr))
+                return "address not one the session's resolver gave for the name";
+        return NULL;
+}
+
+/* After a CONNECT or an Upgrade was passed on: whether the server switched (2xx to a
+ * CONNECT, 101 to an Upgrade). Its status line is peeked, not taken, so it still reaches
+ * the client through the splice. */
+static bool switched(int out, bool connect)
+{
+        struct timeval tv = {EGRESS_IDLE, 0};
+        char st[12];
+        ssize_t n;
+
+        setsockopt(out, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        do
+                n = recv(out, st, sizeof(st), MSG_PEEK | MSG_WAITALL);
+        while (n < 0 && errno == EINTR);
+        tv.tv_sec = 0;
+        setsockopt(out, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (n != (ssize_t)sizeof(st) || memcmp(st, "HTTP/1.", 7) != 0 || st[8] != ' ')
+                return false;
+        return connect ? st[9] == '2' : memcmp(st + 9, "101", 3) == 0;
+}
+
+/* A plain HTTP/1 connection: the client's bytes read through buf (have of them there
+ * already) request by request, each head judged before it passes; the server's spliced
+ * back as they come. A refused request ends the connection (nothing of it is sent). A
+ * CONNECT or an Upgrade must be the connection's first request (clients open a new one
+ * for it) and not on the host's loopback for an Upgrade (a switched stream there could
+ * carry HTTP/2 requests to any host through a proxy); what the client sends after it waits
+ * for the server's answer: switched, the rest is relayed as it is, to the server that
+ * took the judged request; not, the server gets nothing more. */
+static void relay_http(int c, int out, uint8_t *buf, size_t have, enum judge j, int family,
+                       const unsigned char *addr, unsigned port)
+{
+        struct egress_http h;
+        int pipes[2] = {-1, -1};
+        uint8_t *back = NULL;
+        bool from_c = true, from_s = true, first = true;
+        char name[EGRESS_NAME_MAX];
+
+        egress_http_init(&h);
+        if (pipe2(pipes, O_CLOEXEC) < 0) {
+                pipes[0] = pipes[1] = -1;
+                back = malloc(EGRESS_RELAY_BUF);
+                if (!back)
+                        return;
+        }
+        while (from_c || from_s) {
+                struct pollfd p[2] = {{from_c && have < EGRESS_FIRST_MAX ? c : -1, POLLIN, 0},
+                                      {from_s ? out : -1, POLLIN, 0}};
+                int ready;
+
+                while (from_c && have) {
+                        enum egress_http_what w;
+                        size_t n = egress_http_step(&h, buf, have, &w);
+                        const char *why = NULL;
+
+                        if (w == EGRESS_HTTP_MORE)
+                                break;
+                        if (w == EGRESS_HTTP_BAD)
+                                why = h.why;
+                        else if (w == EGRESS_HTTP_HEAD) {
+                                why = judge_head(j, buf, n, family, addr, port, name);
+                                if (!why && h.flags && !first)
+                                        why = "a CONNECT or Upgrade after the connection's "
+                                              "first request";
+                                if (!why && (h.flags & EGRESS_HTTP_UPGRADE) && j == JUDGE_LOOPBACK)
+                                        why = "an Upgrade on the host's loopback";
+                                first = false;
+                        }
+                        if (why) {
+                                egress_refuse("tcp", w == EGRESS_HTTP_HEAD ? name : NULL, family,
+                                              addr, port, why);
+                                goto end;
+                        }
+                        if (w != EGRESS_HTTP_SKIP && cs_write_all(out, buf, n) < 0)
+                                goto end;
+                        memmove(buf, buf + n, have - n);
+                        have -= n;
+                        if (w == EGRESS_HTTP_HEAD && h.flags) {
+                                if (switched(out, h.flags & EGRESS_HTTP_CONNECT)) {
+                                        if (cs_write_all(out, buf, have) == 0)
+                                                relay(c, out, buf);
+                                        goto end;
+                                }
+                                /* refused: whatever the client sent after it is no request
+                                 * of a tunnel, and never judged */
+                                shutdown(out, SHUT_WR);
+                                from_c = false;
+                                have = 0;
+                        }
+                }
+                if (!from_c && !from_s)
+                        break;
+                p[0].fd = from_c && have < EGRESS_FIRST_MAX ? c : -1;
+                ready = poll(p, 2, EGRESS_IDLE * 1000);
+                if (ready < 0 && errno == EINTR)
+                        continue;
+                if (ready <= 0)
+                        break; /* an error, or nothing either way for EGRESS_IDLE seconds */
+                if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        int r = relay_chunk(out, c, pipes, back);
+
+                        if (r < 0)
+                                break;
+                        if (r == 0) {
+                                from_s = false;
+                                shutdown(c, SHUT_WR);
+                        }
+                }
+                if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        ssize_t n = read(c, buf + have, EGRESS_FIRST_MAX - have);
+
+                        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                                continue;
+                        if (n < 0)
+                                break;
+                        if (n == 0) {
+                                /* an unfinished head is never judged, so never sent */
+                                from_c = false;
+                                have = 0;
+                                shutdown(out, SHUT_WR);
+                        }
+                        have += (size_t)n;
+                }
+        }
+end:
+        if (pipes[0] >= 0) {
+                close(pipes[0]);
+                close(pipes[1]);
+        }
+        free(back);
+}
+
+/* The first request's head read whole (by deadline) and judged before anything is
+ * connected; false: refused, and logged. */
+static bool first_request(int c, uint8_t *buf, size_t *have, const struct timespec *deadline,
+                          enum judge j, int family, const unsigned char *addr, unsigned port)
+{
+        struct egress_http h;
+        enum egress_http_what w;
+        char name[EGRESS_NAME_MAX] = "";
+        const char *why = NULL;
+        size_t n;
+
+        for (;;) {
+                ssize_t r;
+
+                egress_http_init(&h);
+                n = egress_http_step(&h, buf, *have, &w);
+                if (w != EGRESS_HTTP_MORE || *have >= EGRESS_FIRST_MAX)
+                        break;
+                r = read_by(c, buf + *have, EGRESS_FIRST_MAX - *have, deadline);
+                if (r <= 0)
+                        break;
+                *have += (size_t)r;
+        }
+        if (w == EGRESS_HTTP_HEAD)
+                why = judge_head(j, buf, n, family, addr, port, name);
+        else if (w == EGRESS_HTTP_BAD)
+                why = h.why;
+        else if (w != EGRESS_HTTP_SKIP)
+                why = "no whole HTTP request head in time";
+        if (why)
+                egress_refuse("tcp", name, family, addr, port, why);
+        return !why;
+}
+
+/* A reserved slot's connection has named name on port: kept when it is one of claude's own
+ * hosts and the slot is still its own. */
+static bool slot_keep(const struct conn *k, const char *name, unsigned port)
+{
+        bool keep = spec_egress_name_builtin(egress_pol, name, (uint16_t)port);
+
+        pthread_mutex_lock(&slots_lock);
+        if (reserve[k->slot].seq != k->seq)
+                keep = false; /* given to a newer connection */
+        else
+                reserve[k->slot].named = keep;
+        pthread_mutex_unlock(&slots_lock);
+        return keep;
+}
+
+static void slot_free(const struct conn *k)
+{
+        pthread_mutex_lock(&slots_lock);
+        if (k->slot < 0)
+                general--;
+        else if (reserve[k->slot].seq == k->seq)
+                reserve[k->slot].fd = -1;
+        pthread_mutex_unlock(&slots_lock);
+}
+
+/* A slot for the connection c just accepted into k; false: none. */
+static bool slot_take(int c, struct conn *k)
+{
+        int oldest = -1;
+        bool ok = true;
+
+        if (atomic_load(&threads) >= EGRESS_MAX_CONNS + 2 * EGRESS_RESERVED)
+                return false;
+        pthread_mutex_lock(&slots_lock);
+        k->fd = c;
+        k->seq = ++accepted;
+        k->slot = -1;
+        if (general < EGRESS_MAX_CONNS) {
+                general++;
+                goto out;
+        }
+        for (int i = 0; i < EGRESS_RESERVED && k->slot < 0; i++) {
+                if (reserve[i].fd < 0)
+                        k->slot = i;
+                else if (!reserve[i].named && (oldest < 0 || reserve[i].seq < reserve[oldest].seq))
+                        oldest = i;
+        }
+        if (k->slot < 0 && oldest >= 0) {
+                /* its thread wakes with nothing read, and finds its slot taken */
+                shutdown(reserve[oldest].fd, SHUT_RDWR);
+                k->slot = oldest;
+        }
+        if (k->slot < 0)
+                ok = false;
+        else
+                reserve[k->slot] = (struct slot){c, k->seq, false};
+out:
+        pthread_mutex_unlock(&slots_lock);
+        return ok;
+}
+
 static void *conn_main(void *arg)
 {
-        int c = (int)(intptr_t)arg, out = -1;
+        struct conn k = *(struct conn *)arg;
+        int c = k.fd, out = -1;
         union {
                 struct sockaddr sa;
                 struct sockaddr_in in;
@@ -226,9 +520,10 @@ static void *conn_main(void *arg)
         const unsigned char *addr;
         size_t have = 0;
         unsigned port;
-        int family;
+        int family, http = -1; /* enum judge, or -1: spliced as it is */
         bool is_proxied = false;
 
+        free(arg);
         if (!buf)
                 goto out;
         if (getsockopt(c, SOL_IP, SO_ORIGINAL_DST, &dst, &dlen) < 0) {
@@ -252,6 +547,12 @@ static void *conn_main(void *arg)
                 have += (size_t)n;
                 kind = egress_first_name(buf, have, name);
         }
+        if (k.slot >= 0 && !slot_keep(&k, name, port)) {
+                egress_refuse("tcp", name, family, addr, port,
+                              "too many connections (the last slots are kept for claude's "
+                              "own hosts)");
+                goto out;
+        }
         if (port == EGRESS_PORT && own_addr(family, addr)) {
                 /* a CONNECT's head may take more reads than its Host did */
                 while (have < EGRESS_FIRST_MAX && !memmem(buf, have, "\r\n\r\n", 4)) {
@@ -271,8 +572,8 @@ static void *conn_main(void *arg)
             memcmp(addr, (const unsigned char[]){169, 254, 1, 2}, 4) == 0) {
                 /* The host's loopback, mapped for the launch's own loopback hooks and for a
                  * proxy of the user's there (Agent Vault's), which connects wherever it is
-                 * asked: HTTP only, and a request asking it to connect somewhere (CONNECT,
-                 * an absolute URI) must name an allowed host. */
+                 * asked: HTTP only, every request judged (relay_http), and one asking it to
+                 * connect somewhere (CONNECT, an absolute URI) must name an allowed host. */
                 char target[EGRESS_NAME_MAX];
                 uint16_t tport;
                 int t = egress_proxy_target(buf, have, target, &tport);
@@ -282,24 +583,36 @@ static void *conn_main(void *arg)
                                       "the host's loopback takes HTTP requests only");
                         goto out;
                 }
-                if (t == 1 && !spec_egress_name_allowed(egress_pol, target, tport)) {
-                        egress_refuse("tcp", target, family, addr, port,
-                                      "a proxy request for a name not allowed");
+                http = JUDGE_LOOPBACK;
+                if (!first_request(c, buf, &have, &deadline, JUDGE_LOOPBACK, family, addr, port))
                         goto out;
-                }
                 dst.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
                 goto connect;
         }
         if (egress_addr_forbidden(family, addr)) {
                 egress_refuse("tcp", name, family, addr, port,
-                              "the host's own, a loopback or a link-local address");
+                              "the host's own, a loopback, a link-local or a metadata address");
                 goto out;
         }
         if (spec_egress_addr_denied(egress_pol, family, addr)) {
                 egress_refuse("tcp", name, family, addr, port, "address in a denied range");
                 goto out;
         }
-        if (!spec_egress_addr_allowed(egress_pol, family, addr, (uint16_t)port)) {
+        /* a denied name wins over an allowed range its address is in */
+        if ((kind == EGRESS_FIRST_TLS || kind == EGRESS_FIRST_HTTP) &&
+            spec_egress_name_denied(egress_pol, name, (uint16_t)port)) {
+                egress_refuse("tcp", name, family, addr, port, "a denied name");
+                goto out;
+        }
+        if (spec_egress_addr_allowed(egress_pol, family, addr, (uint16_t)port)) {
+                /* HTTP to a range: each request's names checked against the denials */
+                char target[EGRESS_NAME_MAX];
+                uint16_t tport;
+                int t = egress_proxy_target(buf, have, target, &tport);
+
+                if (kind == EGRESS_FIRST_HTTP || t == 0 || t == 1)
+                        http = JUDGE_RANGE;
+        } else {
                 const char *why = NULL;
 
                 if (kind == EGRESS_FIRST_MORE)
@@ -316,7 +629,12 @@ static void *conn_main(void *arg)
                         egress_refuse("tcp", name, family, addr, port, why);
                         goto out;
                 }
+                if (kind == EGRESS_FIRST_HTTP)
+                        http = JUDGE_NAMED;
         }
+        if (http >= 0 &&
+            !first_request(c, buf, &have, &deadline, (enum judge)http, family, addr, port))
+                goto out;
 connect:
         tv.tv_sec = EGRESS_FIRST_WAIT;
         out = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -336,14 +654,17 @@ connect:
                 if (cs_write_all(c, ok, sizeof(ok) - 1) == 0 &&
                     cs_write_all(out, end, have - (size_t)(end - buf)) == 0)
                         relay(c, out, buf);
+        } else if (http >= 0) {
+                relay_http(c, out, buf, have, (enum judge)http, family, addr, port);
         } else if (cs_write_all(out, buf, have) == 0)
                 relay(c, out, buf);
 out:
         if (out >= 0)
                 close(out);
+        slot_free(&k);
         close(c);
         free(buf);
-        atomic_fetch_sub(&conns, 1);
+        atomic_fetch_sub(&threads, 1);
         return NULL;
 }
 
@@ -360,10 +681,12 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
         /* its own name, for whoever looks at the host's processes */
         prctl(PR_SET_NAME, "csandbox-egress");
         egress_host_addrs_read();
+        for (int i = 0; i < EGRESS_RESERVED; i++)
+                reserve[i].fd = -1;
         {
                 /* two sockets and two pipes per connection, and a few of its own */
                 struct rlimit nofile;
-                rlim_t want = EGRESS_MAX_CONNS * 6 + 64;
+                rlim_t want = (EGRESS_MAX_CONNS + 2 * EGRESS_RESERVED) * 6 + 64;
 
                 if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < want) {
                         nofile.rlim_cur = nofile.rlim_max < want ? nofile.rlim_max : want;
@@ -381,6 +704,7 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
                 if (poll(p, 2, -1) < 0)
                         continue;
                 for (int i = 0; i < 2; i++) {
+                        struct conn *k;
                         int c;
 
                         if (!(p[i].revents & POLLIN))
@@ -388,9 +712,19 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
                         c = accept4(fds[i], NULL, NULL, SOCK_CLOEXEC);
                         if (c < 0)
                                 continue;
-                        if (atomic_fetch_add(&conns, 1) >= EGRESS_MAX_CONNS ||
-                            pthread_create(&t, &attr, conn_main, (void *)(intptr_t)c) != 0) {
-                                atomic_fetch_sub(&conns, 1);
+                        k = malloc(sizeof(*k));
+                        if (!k || !slot_take(c, k)) {
+                                free(k);
+                                egress_refuse("tcp", NULL, AF_INET, NULL, 0,
+                                              "too many connections");
+                                close(c);
+                                continue;
+                        }
+                        atomic_fetch_add(&threads, 1);
+                        if (pthread_create(&t, &attr, conn_main, k) != 0) {
+                                atomic_fetch_sub(&threads, 1);
+                                slot_free(k);
+                                free(k);
                                 egress_refuse("tcp", NULL, AF_INET, NULL, 0,
                                               "too many connections");
                                 close(c);

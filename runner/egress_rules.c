@@ -48,11 +48,36 @@ void egress_host_addrs_read(void)
         freeifaddrs(list);
 }
 
-/* Never the host itself: loopback, unspecified, link-local, multicast, and every address
- * of the host's. */
+/* The clouds' instance metadata services besides 169.254.169.254 (link-local, refused with
+ * the rest): they hand out the machine's credentials to whoever asks from the host. */
+static const char *const metadata4[] = {
+    "100.100.100.200", /* Alibaba Cloud */
+    "168.63.129.16",   /* Azure's wire server */
+    "192.0.0.192",     /* Oracle Cloud Classic */
+};
+static const char *const metadata6[] = {
+    "fd00:ec2::254",      /* AWS (IMDS over IPv6) */
+    "fd20:ce::254",       /* Google Cloud */
+    "fd00:c1::a9fe:a9fe", /* Oracle Cloud */
+};
+
+static bool listed(int family, const unsigned char *a, const char *const *list, size_t n)
+{
+        unsigned char b[16];
+
+        for (size_t i = 0; i < n; i++)
+                if (inet_pton(family, list[i], b) == 1 &&
+                    memcmp(a, b, family == AF_INET ? 4 : 16) == 0)
+                        return true;
+        return false;
+}
+
+/* Never the host itself: loopback, unspecified, link-local, multicast, every address of the
+ * host's, and the metadata services. */
 bool egress_addr_forbidden(int family, const unsigned char *a)
 {
-        static const unsigned char zero[16], loop6[16] = {[15] = 1};
+        static const unsigned char zero[16], loop6[16] = {[15] = 1},
+                                             nat64[12] = {0x00, 0x64, 0xff, 0x9b};
 
         for (size_t i = 0; i < n_host_addrs; i++)
                 if (host_addrs[i].family == family &&
@@ -60,12 +85,16 @@ bool egress_addr_forbidden(int family, const unsigned char *a)
                         return true;
 
         if (family == AF_INET)
-                return a[0] == 127 || a[0] == 0 || (a[0] == 169 && a[1] == 254) || a[0] >= 224;
+                return a[0] == 127 || a[0] == 0 || (a[0] == 169 && a[1] == 254) || a[0] >= 224 ||
+                       listed(AF_INET, a, metadata4, sizeof(metadata4) / sizeof(*metadata4));
         if (memcmp(a, zero, 16) == 0 || memcmp(a, loop6, 16) == 0 || a[0] == 0xff ||
-            (a[0] == 0xfe && (a[1] & 0xc0) == 0x80))
+            (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) ||
+            listed(AF_INET6, a, metadata6, sizeof(metadata6) / sizeof(*metadata6)))
                 return true;
-        /* an IPv4-mapped address: judged as IPv4 */
-        if (memcmp(a, zero, 10) == 0 && a[10] == 0xff && a[11] == 0xff)
+        /* an IPv4-mapped address, and the well-known NAT64 prefix (a NAT64 gateway of the
+         * host's carries it to that IPv4 address): judged as IPv4 */
+        if ((memcmp(a, zero, 10) == 0 && a[10] == 0xff && a[11] == 0xff) ||
+            memcmp(a, nat64, 12) == 0)
                 return egress_addr_forbidden(AF_INET, a + 12);
         return false;
 }

@@ -13,13 +13,14 @@
 #include <unistd.h>
 
 /* What claude itself connects to before and while it works: its API, the login pages and
- * token endpoint, and its telemetry intake (the names its binary carries). */
+ * token endpoint (the names its binary carries). Not its telemetry intake: that accepts
+ * anyone's key, so it would carry a session's data to any account (plan_egress turns
+ * claude's non-essential traffic off instead). */
 static const char *const builtin_hosts[] = {
     "api.anthropic.com:443",
     "claude.ai:443",
     "platform.claude.com:443",
     "mcp-proxy.anthropic.com:443",
-    "http-intake.logs.us5.datadoghq.com:443",
 };
 
 const char *spec_egress_name(enum spec_egress e)
@@ -267,6 +268,25 @@ bool spec_egress_name_allowed(const struct sandbox_spec *s, const char *name, ui
                         allowed = true;
         }
         return allowed;
+}
+
+bool spec_egress_name_denied(const struct sandbox_spec *s, const char *name, uint16_t port)
+{
+        for (size_t i = 0; i < s->n_egress_hosts; i++) {
+                const struct spec_egress_host *h = &s->egress_hosts[i];
+
+                if (h->deny && name_matches(h, name, port) && (port || !h->port))
+                        return true;
+        }
+        return false;
+}
+
+bool spec_egress_name_builtin(const struct sandbox_spec *s, const char *name, uint16_t port)
+{
+        for (size_t i = 0; i < s->n_egress_hosts; i++)
+                if (s->egress_hosts[i].builtin && name_matches(&s->egress_hosts[i], name, port))
+                        return !spec_egress_name_denied(s, name, port);
+        return false;
 }
 
 static bool range_holds(const struct spec_egress_host *h, int family, const unsigned char *a)

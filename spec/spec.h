@@ -386,6 +386,10 @@ int spec_egress_deny_list(struct sandbox_spec *s, const char *list, const char *
 bool spec_egress_addr_denied(const struct sandbox_spec *s, int family, const void *addr);
 /* name (lower case, no trailing dot) on port (0: any, for DNS) is allowed. */
 bool spec_egress_name_allowed(const struct sandbox_spec *s, const char *name, uint16_t port);
+/* Whether a denied entry matches name on port (0: DNS, then only a deny of every port). */
+bool spec_egress_name_denied(const struct sandbox_spec *s, const char *name, uint16_t port);
+/* Whether name on port is one of claude's own hosts (the built-in list), and not denied. */
+bool spec_egress_name_builtin(const struct sandbox_spec *s, const char *name, uint16_t port);
 /* addr (4 or 16 bytes) on port is inside an allowed range. */
 bool spec_egress_addr_allowed(const struct sandbox_spec *s, int family, const void *addr,
                               uint16_t port);

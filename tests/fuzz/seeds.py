@@ -217,6 +217,19 @@ def egress():
     put("egress_dns", "a", dns_query("api.example.com", 1))
     put("egress_dns", "aaaa-edns", dns_query("ok.v6.csandbox.test", 28, edns=True))
     put("egress_dns", "txt", dns_query("data.exfil.example", 16))
+    # egress_http: the first byte is the size of the pieces the rest arrives in
+    put("egress_http", "pipelined", "\x07GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"
+        "GET http://b.test/ HTTP/1.1\r\nHost: b.test\r\n\r\n")
+    put("egress_http", "length", "\x05POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 9\r\n\r\n"
+        "GET / HTTCONNECT b.test:443 HTTP/1.1\r\n\r\n")
+    put("egress_http", "chunked", "\x03POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "1a;ext=1\r\nGET / HTTP/1.1\r\nHost: b\r\n\r\n\r\n0\r\nX-Trailer: t\r\n\r\n"
+        "GET / HTTP/1.1\r\nHost: c.test\r\n\r\n")
+    put("egress_http", "te-and-length", "\x40POST / HTTP/1.1\r\nContent-Length: 4\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    put("egress_http", "folded", "\x01GET / HTTP/1.1\r\nHost: a.test\r\n b.test\r\n\r\n")
+    put("egress_http", "upgrade", "\x10GET / HTTP/1.1\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\n\r\nGET http://c.test/ HTTP/1.1\r\n\r\n")
 
 
 def main():

@@ -111,7 +111,10 @@ print("held", still, "bodies", first, during, after, flush=True)
 step("done")
 """
 
-MAX_CONNS = 256  # runner/egress_int.h's EGRESS_MAX_CONNS
+# runner/egress_int.h's EGRESS_MAX_CONNS, and twice EGRESS_RESERVED: the slots kept for
+# claude's own hosts, and the threads of silent connections whose reserved slot a newer one
+# took, still ending
+MAX_CONNS = 256 + 2 * 32
 DNS_WORKERS = 8  # EGRESS_DNS_WORKERS
 PER_CONN_KIB = 64  # the proxy's bound per open connection (the issue's target)
 # Under AddressSanitizer each connection's thread keeps the sanitizer's own caches and

@@ -216,6 +216,156 @@ static void test_proxy_target(void)
         PASS();
 }
 
+static void test_denied_names_and_builtin_ones(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err = {0};
+
+        spec_init(&s);
+        CHECK(spec_egress_add_list(&s, "*.example.com, 192.0.2.0/24", "--allow-host", &err) == 0);
+        CHECK(spec_egress_deny_list(&s, "bad.example.com, port.example.com:8080", "--deny-host",
+                                    &err) == 0);
+        CHECK(spec_egress_add_builtin(&s, &err) == 0);
+        CHECK(spec_egress_name_denied(&s, "bad.example.com", 443));
+        CHECK(spec_egress_name_denied(&s, "bad.example.com", 0));
+        CHECK(spec_egress_name_denied(&s, "port.example.com", 8080));
+        CHECK(!spec_egress_name_denied(&s, "port.example.com", 443));
+        CHECK(!spec_egress_name_denied(&s, "port.example.com", 0)); /* DNS stays */
+        CHECK(!spec_egress_name_denied(&s, "ok.example.com", 443));
+        CHECK(spec_egress_name_builtin(&s, "api.anthropic.com", 443));
+        CHECK(!spec_egress_name_builtin(&s, "api.anthropic.com", 8443));
+        CHECK(!spec_egress_name_builtin(&s, "ok.example.com", 443));
+        /* the multi-tenant telemetry intake is no built-in host */
+        CHECK(!spec_egress_name_allowed(&s, "http-intake.logs.us5.datadoghq.com", 443));
+        spec_free(&s);
+        PASS();
+}
+
+/* The framer run over in as the proxy runs it, fed step bytes at a time: the heads' first
+ * words joined by '|' into heads, the body bytes counted; false on BAD (why in *bad). */
+static bool frame(const char *in, size_t len, size_t step, char *heads, size_t *body,
+                  unsigned *flags, const char **bad)
+{
+        static uint8_t buf[EGRESS_FIRST_MAX];
+        struct egress_http h;
+        size_t have = 0, fed = 0;
+
+        egress_http_init(&h);
+        heads[0] = '\0';
+        *body = 0;
+        *flags = 0;
+        *bad = NULL;
+        while (fed < len || have) {
+                size_t n = len - fed < step ? len - fed : step;
+                enum egress_http_what w = EGRESS_HTTP_MORE;
+
+                if (n > sizeof(buf) - have)
+                        n = sizeof(buf) - have;
+                memcpy(buf + have, in + fed, n);
+                have += n;
+                fed += n;
+                for (;;) {
+                        size_t k = egress_http_step(&h, buf, have, &w);
+
+                        if (w == EGRESS_HTTP_MORE)
+                                break;
+                        if (w == EGRESS_HTTP_BAD) {
+                                *bad = h.why;
+                                return false;
+                        }
+                        if (w == EGRESS_HTTP_HEAD) {
+                                size_t m = strcspn((const char *)buf, " ");
+
+                                strcat(heads, heads[0] ? "|" : "");
+                                strncat(heads, (const char *)buf, m);
+                                *flags |= h.flags;
+                        } else if (w == EGRESS_HTTP_BODY)
+                                *body += k;
+                        memmove(buf, buf + k, have - k);
+                        have -= k;
+                        if (!have)
+                                break;
+                }
+                if (fed == len && w == EGRESS_HTTP_MORE)
+                        break;
+        }
+        return true;
+}
+
+static void test_http_framer(void)
+{
+        static const struct {
+                const char *in;
+                const char *heads; /* NULL: refused */
+                size_t body;
+                unsigned flags;
+        } cases[] = {
+            {"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET http://evil/ HTTP/1.1\r\nHost: evil\r\n\r\n",
+             "GET|GET", 0, 0},
+            {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nGET /"
+             "CONNECT x:1 HTTP/1.1\r\n\r\n",
+             "POST|CONNECT", 5, EGRESS_HTTP_CONNECT},
+            /* a chunked body holding a request line is body; the request after it a head */
+            {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n"
+             "29;x=\"y\"\r\nGET http://evil/ HTTP/1.1\r\nHost: evil\r\n\r\n\r\n"
+             "0\r\nX-T: 1\r\n\r\nPUT / HTTP/1.1\r\nHost: a\r\n\r\n",
+             "POST|PUT", 10 + 41 + 2 + 3 + 8 + 2, 0},
+            {"\r\nGET / HTTP/1.0\r\n\r\n", "GET", 0, 0},
+            {"GET / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", "GET", 3, 0},
+            {"GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+             "GET", 18, EGRESS_HTTP_UPGRADE},
+            {"GET / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", NULL, 0,
+             0},
+            {"GET / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", NULL, 0, 0},
+            {"GET / HTTP/1.1\r\nContent-Length: +3\r\n\r\n", NULL, 0, 0},
+            {"GET / HTTP/1.1\r\nContent-Length : 3\r\n\r\n", NULL, 0, 0},
+            {"GET / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", NULL, 0, 0},
+            {"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+             NULL, 0, 0},
+            {"GET / HTTP/1.1\r\nHost: a\r\n b\r\n\r\n", NULL, 0, 0},
+            {"GET / HTTP/1.1\nHost: a\r\n\r\n", NULL, 0, 0},
+            {"GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", NULL, 0, 0},
+            {"GET / HTTP/2.0\r\n\r\n", NULL, 0, 0},
+            {"GET  / HTTP/1.1\r\n\r\n", NULL, 0, 0},
+            {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", NULL, 0, 0},
+            {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n", NULL, 0,
+             0},
+            {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nabGET / HTTP/1.1\r\n", NULL,
+             0, 0},
+            {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n folded\r\n\r\n", NULL, 0,
+             0},
+        };
+        char heads[256];
+        size_t body;
+        unsigned flags;
+        const char *bad;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+                for (size_t step = 1; step <= 4096; step *= 64) {
+                        bool ok = frame(cases[i].in, strlen(cases[i].in), step, heads, &body,
+                                        &flags, &bad);
+
+                        if (!cases[i].heads) {
+                                CHECKF(!ok && bad, "case %zu step %zu: not refused (%s)", i, step,
+                                       heads);
+                                continue;
+                        }
+                        CHECKF(ok, "case %zu step %zu: refused: %s", i, step, bad);
+                        CHECKF(strcmp(heads, cases[i].heads) == 0 && body == cases[i].body &&
+                                   flags == cases[i].flags,
+                               "case %zu step %zu: %s %zu %u", i, step, heads, body, flags);
+                }
+        {
+                /* a head that does not end within what the proxy reads */
+                static char big[EGRESS_FIRST_MAX + 64];
+
+                memset(big, 'a', sizeof(big) - 1);
+                memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
+                CHECK(!frame(big, sizeof(big) - 1, 4096, heads, &body, &flags, &bad) && bad);
+        }
+        PASS();
+}
+
 int main(void)
 {
         test_patterns_and_matching();
@@ -225,5 +375,7 @@ int main(void)
         test_tls_sni();
         test_dns();
         test_proxy_target();
+        test_http_framer();
+        test_denied_names_and_builtin_ones();
         return failures ? 1 : 0;
 }

@@ -1,11 +1,15 @@
 /* Unit tests for the runner's pure parts and the decisions made before a launch: the
  * broker's rules as the planner writes them into the spec and as the broker applies them,
  * the completion of a spec without a subordinate range (the plan then says what runs), the
- * id maps of a range, and where a symlink inside the root leads. */
+ * id maps of a range, where a symlink inside the root leads, and the addresses the egress
+ * proxy never connects to. */
 #include "common/error.h"
 #include "policy/plan.h"
 #include "runner/internal.h"
 #include "runner/mounts_internal.h"
+#include "runner/egress_int.h"
+
+#include <arpa/inet.h>
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -289,6 +293,41 @@ static void test_symlinks_inside_the_root_stay_inside(void)
         PASS();
 }
 
+static void test_metadata_addresses_are_never_a_destination(void)
+{
+        static const char *const never[] = {"169.254.169.254",
+                                            "fd00:ec2::254",
+                                            "fd20:ce::254",
+                                            "fd00:c1::a9fe:a9fe",
+                                            "100.100.100.200",
+                                            "168.63.129.16",
+                                            "192.0.0.192",
+                                            "::ffff:100.100.100.200",
+                                            "::ffff:169.254.169.254",
+                                            "64:ff9b::a9fe:a9fe",
+                                            "64:ff9b::a83f:8110",
+                                            "127.0.0.1",
+                                            "::1",
+                                            "fe80::1"};
+        static const char *const fine[] = {"198.51.100.1", "2001:db8::1", "fd00:ec2::253",
+                                           "100.100.100.201", "64:ff9b::c633:6401"};
+        unsigned char a[16];
+
+        for (size_t i = 0; i < sizeof(never) / sizeof(*never); i++) {
+                int fam = strchr(never[i], ':') ? AF_INET6 : AF_INET;
+
+                CHECK(inet_pton(fam, never[i], a) == 1);
+                CHECKF(egress_addr_forbidden(fam, a), "%s", never[i]);
+        }
+        for (size_t i = 0; i < sizeof(fine) / sizeof(*fine); i++) {
+                int fam = strchr(fine[i], ':') ? AF_INET6 : AF_INET;
+
+                CHECK(inet_pton(fam, fine[i], a) == 1);
+                CHECKF(!egress_addr_forbidden(fam, a), "%s", fine[i]);
+        }
+        PASS();
+}
+
 int main(void)
 {
         test_the_planner_gives_the_broker_a_package_managers_capabilities();
@@ -301,5 +340,6 @@ int main(void)
         test_the_broker_and_warnings_are_in_the_plan();
         test_range_maps_put_the_caller_on_its_own_id();
         test_symlinks_inside_the_root_stay_inside();
+        test_metadata_addresses_are_never_a_destination();
         return failures ? 1 : 0;
 }
