@@ -209,6 +209,73 @@ static ssize_t read_by(int c, uint8_t *buf, size_t len, const struct timespec *d
         }
 }
 
+/* SPEC_NET_RELAY's connection: the session's network, open. Relayed to its original
+ * destination at once, nothing read first (a server that speaks first, SSH's or SMTP's, is
+ * not kept waiting), unless that is the host itself (its own, loopback and link-local
+ * addresses: pasta's sessions cannot reach them either) or a denied range. */
+static void *relay_conn_main(void *arg)
+{
+        int c = (int)(intptr_t)arg, out = -1;
+        union {
+                struct sockaddr sa;
+                struct sockaddr_in in;
+                struct sockaddr_in6 in6;
+        } dst = {0};
+        socklen_t dlen = sizeof(dst);
+        struct timeval tv = {EGRESS_FIRST_WAIT, 0};
+        const unsigned char *addr;
+        uint8_t *buf = NULL;
+        unsigned port;
+        int family;
+
+        if (getsockopt(c, SOL_IP, SO_ORIGINAL_DST, &dst, &dlen) < 0) {
+                dlen = sizeof(dst);
+                if (getsockopt(c, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &dst, &dlen) < 0) {
+                        egress_refuse("tcp", NULL, AF_INET, NULL, 0, "no original destination");
+                        goto out;
+                }
+        }
+        family = dst.sa.sa_family;
+        addr = family == AF_INET ? (const unsigned char *)&dst.in.sin_addr
+                                 : (const unsigned char *)&dst.in6.sin6_addr;
+        port = ntohs(family == AF_INET ? dst.in.sin_port : dst.in6.sin6_port);
+        if (egress_pol->map_host_loopback && family == AF_INET &&
+            memcmp(addr, (const unsigned char[]){169, 254, 1, 2}, 4) == 0) {
+                /* the host's loopback, mapped as pasta maps it */
+                dst.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        } else if (egress_addr_forbidden(family, addr)) {
+                egress_refuse("tcp", NULL, family, addr, port,
+                              "the host's own, a loopback or a link-local address");
+                goto out;
+        } else if (spec_egress_addr_denied(egress_pol, family, addr)) {
+                egress_refuse("tcp", NULL, family, addr, port, "address in a denied range");
+                goto out;
+        }
+        out = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (out < 0)
+                goto out;
+        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(out, &dst.sa, family == AF_INET ? sizeof(dst.in) : sizeof(dst.in6)) < 0) {
+                /* the client sees a reset, as from a refusing host, not an empty reply */
+                struct linger l = {1, 0};
+
+                setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+                goto out;
+        }
+        tv.tv_sec = 0;
+        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        buf = malloc(EGRESS_RELAY_BUF);
+        if (buf)
+                relay(c, out, buf);
+out:
+        if (out >= 0)
+                close(out);
+        close(c);
+        free(buf);
+        atomic_fetch_sub(&conns, 1);
+        return NULL;
+}
+
 static void *conn_main(void *arg)
 {
         int c = (int)(intptr_t)arg, out = -1;
@@ -389,7 +456,10 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
                         if (c < 0)
                                 continue;
                         if (atomic_fetch_add(&conns, 1) >= EGRESS_MAX_CONNS ||
-                            pthread_create(&t, &attr, conn_main, (void *)(intptr_t)c) != 0) {
+                            pthread_create(&t, &attr,
+                                           egress_pol->net == SPEC_NET_RELAY ? relay_conn_main
+                                                                             : conn_main,
+                                           (void *)(intptr_t)c) != 0) {
                                 atomic_fetch_sub(&conns, 1);
                                 egress_refuse("tcp", NULL, AF_INET, NULL, 0,
                                               "too many connections");
@@ -408,6 +478,7 @@ int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_pro
 
         p->pid = -1;
         p->log_path = s->egress_log;
+        p->relay = s->net == SPEC_NET_RELAY;
         egress_fds_msg(&m, NULL);
         do
                 n = recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
@@ -483,8 +554,14 @@ void egress_proxy_stop(struct egress_proxy *p)
                 kill(p->pid, SIGKILL);
                 while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
                         ;
-                if (!p->report)
+                if (!p->report || (p->relay && !*p->refused))
                         ;
+                else if (p->relay)
+                        fprintf(stderr,
+                                "csandbox: relay: %lu connection(s) or queries refused (the "
+                                "host's own addresses, denied hosts)%s%s\n",
+                                *p->refused, p->log_path ? "; each is in " : "",
+                                p->log_path ? p->log_path : "");
                 else if (p->log_path)
                         fprintf(stderr,
                                 "csandbox: egress: %lu connection(s) or queries refused; "

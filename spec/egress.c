@@ -314,3 +314,15 @@ int spec_egress_finish(struct sandbox_spec *s, const char *what, struct cs_error
         s->net = SPEC_NET_PASTA;
         return spec_egress_add_builtin(s, err);
 }
+
+bool spec_egress_name_denied(const struct sandbox_spec *s, const char *name, uint16_t port)
+{
+        for (size_t i = 0; i < s->n_egress_hosts; i++) {
+                const struct spec_egress_host *h = &s->egress_hosts[i];
+
+                /* as above: for DNS (port 0) only a deny of every port refuses the name */
+                if (h->deny && name_matches(h, name, port) && (port || !h->port))
+                        return true;
+        }
+        return false;
+}

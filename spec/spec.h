@@ -59,6 +59,9 @@ enum spec_net {
         SPEC_NET_NONE,  /* own netns, loopback up */
         SPEC_NET_HOST,  /* the host's netns */
         SPEC_NET_PASTA, /* own netns + pasta (the networking issue) */
+        /* own netns whose TCP and DNS csandbox's proxy and resolver relay from the host's
+         * network, to any host but the host itself (runner/egress_ns.c): no tun, no pasta */
+        SPEC_NET_RELAY,
 };
 
 /* Where the session's network may connect (spec/egress.c, runner/egress_ns.c). */
@@ -374,6 +377,8 @@ int spec_egress_deny_list(struct sandbox_spec *s, const char *list, const char *
 bool spec_egress_addr_denied(const struct sandbox_spec *s, int family, const void *addr);
 /* name (lower case, no trailing dot) on port (0: any, for DNS) is allowed. */
 bool spec_egress_name_allowed(const struct sandbox_spec *s, const char *name, uint16_t port);
+/* name on port (0: any, for DNS) is denied: SPEC_NET_RELAY's only name check. */
+bool spec_egress_name_denied(const struct sandbox_spec *s, const char *name, uint16_t port);
 /* addr (4 or 16 bytes) on port is inside an allowed range. */
 bool spec_egress_addr_allowed(const struct sandbox_spec *s, int family, const void *addr,
                               uint16_t port);
