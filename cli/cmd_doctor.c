@@ -154,11 +154,19 @@ static void check_network(void)
         if (runner_spec_complete(&s, &err) < 0) {
                 report(false, "network", err.msg);
         } else if (s.net == SPEC_NET_NONE) {
-                network_ok = true;
-                report(true, "network",
-                       "this machine has no network (no route but loopback; a container "
-                       "started with --network none?): `run` sessions start without one, and "
-                       "say so");
+                static const char *const none_args[] = {"--net",   "none", "--",
+                                                        "/bin/sh", "-c",   "exit 0"};
+
+                network_ok =
+                    try_sandbox(none_args, sizeof(none_args) / sizeof(*none_args), &err) >= 0;
+                if (!network_ok)
+                        report(false, "network", err.msg);
+                else
+                        report(
+                            true, "network",
+                            "this machine has no network (no route but loopback; a container "
+                            "started with --network none?): `run` sessions start without one, and "
+                            "say so");
         } else if (s.net == SPEC_NET_RELAY) {
                 /* the launch's own note: the cause, then the fix */
                 const char *why = s.n_warnings ? s.warnings[0] : "";
