@@ -182,3 +182,35 @@ def test_net_relay_keeps_to_denied_hosts_and_the_host(csb, tmp_path):
     assert plan["net"] == "relay" and plan["egress"]["deny"] == ["no.csandbox.test"], plan
     r = csb.run(["--net", "relay", "--allow-host", "ok.csandbox.test", "--", "true"])
     assert r.returncode == 125 and "--egress allowlist" in r.stderr, r.stderr
+
+
+GREETED = r"""
+import socket, sys
+c = socket.create_connection(("169.254.1.2", int(sys.argv[1])), timeout=30)
+print(c.recv(100).decode().strip() or "nothing")
+"""
+
+
+def test_a_server_that_speaks_first_is_relayed_at_once(csb):
+    """The relay reads nothing before it connects (an SSH or SMTP server speaks first): a
+    greeting from a server on the host's loopback, mapped, reaches a client that sends
+    nothing; the server sees the connection."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    proc = subprocess.Popen([csb.binary, "exec", "--net", "relay", "--map-host-loopback", "--",
+                             "python3", "-c", GREETED, str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=base_env(),
+                            stdin=subprocess.DEVNULL, cwd="/")
+    try:
+        srv.settimeout(TIMEOUT)
+        conn, _ = srv.accept()
+        conn.sendall(b"220 greeting\r\n")
+        out, err = proc.communicate(timeout=TIMEOUT)
+        conn.close()
+    finally:
+        proc.kill()
+        srv.close()
+    assert proc.returncode == 0, err
+    assert out == "220 greeting\n", (out, err)
