@@ -156,17 +156,21 @@ static void check_network(void)
         } else if (s.net == SPEC_NET_NONE) {
                 static const char *const none_args[] = {"--net",   "none", "--",
                                                         "/bin/sh", "-c",   "exit 0"};
+                /* the launch's own note: "csandbox: the session has no network: ..." */
+                const char *why = s.n_warnings ? s.warnings[0] : "";
+                const char *none = strstr(why, "this machine has none");
 
                 network_ok =
                     try_sandbox(none_args, sizeof(none_args) / sizeof(*none_args), &err) >= 0;
-                if (!network_ok)
-                        report(false, "network", err.msg);
+                if (network_ok)
+                        snprintf(line, sizeof(line),
+                                 "`run` sessions start without a network, and say so: %s",
+                                 none ? none : "this machine has none");
                 else
-                        report(
-                            true, "network",
-                            "this machine has no network (no route but loopback; a container "
-                            "started with --network none?): `run` sessions start without one, and "
-                            "say so");
+                        snprintf(line, sizeof(line),
+                                 "no sandbox starts here (%s), nor would it have a network: %s",
+                                 err.msg, none ? none : "this machine has none");
+                report(network_ok, "network", line);
         } else if (s.net == SPEC_NET_RELAY) {
                 /* the launch's own note: the cause, then the fix */
                 const char *why = s.n_warnings ? s.warnings[0] : "";

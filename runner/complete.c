@@ -91,10 +91,9 @@ static int net_fallback(struct sandbox_spec *s, struct cs_error *err)
         if (!host_has_route()) {
                 s->net = SPEC_NET_NONE;
                 s->map_host_loopback = false;
-                return spec_warn(s, err,
-                                 "csandbox: the session has no network: this machine has none "
-                                 "(no route but loopback; a container started with --network "
-                                 "none?)");
+                cs_error_setx(&why, ENETUNREACH, "this machine has none (no route but loopback)");
+                diagnose_no_network(&why);
+                return spec_warn(s, err, "csandbox: the session has no network: %s", why.msg);
         }
         if (runner_tun_usable(&why) == 0)
                 return 0;

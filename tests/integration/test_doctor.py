@@ -116,7 +116,9 @@ def test_doctor_names_the_relay_where_the_sandbox_has_no_tun(csb):
     outer = [CSANDBOX, "exec", "--ro-bind", CSANDBOX, CSANDBOX, "--ro-bind", PROBE, PROBE, "--"]
     r = doctor(wrap=outer)
     net = lines(r)["network"]
-    assert net.startswith("ok") and "this machine has no network" in net, net
+    assert net.startswith("ok") and "start without a network" in net, net
+    assert "this machine has none" in net and "inside csandbox" in net, net
+    assert "--net pasta" in net, net
 
 
 def libnftables():
