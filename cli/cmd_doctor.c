@@ -28,6 +28,8 @@
 #include <unistd.h>
 
 static int problems;
+/* What the egress line depends on: whether any sandbox, and `run`'s network, started. */
+static bool sandbox_ok, network_ok;
 
 static void report(bool ok, const char *what, const char *detail)
 {
@@ -78,7 +80,8 @@ static void check_sandbox(void)
         static const char *const args[] = {"--net", "none", "--", "/bin/sh", "-c", "exit 0"};
         struct cs_error err = {0};
 
-        if (try_sandbox(args, sizeof(args) / sizeof(*args), &err) < 0)
+        sandbox_ok = try_sandbox(args, sizeof(args) / sizeof(*args), &err) >= 0;
+        if (!sandbox_ok)
                 report(false, "sandbox", err.msg);
         else if (runner_notes_seen() & RUNNER_NOTE_HOSTNAME)
                 report(true, "sandbox",
@@ -125,10 +128,13 @@ static void check_openat2(void)
                 report(true, "openat2", "available (destinations resolved with RESOLVE_IN_ROOT)");
 }
 
+/* `run`'s network as `run` decides it (runner_spec_complete): pasta, or csandbox's relay
+ * where /dev/net/tun cannot be used, or none where the machine has no network; each tried
+ * in a throwaway sandbox. */
 static void check_network(void)
 {
         struct sandbox_spec s;
-        struct net_helper h;
+        struct net_helper h = {.pid = -1, .ready_fd = -1, .err_fd = -1, .exit_fd = -1};
         struct cs_error err = {0};
         char line[5000];
 
@@ -143,8 +149,51 @@ static void check_network(void)
             "-c",
             ("grep -qE '^[^[:space:]]+[[:space:]]+00000000[[:space:]]' /proc/net/route || "
              "grep -E '^0{32} 00 ' /proc/net/ipv6_route | grep -qvE ' lo$'")};
+        static const char *const relay_args[] = {"--net", "relay", "--", "/bin/sh", "-c", "exit 0"};
 
-        if (netns_helper_find(&s, &h, &err) < 0) {
+        if (runner_spec_complete(&s, &err) < 0) {
+                report(false, "network", err.msg);
+        } else if (s.net == SPEC_NET_NONE) {
+                static const char *const none_args[] = {"--net",   "none", "--",
+                                                        "/bin/sh", "-c",   "exit 0"};
+                /* the launch's own note: "csandbox: the session has no network: ..." */
+                const char *why = s.n_warnings ? s.warnings[0] : "";
+                const char *none = strstr(why, "this machine has none");
+
+                network_ok =
+                    try_sandbox(none_args, sizeof(none_args) / sizeof(*none_args), &err) >= 0;
+                if (network_ok)
+                        snprintf(line, sizeof(line),
+                                 "`run` sessions start without a network, and say so: %s",
+                                 none ? none : "this machine has none");
+                else
+                        snprintf(line, sizeof(line),
+                                 "no sandbox starts here (%s), nor would it have a network: %s",
+                                 err.msg, none ? none : "this machine has none");
+                report(network_ok, "network", line);
+        } else if (s.net == SPEC_NET_RELAY) {
+                /* the launch's own note: the cause, then the fix */
+                const char *why = s.n_warnings ? s.warnings[0] : "";
+                const char *fix = s.n_warnings > 1 ? s.warnings[1] : "";
+                const char *cause = strstr(why, "): ");
+
+                if (try_sandbox(relay_args, sizeof(relay_args) / sizeof(*relay_args), &err) < 0) {
+                        snprintf(line, sizeof(line),
+                                 "pasta cannot run (%s), and csandbox's relay, the network "
+                                 "`run` uses then, cannot start either: %s",
+                                 cause ? cause + 3 : why, err.msg);
+                        report(false, "network", line);
+                } else {
+                        network_ok = true;
+                        snprintf(line, sizeof(line),
+                                 "csandbox's relay (TCP to any host and DNS only; no UDP, ICMP "
+                                 "or connections into the session) is `run`'s and `--net "
+                                 "pasta`'s network here, started for a throwaway sandbox: %s%s%s",
+                                 cause ? cause + 3 : why, fix[0] ? ". " : "",
+                                 fix[0] ? fix + strlen("csandbox: ") : "");
+                        report(true, "network", line);
+                }
+        } else if (netns_helper_find(&s, &h, &err) < 0) {
                 report(false, "network (pasta)", err.msg);
         } else if (try_sandbox(args, sizeof(args) / sizeof(*args), &err) < 0) {
                 if (err.err == EPROTO)
@@ -152,6 +201,7 @@ static void check_network(void)
                                       h.path);
                 report(false, "network (pasta)", err.msg);
         } else {
+                network_ok = true;
                 snprintf(line, sizeof(line),
                          "%s started for a throwaway sandbox and gave it a route: `--net pasta` "
                          "and `run` have a network",
@@ -173,8 +223,11 @@ static void check_egress(void)
         char line[5000];
 
         if (try_sandbox(args, sizeof(args) / sizeof(*args), &err) < 0) {
-                snprintf(line, sizeof(line),
-                         "allowlist sessions cannot start here (open and none can): %s", err.msg);
+                snprintf(line, sizeof(line), "allowlist sessions cannot start here (%s): %s",
+                         !sandbox_ok  ? "no sandbox can: see the sandbox line"
+                         : network_ok ? "open and none can"
+                                      : "none can",
+                         err.msg);
                 printf("%-5s %-18s %s\n", "no", "egress (allowlist)", line);
         } else {
                 report(true, "egress (allowlist)",
@@ -293,7 +346,9 @@ int cmd_doctor(int argc, char **argv)
                 puts("Usage: csandbox doctor\n\nChecks, by trying them, what csandbox needs on "
                      "this machine for this user: user namespaces, a throwaway sandbox through "
                      "the launch code `run` uses, openat2, pasta and /dev/net/tun (a sandbox "
-                     "with pasta), an egress allowlist session (libnftables and nftables in the "
+                     "with pasta; csandbox's relay where the device cannot be used, no "
+                     "network where the machine has none: each as `run` decides), an egress "
+                     "allowlist session (libnftables and nftables in the "
                      "session's "
                      "network namespace; not counted in the exit status), a subordinate id range "
                      "(for --map-range only), whether `run` "

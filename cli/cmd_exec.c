@@ -57,11 +57,15 @@ static const char usage_exec[] =
     "                          apk, ...) as the namespace's root, to install packages into\n"
     "                          the session's writable layer; maps the subordinate range\n"
     "  --hostname NAME         hostname inside (default: csandbox)\n"
-    "  --net none|pasta|host   own network namespace with loopback only (default);\n"
+    "  --net none|pasta|relay|host\n"
+    "                          own network namespace with loopback only (default);\n"
     "                          own namespace with internet through pasta (slirp4netns\n"
-    "                          when pasta is missing), host loopback unreachable; or\n"
+    "                          when pasta is missing; the relay where /dev/net/tun\n"
+    "                          cannot be used), host loopback unreachable; csandbox's\n"
+    "                          relay: TCP to any host and DNS only, no tun needed; or\n"
     "                          the host's network (every loopback service reachable)\n"
-    "  --map-host-loopback     with --net pasta: 169.254.1.2 reaches the host's 127.0.0.1\n"
+    "  --map-host-loopback     with --net pasta or relay: 169.254.1.2 reaches the host's\n"
+    "                          127.0.0.1\n"
     "  --egress open|allowlist|none\n"
     "                          where the sandbox may connect: as --net says (default),\n"
     "                          only the --allow-host hosts and what claude needs (its own\n"
@@ -69,11 +73,13 @@ static const char usage_exec[] =
     "                          through its resolver, nothing else), or nowhere\n"
     "  --allow-host PATTERN    with --egress allowlist: example.com, *.example.com, either\n"
     "                          with :PORT, or an address range (192.0.2.0/24); repeatable\n"
-    "  --deny-host PATTERN     with --egress allowlist: the same, denied; denied entries win\n"
+    "  --deny-host PATTERN     with --egress allowlist or --net relay: the same, denied;\n"
+    "                          denied entries win\n"
     "  --egress-file FILE      with --egress allowlist: the entries of an srt settings file\n"
     "                          (network.allowedDomains, network.deniedDomains); not in a\n"
     "                          read-write --bind\n"
-    "  --egress-log FILE       with --egress allowlist: each refusal one line in FILE\n"
+    "  --egress-log FILE       with --egress allowlist or --net relay: each refusal one\n"
+    "                          line in FILE\n"
     "Process:\n"
     "  --chdir DIR             working directory inside (default: the current one if it\n"
     "                          exists inside, else /)\n"
@@ -452,9 +458,12 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                                 s->net = SPEC_NET_HOST;
                         else if (strcmp(v1, "pasta") == 0)
                                 s->net = SPEC_NET_PASTA;
+                        else if (strcmp(v1, "relay") == 0)
+                                s->net = SPEC_NET_RELAY;
                         else
                                 return cs_error_setx(
-                                    err, EINVAL, "--net `%s`: expected none, pasta or host", v1);
+                                    err, EINVAL, "--net `%s`: expected none, pasta, relay or host",
+                                    v1);
                 } else if (strcmp(a, "--map-host-loopback") == 0) {
                         s->map_host_loopback = true;
                 } else if (strcmp(a, "--egress") == 0) {
@@ -552,11 +561,20 @@ int parse_exec(int argc, char **argv, struct sandbox_spec *s, struct image_ref *
                         return r;
         }
         if (s->egress != SPEC_EGRESS_ALLOWLIST &&
-            (s->n_egress_hosts || s->n_egress_files || s->egress_log))
-                return cs_error_setx(
-                    err, EINVAL,
-                    "--allow-host, --deny-host, --egress-file and --egress-log go with "
-                    "--egress allowlist");
+            (s->n_egress_hosts || s->n_egress_files || s->egress_log)) {
+                /* the relay, open, keeps only to denied entries */
+                bool relay_ok =
+                    s->net == SPEC_NET_RELAY && s->egress == SPEC_EGRESS_OPEN && !s->n_egress_files;
+
+                for (size_t k = 0; relay_ok && k < s->n_egress_hosts; k++)
+                        relay_ok = s->egress_hosts[k].deny;
+                if (!relay_ok)
+                        return cs_error_setx(
+                            err, EINVAL,
+                            "--allow-host, --deny-host, --egress-file and --egress-log go with "
+                            "--egress allowlist (--deny-host and --egress-log also with --net "
+                            "relay)");
+        }
         r = spec_egress_finish(s, "--egress", err);
         /* after every --bind: the file must lie in none the session can write */
         if (r >= 0)

@@ -103,8 +103,21 @@ void runner_child_main(const struct sandbox_spec *s, const struct net_helper *ne
         userns_limits_set(s);
         if (s->net != SPEC_NET_HOST && netns_setup(s, net, &err) < 0)
                 runner_child_fail(errfd, &err);
-        if (egress_fd >= 0 && egress_ns_setup(egress_fd, &err) < 0)
+        if (egress_fd >= 0 && egress_ns_setup(egress_fd, &err) < 0) {
+                static const char allowlist[] = "egress allowlist: ";
+
+                /* the relay's set-up is the allowlist's: say whose it was */
+                if (s->net == SPEC_NET_RELAY &&
+                    strncmp(err.msg, allowlist, sizeof(allowlist) - 1) == 0) {
+                        struct cs_error relay = {.err = err.err, .status = err.status};
+
+                        snprintf(relay.msg, sizeof(relay.msg),
+                                 "the session's network (csandbox's relay): %.1900s",
+                                 err.msg + sizeof(allowlist) - 1);
+                        err = relay;
+                }
                 runner_child_fail(errfd, &err);
+        }
         if (early && !handoff) {
                 tap_watch = netconf_tap_watch(&err);
                 if (tap_watch < 0)

@@ -4,8 +4,112 @@
 
 #include "../common/error.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+/* Whether this network namespace routes anywhere through an interface other than lo
+ * (/proc/net is the reader's namespace's): a container started with --network none has
+ * no such route, and neither pasta nor the relay could reach anything from it. Unreadable
+ * files count as a network: this only turns a failure into a note. */
+static bool host_has_route(void)
+{
+        static const char *const files[] = {"/proc/net/route", "/proc/net/ipv6_route"};
+        bool read_any = false;
+
+        for (size_t i = 0; i < 2; i++) {
+                FILE *f = fopen(files[i], "re");
+                char line[512];
+
+                if (!f)
+                        continue;
+                read_any = true;
+                while (fgets(line, sizeof(line), f)) {
+                        /* route: the interface first, after a header; ipv6_route: last */
+                        char *dev = line, *end;
+
+                        if (i == 0 && strncmp(line, "Iface", 5) == 0)
+                                continue;
+                        line[strcspn(line, "\n")] = '\0';
+                        if (i == 1)
+                                dev = strrchr(line, ' ') ? strrchr(line, ' ') + 1 : line;
+                        end = dev + strcspn(dev, " \t");
+                        *end = '\0';
+                        if (*dev && strcmp(dev, "lo") != 0) {
+                                fclose(f);
+                                return true;
+                        }
+                }
+                fclose(f);
+        }
+        return !read_any;
+}
+
+int runner_tun_usable(struct cs_error *why)
+{
+        int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC), e;
+        struct stat st;
+
+        if (fd >= 0) {
+                /* a container engine may mask a device with a bind of /dev/null */
+                bool tun =
+                    fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(10, 200);
+
+                close(fd);
+                if (tun)
+                        return 0;
+                cs_error_setx(why, ENODEV, "/dev/net/tun is not the tun device (10:200)");
+                diagnose_tun(why, ENODEV);
+                return -ENODEV;
+        }
+        e = errno;
+        if (e != EACCES && e != EPERM && e != ENOENT && e != ENXIO && e != ENODEV)
+                return 0; /* not the device's absence: pasta's own error says more */
+        cs_error_setx(why, e, "/dev/net/tun %s (%s)",
+                      e == EACCES || e == EPERM ? "is not usable by your user" : "cannot be opened",
+                      strerror(e));
+        diagnose_tun(why, e);
+        return -e;
+}
+
+/* pasta's network (run's, `exec --net pasta`'s) where it cannot be had: none where the
+ * machine has no network, else csandbox's relay where /dev/net/tun cannot be used. Said
+ * once, before the launch (and by --plan). */
+static int net_fallback(struct sandbox_spec *s, struct cs_error *err)
+{
+        struct cs_error why = {0};
+        char *fix;
+        int r;
+
+        if (s->net != SPEC_NET_PASTA || s->egress != SPEC_EGRESS_OPEN)
+                return 0;
+        if (!host_has_route()) {
+                s->net = SPEC_NET_NONE;
+                s->map_host_loopback = false;
+                cs_error_setx(&why, ENETUNREACH, "this machine has none (no route but loopback)");
+                diagnose_no_network(&why);
+                return spec_warn(s, err, "csandbox: the session has no network: %s", why.msg);
+        }
+        if (runner_tun_usable(&why) == 0)
+                return 0;
+        s->net = SPEC_NET_RELAY;
+        /* diagnose_tun's cause, then its fix (a hint after ". ") on a line of its own */
+        fix = strstr(why.msg, ". ");
+        if (fix)
+                *fix = '\0', fix += 2;
+        r = spec_warn(s, err,
+                      "csandbox: the session's network is csandbox's relay, TCP and DNS only "
+                      "(no UDP, ICMP or connections into the session): %s, and pasta needs it",
+                      why.msg);
+        if (r >= 0 && fix)
+                r = spec_warn(s, err, "csandbox: for the full network: %s", fix);
+        return r;
+}
 
 int runner_spec_complete(struct sandbox_spec *s, struct cs_error *err)
 {
@@ -29,6 +133,8 @@ int runner_spec_complete(struct sandbox_spec *s, struct cs_error *err)
                                       why.msg);
                 }
         }
+        if (r >= 0)
+                r = net_fallback(s, err);
         if (r >= 0 && s->net == SPEC_NET_PASTA) {
                 char *helper = spec_net_helper(s);
                 const char *base = helper ? strrchr(helper, '/') : NULL;

@@ -250,3 +250,20 @@ void diagnose_setup(struct cs_error *err)
                                    "profile that allows it (e.g. --security-opt "
                                    "seccomp=unconfined)");
 }
+
+void diagnose_no_network(struct cs_error *err)
+{
+        switch (running_where()) {
+        case WHERE_CSANDBOX:
+                cs_error_hint(err, "This runs inside csandbox, in a session without a network "
+                                   "(`csandbox exec`'s default, --net none): start that outer "
+                                   "sandbox with --net pasta (or --net relay)");
+                break;
+        case WHERE_CONTAINER:
+                cs_error_hint(err, "This runs in a container without a network (started with "
+                                   "--network none): start it with a network for one");
+                break;
+        default:
+                cs_error_hint(err, "This machine's network is down or not configured");
+        }
+}

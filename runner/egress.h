@@ -14,6 +14,7 @@ struct egress_proxy {
         const char *log_path;
         unsigned long *refused; /* shared with the proxy */
         bool report;            /* the session ran: stop says what was refused */
+        bool relay;             /* SPEC_NET_RELAY: stop speaks only of refusals */
 };
 
 /* Child side, in the session's new network namespace with its capabilities, before the

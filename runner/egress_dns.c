@@ -237,6 +237,15 @@ static enum queued enqueue(const struct dns_job *j)
         return queued;
 }
 
+/* The allowlist answers its allowed names; the relay (SPEC_NET_RELAY) every name not
+ * denied. */
+static bool name_answered(const char *name)
+{
+        if (egress_pol->net == SPEC_NET_RELAY)
+                return !spec_egress_name_denied(egress_pol, name, 0);
+        return spec_egress_name_allowed(egress_pol, name, 0);
+}
+
 static void dns_serve(int fd)
 {
         uint8_t q[4096];
@@ -257,8 +266,10 @@ static void dns_serve(int fd)
                         continue;
                 }
                 memcpy(j.msg, q, j.q.question_end);
-                if (j.q.qclass != 1 || !spec_egress_name_allowed(egress_pol, j.q.name, 0)) {
-                        egress_refuse("dns", j.q.name, AF_INET, NULL, 53, "name not allowed");
+                if (j.q.qclass != 1 || !name_answered(j.q.name)) {
+                        egress_refuse("dns", j.q.name, AF_INET, NULL, 53,
+                                      egress_pol->net == SPEC_NET_RELAY ? "a denied name"
+                                                                        : "name not allowed");
                         answer(&j, EGRESS_DNS_REFUSED, NULL, 0);
                 } else if (j.q.qtype != EGRESS_DNS_A && j.q.qtype != EGRESS_DNS_AAAA) {
                         answer(&j, EGRESS_DNS_NOERROR, NULL, 0); /* no records of that type */

@@ -114,7 +114,9 @@ static void relay(int a, int b, uint8_t *buf)
                 struct pollfd p[2] = {{open[0] ? a : -1, POLLIN, 0}, {open[1] ? b : -1, POLLIN, 0}};
                 int r = 0;
 
-                int ready = poll(p, 2, EGRESS_IDLE * 1000);
+                /* The relay is the session's whole network, as pasta is: an idle ssh
+                 * session is not cut there. */
+                int ready = poll(p, 2, egress_pol->net == SPEC_NET_RELAY ? -1 : EGRESS_IDLE * 1000);
 
                 if (ready < 0 && errno == EINTR)
                         continue;
@@ -482,6 +484,12 @@ static bool slot_take(int c, struct conn *k)
                 general++;
                 goto out;
         }
+        /* The relay names no host: its connections never hold a reserved slot (a newer
+         * one would end them). */
+        if (egress_pol->net == SPEC_NET_RELAY) {
+                ok = false;
+                goto out;
+        }
         for (int i = 0; i < EGRESS_RESERVED && k->slot < 0; i++) {
                 if (reserve[i].fd < 0)
                         k->slot = i;
@@ -500,6 +508,76 @@ static bool slot_take(int c, struct conn *k)
 out:
         pthread_mutex_unlock(&slots_lock);
         return ok;
+}
+
+/* SPEC_NET_RELAY's connection: the session's network, open. Relayed to its original
+ * destination at once, nothing read first (a server that speaks first, SSH's or SMTP's, is
+ * not kept waiting), unless that is the host itself (its own, loopback and link-local
+ * addresses: pasta's sessions cannot reach them either) or a denied range. */
+static void *relay_conn_main(void *arg)
+{
+        struct conn k = *(struct conn *)arg;
+        int c = k.fd, out = -1;
+        union {
+                struct sockaddr sa;
+                struct sockaddr_in in;
+                struct sockaddr_in6 in6;
+        } dst = {0};
+        socklen_t dlen = sizeof(dst);
+        struct timeval tv = {EGRESS_FIRST_WAIT, 0};
+        const unsigned char *addr;
+        uint8_t *buf = NULL;
+        unsigned port;
+        int family;
+
+        free(arg);
+        if (getsockopt(c, SOL_IP, SO_ORIGINAL_DST, &dst, &dlen) < 0) {
+                dlen = sizeof(dst);
+                if (getsockopt(c, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &dst, &dlen) < 0) {
+                        egress_refuse("tcp", NULL, AF_INET, NULL, 0, "no original destination");
+                        goto out;
+                }
+        }
+        family = dst.sa.sa_family;
+        addr = family == AF_INET ? (const unsigned char *)&dst.in.sin_addr
+                                 : (const unsigned char *)&dst.in6.sin6_addr;
+        port = ntohs(family == AF_INET ? dst.in.sin_port : dst.in6.sin6_port);
+        if (egress_pol->map_host_loopback && family == AF_INET &&
+            memcmp(addr, (const unsigned char[]){169, 254, 1, 2}, 4) == 0) {
+                /* the host's loopback, mapped as pasta maps it */
+                dst.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        } else if (egress_addr_forbidden(family, addr)) {
+                egress_refuse("tcp", NULL, family, addr, port,
+                              "the host's own, a loopback or a link-local address");
+                goto out;
+        } else if (spec_egress_addr_denied(egress_pol, family, addr)) {
+                egress_refuse("tcp", NULL, family, addr, port, "address in a denied range");
+                goto out;
+        }
+        out = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (out < 0)
+                goto out;
+        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(out, &dst.sa, family == AF_INET ? sizeof(dst.in) : sizeof(dst.in6)) < 0) {
+                /* the client sees a reset, as from a refusing host, not an empty reply */
+                struct linger l = {1, 0};
+
+                setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+                goto out;
+        }
+        tv.tv_sec = 0;
+        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        buf = malloc(EGRESS_RELAY_BUF);
+        if (buf)
+                relay(c, out, buf);
+out:
+        if (out >= 0)
+                close(out);
+        slot_free(&k);
+        close(c);
+        free(buf);
+        atomic_fetch_sub(&threads, 1);
+        return NULL;
 }
 
 static void *conn_main(void *arg)
@@ -721,7 +799,10 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
                                 continue;
                         }
                         atomic_fetch_add(&threads, 1);
-                        if (pthread_create(&t, &attr, conn_main, k) != 0) {
+                        if (pthread_create(&t, &attr,
+                                           egress_pol->net == SPEC_NET_RELAY ? relay_conn_main
+                                                                             : conn_main,
+                                           k) != 0) {
                                 atomic_fetch_sub(&threads, 1);
                                 slot_free(k);
                                 free(k);
@@ -742,6 +823,7 @@ int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_pro
 
         p->pid = -1;
         p->log_path = s->egress_log;
+        p->relay = s->net == SPEC_NET_RELAY;
         egress_fds_msg(&m, NULL);
         do
                 n = recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
@@ -817,8 +899,14 @@ void egress_proxy_stop(struct egress_proxy *p)
                 kill(p->pid, SIGKILL);
                 while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
                         ;
-                if (!p->report)
+                if (!p->report || (p->relay && !*p->refused))
                         ;
+                else if (p->relay)
+                        fprintf(stderr,
+                                "csandbox: relay: %lu connection(s) or queries refused (the "
+                                "host's own addresses, denied hosts)%s%s\n",
+                                *p->refused, p->log_path ? "; each is in " : "",
+                                p->log_path ? p->log_path : "");
                 else if (p->log_path)
                         fprintf(stderr,
                                 "csandbox: egress: %lu connection(s) or queries refused; "

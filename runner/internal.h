@@ -164,6 +164,9 @@ void diagnose_setup(struct cs_error *err);
 /* Append why /dev/net/tun cannot be opened (errno e) and the fix where csandbox runs: modprobe
  * on a host, chmod for a root-only node, --device in a container, --dev-bind in csandbox. */
 void diagnose_tun(struct cs_error *err, int e);
+/* Where csandbox runs without a network (no route but loopback): whose network is missing
+ * and how to give one, for where it runs. */
+void diagnose_no_network(struct cs_error *err);
 
 /* Report a child-side failure through errfd and leave with status (child_fail.c). */
 __attribute__((noreturn)) void runner_child_fail(int errfd, const struct cs_error *err);

@@ -136,7 +136,8 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         char said = 0; /* pid 1 on pasta's tap: 'h' made, 'w' waits for pasta's own */
         _cleanup_close_ int sfd = -1;
         __attribute__((cleanup(egress_proxy_stop))) struct egress_proxy proxy = {.pid = -1};
-        bool egress = s->egress == SPEC_EGRESS_ALLOWLIST;
+        /* csandbox's proxy and resolver: the allowlist's, or the relay's open network */
+        bool egress = s->egress == SPEC_EGRESS_ALLOWLIST || s->net == SPEC_NET_RELAY;
         int egp[2] = {-1, -1};
         sigset_t mask, oldmask;
         unsigned long flags;

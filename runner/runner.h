@@ -48,6 +48,9 @@ void runner_pause_from(int fd);
  * depend on this machine (the subordinate range a package broker needs, else no broker and
  * a warning; slirp4netns for a missing pasta, with a warning). The launch changes nothing. */
 int runner_spec_complete(struct sandbox_spec *s, struct cs_error *err);
+/* 0 when /dev/net/tun opens as the tun device (pasta's need); else why not, with
+ * diagnose_tun's fix for where csandbox runs, in why, and -errno. No process started. */
+int runner_tun_usable(struct cs_error *why);
 
 /* Validate, clone into the namespaces, supervise; *ret_status is the exit status csandbox
  * should return (the payload's, 128+N, or 125/126/127). */

@@ -427,16 +427,16 @@ int spec_add_net_files(struct sandbox_spec *s, struct cs_error *err)
                  "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
                  "127.0.1.1\t%s\n%s",
                  host,
-                 s->net == SPEC_NET_PASTA && s->map_host_loopback ? SPEC_NET_HOST_LOOPBACK
-                     "\thost.containers.internal "
-                     "host.csandbox.internal\n"
-                                                                  : "");
+                 (s->net == SPEC_NET_PASTA || s->net == SPEC_NET_RELAY) && s->map_host_loopback
+                     ? SPEC_NET_HOST_LOOPBACK "\thost.containers.internal "
+                                              "host.csandbox.internal\n"
+                     : "");
         if (s->net == SPEC_NET_PASTA && s->egress == SPEC_EGRESS_ALLOWLIST)
                 snprintf(resolv, sizeof(resolv),
                          "# csandbox: answered by csandbox for the allowed hosts only\n"
                          "nameserver %s\n",
                          SPEC_NET_DNS);
-        else if (s->net == SPEC_NET_PASTA)
+        else if (s->net == SPEC_NET_PASTA || s->net == SPEC_NET_RELAY)
                 snprintf(resolv, sizeof(resolv),
                          "# csandbox: queries go through the sandbox's network to the host's "
                          "resolver\nnameserver %s\n",

@@ -67,6 +67,9 @@ enum spec_net {
         SPEC_NET_NONE,  /* own netns, loopback up */
         SPEC_NET_HOST,  /* the host's netns */
         SPEC_NET_PASTA, /* own netns + pasta (the networking issue) */
+        /* own netns whose TCP and DNS csandbox's proxy and resolver relay from the host's
+         * network, to any host but the host itself (runner/egress_ns.c): no tun, no pasta */
+        SPEC_NET_RELAY,
 };
 
 /* Where the session's network may connect (spec/egress.c, runner/egress_ns.c). */

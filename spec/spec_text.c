@@ -22,8 +22,10 @@
 
 const char *spec_net_name(enum spec_net n)
 {
-        static const char *const names[] = {
-            [SPEC_NET_NONE] = "none", [SPEC_NET_HOST] = "host", [SPEC_NET_PASTA] = "pasta"};
+        static const char *const names[] = {[SPEC_NET_NONE] = "none",
+                                            [SPEC_NET_HOST] = "host",
+                                            [SPEC_NET_PASTA] = "pasta",
+                                            [SPEC_NET_RELAY] = "relay"};
         return names[n];
 }
 
@@ -70,6 +72,38 @@ static void egress_network_json(cJSON *n, const struct sandbox_spec *s)
             s->map_host_loopback
                 ? cJSON_CreateString(SPEC_NET_HOST_LOOPBACK " (the host's 127.0.0.1, HTTP only)")
                 : cJSON_CreateNull());
+}
+
+/* SPEC_NET_RELAY: the same namespace and rules, every destination but the host's own. */
+static void relay_network_json(cJSON *n, const struct sandbox_spec *s)
+{
+        cJSON *lo = cJSON_AddArrayToObject(n, "loopback_addresses");
+
+        cJSON_AddBoolToObject(n, "pasta", false);
+        cJSON_AddItemToArray(lo, cJSON_CreateString("127.0.0.1"));
+        cJSON_AddItemToArray(lo, cJSON_CreateString("::1"));
+        cJSON_AddItemToArray(lo, cJSON_CreateString(SPEC_EGRESS_ADDR4));
+        cJSON_AddItemToArray(lo, cJSON_CreateString(SPEC_EGRESS_ADDR6));
+        cJSON_AddStringToObject(n, "interfaces", "lo only");
+        cJSON_AddStringToObject(n, "routes", "every IPv4 and IPv6 destination to lo");
+        cJSON_AddStringToObject(
+            n, "tcp",
+            "every connection (IPv4 and IPv6) to csandbox's relay (port " EGRESS_PORT_TEXT
+            " in the session, a process outside it), which connects from the host's network "
+            "to the connection's own destination, never to the host's own, loopback or "
+            "link-local addresses, nor a denied range");
+        cJSON_AddStringToObject(n, "dns",
+                                "every UDP port 53 query (resolv.conf: " SPEC_NET_DNS
+                                ") to csandbox's resolver: A and AAAA through the host's "
+                                "resolver for every name not denied, other types an empty "
+                                "answer");
+        cJSON_AddStringToObject(n, "other",
+                                "other UDP (QUIC too), ICMP and connections into the session: "
+                                "none");
+        cJSON_AddItemToObject(n, "host_loopback",
+                              s->map_host_loopback ? cJSON_CreateString(SPEC_NET_HOST_LOOPBACK
+                                                                        " (the host's 127.0.0.1)")
+                                                   : cJSON_CreateNull());
 }
 
 static cJSON *spec_mount_to_json(const struct spec_mount *m)
@@ -232,6 +266,8 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
                                 s->net == SPEC_NET_PASTA && s->egress == SPEC_EGRESS_ALLOWLIST
                                     ? "egress-proxy"
                                     : spec_net_name(s->net));
+        if (s->net == SPEC_NET_RELAY)
+                cJSON_AddBoolToObject(o, "map_host_loopback", s->map_host_loopback);
         if (s->net == SPEC_NET_PASTA) {
                 char *helper = spec_net_helper(s);
 
@@ -245,6 +281,14 @@ cJSON *spec_to_json(const struct sandbox_spec *s)
                 cJSON *hosts, *deny;
 
                 cJSON_AddStringToObject(eg, "mode", spec_egress_name(s->egress));
+                if (s->net == SPEC_NET_RELAY) {
+                        deny = cJSON_AddArrayToObject(eg, "deny");
+                        for (size_t i = 0; i < s->n_egress_hosts; i++)
+                                if (s->egress_hosts[i].deny)
+                                        cJSON_AddItemToArray(
+                                            deny, cJSON_CreateString(s->egress_hosts[i].text));
+                        relay_network_json(cJSON_AddObjectToObject(eg, "network"), s);
+                }
                 if (s->egress == SPEC_EGRESS_ALLOWLIST) {
                         hosts = cJSON_AddArrayToObject(eg, "allow");
                         deny = cJSON_AddArrayToObject(eg, "deny");

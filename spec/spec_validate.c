@@ -93,7 +93,7 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
         if (s->payload_caps && (s->payload_ids ? s->payload_uid : s->uid) != 0)
                 return cs_error_setx(err, EINVAL,
                                      "spec: only a payload of uid 0 keeps capabilities");
-        if (s->map_host_loopback && s->net != SPEC_NET_PASTA)
+        if (s->map_host_loopback && s->net != SPEC_NET_PASTA && s->net != SPEC_NET_RELAY)
                 return cs_error_setx(err, EINVAL,
                                      "--map-host-loopback needs --net pasta (with --net host the "
                                      "host's loopback is reachable anyway; with --net none "
@@ -103,7 +103,7 @@ int spec_validate(const struct sandbox_spec *s, struct cs_error *err)
                                      "spec: an egress allowlist needs the session's own network");
         if ((unsigned)s->egress > SPEC_EGRESS_NONE)
                 return cs_error_setx(err, EINVAL, "spec: an unknown egress mode");
-        if ((unsigned)s->net > SPEC_NET_PASTA || (unsigned)s->seccomp > SPEC_SECCOMP_FILE ||
+        if ((unsigned)s->net > SPEC_NET_RELAY || (unsigned)s->seccomp > SPEC_SECCOMP_FILE ||
             (unsigned)s->tty > SPEC_TTY_INHERIT || (unsigned)s->proc > SPEC_PROC_NONE)
                 return cs_error_setx(err, EINVAL,
                                      "spec: an unknown network, seccomp, tty or proc "

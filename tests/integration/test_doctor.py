@@ -102,12 +102,23 @@ def test_doctor_verdict_is_the_launchs_outcome(csb, cell, net):
         assert first[:60] in verdict, (verdict, launch.stderr)
 
 
-def test_doctor_fails_the_network_where_the_sandbox_has_no_tun(csb):
-    """Nested in csandbox, /dev/net/tun is not there: pasta cannot work, and doctor says so
-    (it used to say ok from a path check)."""
+def test_doctor_names_the_relay_where_the_sandbox_has_no_tun(csb):
+    """Nested in csandbox, /dev/net/tun is not there: pasta cannot work, so `run` gets
+    csandbox's relay, and doctor says so, with why and the fix for pasta's network, and
+    passes. Without a network at all (the outer sandbox's default), it says that."""
+    outer = [CSANDBOX, "exec", "--net", "host", "--ro-bind", CSANDBOX, CSANDBOX,
+             "--ro-bind", PROBE, PROBE, "--"]
+    r = doctor(wrap=outer)
+    net = lines(r)["network"]
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert net.startswith("ok") and "csandbox's relay" in net, net
+    assert "/dev/net/tun cannot be opened" in net and "--dev-bind /dev/net/tun" in net, net
     outer = [CSANDBOX, "exec", "--ro-bind", CSANDBOX, CSANDBOX, "--ro-bind", PROBE, PROBE, "--"]
     r = doctor(wrap=outer)
-    assert lines(r)["network"].startswith("FAIL"), r.stdout
+    net = lines(r)["network"]
+    assert net.startswith("ok") and "start without a network" in net, net
+    assert "this machine has none" in net and "inside csandbox" in net, net
+    assert "--net pasta" in net, net
 
 
 def libnftables():

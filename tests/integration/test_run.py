@@ -1587,8 +1587,8 @@ def test_diff_every_test_the_differences_table_names_exists():
 
 
 def test_csandbox_inside_a_run_session_without_tun_says_run_cannot_be_given_it(profiles):
-    """A session's claude that starts csandbox with pasta is told the session cannot get the
-    device (run takes no --dev-bind), and what can."""
+    """A session's claude that starts csandbox with pasta gets csandbox's relay, and is told
+    the session cannot get the device (run takes no --dev-bind), and what can."""
     profiles.add()
     inner = profiles.project / "csandbox"
     shutil.copy(CSANDBOX, inner)
@@ -1596,7 +1596,8 @@ def test_csandbox_inside_a_run_session_without_tun_says_run_cannot_be_given_it(p
     r = profiles.run()
     assert r.returncode == 0, r.stderr
     err = (profiles.project / "err").read_text()
-    assert (profiles.project / "rc").read_text() == "125\n", err
+    assert (profiles.project / "rc").read_text() == "0\n", err
+    assert err.count("the session's network is csandbox's relay") == 1, err
     assert "This runs inside csandbox (a `csandbox run` session)" in err, err
     assert "`run` cannot be given the device" in err, err
     assert "csandbox exec --dev-bind /dev/net/tun /dev/net/tun" in err, err

@@ -366,6 +366,28 @@ static void test_http_framer(void)
         PASS();
 }
 
+/* The relay's only name check: denied names, a port's deny only for that port (DNS: only
+ * a deny of every port refuses the name). */
+static void test_name_denied(void)
+{
+        struct sandbox_spec s;
+        struct cs_error err = {0};
+
+        spec_init(&s);
+        CHECK(spec_egress_deny_list(&s, "bad.test, *.evil.test, mail.test:25", "--deny-host",
+                                    &err) == 0);
+        CHECK(spec_egress_name_denied(&s, "bad.test", 0));
+        CHECK(spec_egress_name_denied(&s, "bad.test", 443));
+        CHECK(spec_egress_name_denied(&s, "a.evil.test", 0));
+        CHECK(!spec_egress_name_denied(&s, "evil.test", 0));
+        CHECK(!spec_egress_name_denied(&s, "good.test", 0));
+        CHECK(!spec_egress_name_denied(&s, "mail.test", 0));
+        CHECK(spec_egress_name_denied(&s, "mail.test", 25));
+        CHECK(!spec_egress_name_denied(&s, "mail.test", 587));
+        spec_free(&s);
+        PASS();
+}
+
 int main(void)
 {
         test_patterns_and_matching();
@@ -377,5 +399,6 @@ int main(void)
         test_proxy_target();
         test_http_framer();
         test_denied_names_and_builtin_ones();
+        test_name_denied();
         return failures ? 1 : 0;
 }
