@@ -220,7 +220,9 @@ static enum queued enqueue(const struct dns_job *j)
         pthread_mutex_lock(&jobs_lock);
         if (pending(j)) {
                 queued = QUEUED;
-        } else if (!token_take(j->q.name)) {
+        } else if (egress_pol->net != SPEC_NET_RELAY && !token_take(j->q.name)) {
+                /* the bound keeps an allowed wildcard from carrying data to its name
+                 * servers; the relay's network is open anyway */
                 queued = RATE_BOUND;
         } else if (jobs_n < EGRESS_DNS_QUEUE) {
                 if (idle <= jobs_n && workers < EGRESS_DNS_WORKERS &&
