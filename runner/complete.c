@@ -9,9 +9,9 @@
 
 int runner_spec_complete(struct sandbox_spec *s, struct cs_error *err)
 {
-        int r = 0;
+        int r = runner_check_network(s, err);
 
-        if (s->package_broker && !s->map_range) {
+        if (r >= 0 && s->package_broker && !s->map_range) {
                 /* The broker needs uid 0 mapped, which only the subordinate range gives. */
                 struct cs_error why = {0};
 
