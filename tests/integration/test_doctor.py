@@ -161,3 +161,67 @@ def test_doctor_says_whether_an_allowlist_session_can_start_and_what_to_install(
     # an open session starts in the same place, and doctor's status does not count it
     assert outer_launch(outer, ["--net", "none"]).returncode == 0
     assert not any(l.startswith("FAIL") and "egress" in l for l in r.stdout.splitlines())
+
+
+def inside_csandbox(args, env_vars, binds=(), chdir="/"):
+    """csandbox ARGS inside an outer csandbox on the host's network, without /dev/net/tun
+    (pasta cannot start there; csandbox's proxy can), the settings given by --setenv."""
+    outer = [CSANDBOX, "exec", "--net", "host", "--ro-bind", CSANDBOX, CSANDBOX,
+             "--ro-bind", PROBE, PROBE]
+    for b in binds:
+        outer += ["--bind", b, b]
+    for k, v in env_vars.items():
+        outer += ["--setenv", k, v]
+    outer += ["--chdir", chdir]
+    return subprocess.run([*outer, "--", CSANDBOX, *args], capture_output=True, text=True,
+                          timeout=TIMEOUT, env=base_env(), stdin=subprocess.DEVNULL, cwd="/")
+
+
+@pytest.mark.parametrize("egress", ["open", "allowlist", "none"])
+def test_doctor_judges_with_the_profiles_egress_as_run_does(tmp_path, egress):
+    """Where pasta cannot start, `run` works with CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist (its
+    network is csandbox's proxy) or none: doctor exits 0 there, and 1 with open; `run`
+    itself, with a fake claude, has the same outcome."""
+    from test_run import Profiles
+
+    profiles = Profiles(tmp_path)
+    profiles.add("work")
+    env = {k: v for k, v in profiles.env(CLAUDE_PROFILE_SANDBOX_EGRESS=egress).items()
+           if k.startswith(("CLAUDE_PROFILE_", "HOME", "XDG_"))}
+    r = inside_csandbox(["doctor", "work"], env, binds=[str(tmp_path)],
+                        chdir=str(profiles.project))
+    got = lines(r)
+    assert got["profile"].startswith("ok"), r.stdout
+    assert got["network"].startswith("FAIL"), r.stdout
+    run = inside_csandbox(["run", "work", "--", "report"], env, binds=[str(tmp_path)],
+                          chdir=str(profiles.project))
+    if egress == "open":
+        assert r.returncode == 1 and "run" not in got, r.stdout
+        assert run.returncode == 125 and "/dev/net/tun" in run.stderr, run.stderr
+        return
+    assert r.returncode == 0, r.stdout
+    assert got["run"].startswith("note") and f"EGRESS={egress}" in got["run"], r.stdout
+    if egress == "allowlist":
+        assert got["egress"].startswith("ok") and "profile's list" in got["egress"], r.stdout
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["argv"], run.stdout
+
+
+def test_doctor_with_an_allowlist_and_no_network_fails_naming_it():
+    env = base_env(CLAUDE_PROFILE_CLAUDE_BIN=PROBE, CLAUDE_PROFILE_SANDBOX_EGRESS="allowlist")
+    r = doctor(env=env, wrap=("unshare", "-Urn"))
+    line = lines(r)["egress"]
+    assert r.returncode == 1, r.stdout
+    assert line.startswith("FAIL") and "no network beyond loopback" in line, line
+
+
+def test_doctor_names_a_profile_run_cannot_open():
+    r = subprocess.run([CSANDBOX, "doctor", "no-such-profile"], capture_output=True, text=True,
+                       timeout=TIMEOUT, env=base_env(CLAUDE_PROFILE_CLAUDE_BIN=PROBE),
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 1, r.stdout
+    line = lines(r)["profile"]
+    assert line.startswith("FAIL") and "'no-such-profile' does not exist" in line, line
+    r = subprocess.run([CSANDBOX, "doctor", "a", "b"], capture_output=True, text=True,
+                       timeout=TIMEOUT, env=base_env(), stdin=subprocess.DEVNULL)
+    assert r.returncode == 125 and "unexpected argument `b`" in r.stderr, r.stderr
