@@ -13,6 +13,7 @@
 #include "../common/path.h"
 #include "../image/store/store.h"
 #include "../policy/bind.h"
+#include "../policy/plan.h"
 #include "../policy/profile.h"
 #include "../policy/worktree.h"
 #include "../policy/seccomp.h"
@@ -98,22 +99,30 @@ static void check_sandbox(void)
 static void print_notes(void)
 {
         unsigned seen = runner_notes_seen();
+        const char *cause, *fix;
+        char line[2048];
 
         if (seen & RUNNER_NOTE_HOSTNAME)
-                printf("%-5s %-18s %s\n", "note", "hostname",
+                printf("%-5s %-18s %s%s\n", "note", "hostname",
                        "setting the sandbox's hostname was refused (a container engine's "
                        "seccomp profile, as podman's default, allows sethostname only with "
                        "CAP_SYS_ADMIN), so sessions keep the container's hostname; nothing "
-                       "else depends on it (podman: --cap-add SYS_ADMIN, or --security-opt "
-                       "seccomp=unconfined, lets it be set)");
-        if (seen & RUNNER_NOTE_PROC_BIND)
-                printf("%-5s %-18s %s\n", "note", "proc",
-                       "the kernel refused the sandbox a fresh /proc (the container masks parts "
-                       "of its /proc), so csandbox binds the container's /proc read-only and "
-                       "sessions see its processes, and a csandbox nested in a session cannot "
-                       "start; start the container with --security-opt unmask=ALL (podman) or "
-                       "--security-opt systempaths=unconfined (Docker) for a /proc of the "
-                       "sandbox's own");
+                       "else depends on it ",
+                       runner_in_pod() ? "(in a pod: SYS_ADMIN in the container's "
+                                         "securityContext.capabilities.add, or its "
+                                         "seccompProfile.type Unconfined, lets it be set)"
+                                       : "(podman: --cap-add SYS_ADMIN, or --security-opt "
+                                         "seccomp=unconfined, lets it be set)");
+        if (seen & RUNNER_NOTE_PROC_BIND) {
+                runner_proc_words(&cause, &fix);
+                snprintf(line, sizeof(line),
+                         "the kernel refused the sandbox a fresh /proc (%s), so csandbox binds "
+                         "the outer /proc read-only and sessions see its processes, and a "
+                         "csandbox nested in a session cannot start; %s for a /proc of the "
+                         "sandbox's own",
+                         cause, fix);
+                printf("%-5s %-18s %s\n", "note", "proc", line);
+        }
 }
 
 static void check_openat2(void)
@@ -157,19 +166,21 @@ static void check_network(void)
                 static const char *const none_args[] = {"--net",   "none", "--",
                                                         "/bin/sh", "-c",   "exit 0"};
                 /* the launch's own note: "csandbox: the session has no network: ..." */
-                const char *why = s.n_warnings ? s.warnings[0] : "";
-                const char *none = strstr(why, "this machine has none");
+                static const char lead[] = "the session has no network: ";
+                const char *why = s.n_warnings ? s.warnings[s.n_warnings - 1] : "";
+                const char *none = strstr(why, lead);
+
+                none = none ? none + sizeof(lead) - 1 : runner_no_network_words();
 
                 network_ok =
                     try_sandbox(none_args, sizeof(none_args) / sizeof(*none_args), &err) >= 0;
                 if (network_ok)
                         snprintf(line, sizeof(line),
-                                 "`run` sessions start without a network, and say so: %s",
-                                 none ? none : "this machine has none");
+                                 "`run` sessions start without a network, and say so: %s", none);
                 else
                         snprintf(line, sizeof(line),
                                  "no sandbox starts here (%s), nor would it have a network: %s",
-                                 err.msg, none ? none : "this machine has none");
+                                 err.msg, none);
                 report(network_ok, "network", line);
         } else if (s.net == SPEC_NET_RELAY) {
                 /* the launch's own note: the cause, then the fix */
@@ -235,6 +246,91 @@ static void check_egress(void)
                        "rules accepted in its own network namespace, csandbox's proxy and "
                        "resolver started");
         }
+}
+
+/* `run`'s egress with the profile's own settings (CLAUDE_PROFILE_SANDBOX_EGRESS, its lists
+ * and file), read by the code `run` uses: an allowlist session tried with that list, and
+ * counted, since `run` needs it; doctor's throwaway sandbox otherwise as try_sandbox's. */
+static int try_profile_egress(const struct profile_config *c, struct cs_error *err)
+{
+        static const char *const args[] = {"--", "/bin/sh", "-c", "exit 0"};
+        struct sandbox_spec s;
+        struct image_ref img = {.lock_fd = -1};
+        struct sock_fprog filter = {0};
+        bool plan, help;
+        int status = 0;
+        int r;
+
+        r = parse_exec(sizeof(args) / sizeof(*args), (char **)args, &s, &img, &plan, &help, err);
+        if (r >= 0)
+                r = plan_egress_spec(&s, c, err);
+        if (r >= 0)
+                r = seccomp_builtin(SPEC_SECCOMP_DEFAULT, &filter, err);
+        if (r >= 0)
+                r = launch_run(&s, &filter, &status, err);
+        if (r >= 0 && status != 0)
+                r = cs_error_setx(err, EPROTO,
+                                  "the test command inside exited with status %d (expected 0)",
+                                  status);
+        spec_free(&s);
+        image_ref_free(&img);
+        return r;
+}
+
+static void check_profile_egress(const struct profile_config *c)
+{
+        struct cs_error err = {0};
+        char line[CS_ERROR_MAX + 200];
+
+        if (try_profile_egress(c, &err) < 0) {
+                snprintf(line, sizeof(line),
+                         "CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist, and an allowlist session "
+                         "cannot start here: %s",
+                         err.msg);
+                report(false, "egress (allowlist)", line);
+        } else if (runner_no_network()) {
+                snprintf(line, sizeof(line),
+                         "CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist: a throwaway session with the "
+                         "profile's list started, but %s",
+                         runner_no_network_words());
+                report(false, "egress (allowlist)", line);
+        } else {
+                report(true, "egress (allowlist)",
+                       "CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist: a throwaway session with the "
+                       "profile's list started (libnftables, nftables rules in its own network "
+                       "namespace, csandbox's proxy and resolver): `run` has its network");
+        }
+}
+
+/* The profile's egress mode, as `run` reads it; open where the settings cannot be read (the
+ * claude-profile line says why). */
+static enum spec_egress profile_egress(const struct profile_config *c, bool loaded)
+{
+        enum spec_egress e = SPEC_EGRESS_OPEN;
+
+        if (loaded && c->egress && !spec_egress_parse(c->egress, &e))
+                e = SPEC_EGRESS_OPEN;
+        return e;
+}
+
+/* The profile named on the command line is one `run` would take. */
+static int check_profile(const struct profile_config *c, bool loaded, const char *name)
+{
+        struct profile p = {.dir_fd = -1, .state_fd = -1};
+        struct cs_error err = {0};
+        char line[CS_ERROR_MAX + 64];
+
+        if (!loaded)
+                return 0;
+        if (profile_open(c, name, &p, &err) < 0) {
+                report(false, "profile", err.msg);
+                return -1;
+        }
+        snprintf(line, sizeof(line), "%s, judged with the CLAUDE_PROFILE_* settings `run` reads",
+                 p.dir);
+        report(true, "profile", line);
+        profile_close(&p);
+        return 0;
 }
 
 static void check_map_range(void)
@@ -340,37 +436,73 @@ static void check_claude(void)
         profile_config_free(&c);
 }
 
+/* `run` with egress allowlist or none does not use pasta: its failure (the network line's
+ * network_problems) is the `--net pasta` sandboxes' only, said in a note. */
+static void network_unused(enum spec_egress egress, int network_problems)
+{
+        if (egress == SPEC_EGRESS_OPEN || network_problems == 0)
+                return;
+        problems -= network_problems;
+        printf("%-5s %-18s %s\n", "note", "run (network)",
+               egress == SPEC_EGRESS_NONE
+                   ? "pasta's failure above stops `exec --net pasta` only: "
+                     "CLAUDE_PROFILE_SANDBOX_EGRESS=none gives `run`'s sessions no network"
+                   : "pasta's failure above stops `exec --net pasta` only: "
+                     "CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist gives `run`'s sessions csandbox's "
+                     "proxy (the egress line)");
+}
+
 int cmd_doctor(int argc, char **argv)
 {
+        struct profile_config config = {0};
+        struct cs_error settings_err = {0};
+        enum spec_egress egress;
+        int network_from;
+        bool loaded;
+
         if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-                puts("Usage: csandbox doctor\n\nChecks, by trying them, what csandbox needs on "
-                     "this machine for this user: user namespaces, a throwaway sandbox through "
-                     "the launch code `run` uses, openat2, pasta and /dev/net/tun (a sandbox "
-                     "with pasta; csandbox's relay where the device cannot be used, no "
+                puts("Usage: csandbox doctor [PROFILE]\n\nChecks, by trying them, what csandbox "
+                     "needs on this machine for this user: user namespaces, a throwaway sandbox "
+                     "through the launch code `run` uses, openat2, pasta and /dev/net/tun (a "
+                     "sandbox with pasta; csandbox's relay where the device cannot be used, no "
                      "network where the machine has none: each as `run` decides), an egress "
-                     "allowlist session (libnftables and nftables in the "
-                     "session's "
-                     "network namespace; not counted in the exit status), a subordinate id range "
-                     "(for --map-range only), whether `run` "
-                     "takes the current "
-                     "directory's work tree (another uid's only when git's safe.directory lists "
-                     "it) and claude. "
-                     "Exit status 0 when `csandbox run` can work, 1 otherwise.");
+                     "allowlist session (libnftables and nftables in the session's network "
+                     "namespace), a subordinate id range (for --map-range only), whether `run` "
+                     "takes the current directory's work tree (another uid's only when git's "
+                     "safe.directory lists it) and claude. It judges with the CLAUDE_PROFILE_* "
+                     "settings `run` reads: with CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist the "
+                     "allowlist session (with the profile's list) counts and the network does "
+                     "not, with none neither counts, with open (the default) the network "
+                     "counts. PROFILE, when given, must be a profile `run` can open. Exit "
+                     "status 0 when `csandbox run` can work, 1 otherwise.");
                 return 0;
         }
-        if (argc > 0)
-                return cli_usage_error("doctor", "unexpected argument `%s`", argv[0]);
+        if (argc > 1)
+                return cli_usage_error("doctor", "unexpected argument `%s`", argv[1]);
+        if (argc > 0 && argv[0][0] == '-')
+                return cli_usage_error("doctor", "unknown option `%s`", argv[0]);
+        loaded = profile_config_load(&config, &settings_err) == 0;
+        egress = profile_egress(&config, loaded);
         runner_notes_quiet();
+        if (argc > 0)
+                check_profile(&config, loaded, argv[0]);
         check_userns();
         check_sandbox();
         check_openat2();
+        network_from = problems;
         check_network();
-        check_egress();
+        network_from = problems - network_from;
+        if (egress == SPEC_EGRESS_ALLOWLIST)
+                check_profile_egress(&config);
+        else
+                check_egress();
+        network_unused(egress, network_from);
         print_notes();
         check_map_range();
         check_work_tree();
         check_session_record();
         check_claude();
+        profile_config_free(&config);
         fflush(stdout);
         return problems ? 1 : 0;
 }

@@ -26,7 +26,7 @@ static const char usage_main[] =
     "  list                               the profiles, their login and sandbox marker\n"
     "  sandbox NAME [--on|--off]          show or set a profile's sandbox marker\n"
     "  sandbox-cache NAME                 pull the images of its container MCP servers\n"
-    "  doctor                             check what this machine and user can run\n"
+    "  doctor [PROFILE]                   check what this machine and user can run\n"
     "  egress-log PROFILE                 the refusals of its newest allowlist session\n"
     "  podman|docker COMMAND [ARGS]       containers as podman runs them (see csandbox\n"
     "                                     podman --help)\n"

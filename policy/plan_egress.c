@@ -70,6 +70,13 @@ int plan_egress_check(const struct profile_config *c, struct cs_error *err)
         return r;
 }
 
+int plan_egress_spec(struct sandbox_spec *s, const struct profile_config *c, struct cs_error *err)
+{
+        if (plan_egress_settings(s, c, err) < 0)
+                return -err->err;
+        return spec_egress_finish(s, "CLAUDE_PROFILE_SANDBOX_EGRESS=", err);
+}
+
 int plan_egress(struct plan *p, const struct profile_config *c, struct cs_error *err)
 {
         struct sandbox_spec *s = &p->spec;

@@ -13,43 +13,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-/* Whether this network namespace routes anywhere through an interface other than lo
- * (/proc/net is the reader's namespace's): a container started with --network none has
- * no such route, and neither pasta nor the relay could reach anything from it. Unreadable
- * files count as a network: this only turns a failure into a note. */
-static bool host_has_route(void)
-{
-        static const char *const files[] = {"/proc/net/route", "/proc/net/ipv6_route"};
-        bool read_any = false;
-
-        for (size_t i = 0; i < 2; i++) {
-                FILE *f = fopen(files[i], "re");
-                char line[512];
-
-                if (!f)
-                        continue;
-                read_any = true;
-                while (fgets(line, sizeof(line), f)) {
-                        /* route: the interface first, after a header; ipv6_route: last */
-                        char *dev = line, *end;
-
-                        if (i == 0 && strncmp(line, "Iface", 5) == 0)
-                                continue;
-                        line[strcspn(line, "\n")] = '\0';
-                        if (i == 1)
-                                dev = strrchr(line, ' ') ? strrchr(line, ' ') + 1 : line;
-                        end = dev + strcspn(dev, " \t");
-                        *end = '\0';
-                        if (*dev && strcmp(dev, "lo") != 0) {
-                                fclose(f);
-                                return true;
-                        }
-                }
-                fclose(f);
-        }
-        return !read_any;
-}
-
 int runner_tun_usable(struct cs_error *why)
 {
         int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC), e;
@@ -88,12 +51,13 @@ static int net_fallback(struct sandbox_spec *s, struct cs_error *err)
 
         if (s->net != SPEC_NET_PASTA || s->egress != SPEC_EGRESS_OPEN)
                 return 0;
-        if (!host_has_route()) {
+        if (runner_no_network()) {
+                /* a container started with --network none: neither pasta nor the relay
+                 * could reach anything from here */
                 s->net = SPEC_NET_NONE;
                 s->map_host_loopback = false;
-                cs_error_setx(&why, ENETUNREACH, "this machine has none (no route but loopback)");
-                diagnose_no_network(&why);
-                return spec_warn(s, err, "csandbox: the session has no network: %s", why.msg);
+                return spec_warn(s, err, "csandbox: the session has no network: %s",
+                                 runner_no_network_words());
         }
         if (runner_tun_usable(&why) == 0)
                 return 0;
@@ -113,9 +77,9 @@ static int net_fallback(struct sandbox_spec *s, struct cs_error *err)
 
 int runner_spec_complete(struct sandbox_spec *s, struct cs_error *err)
 {
-        int r = 0;
+        int r = runner_check_network(s, err);
 
-        if (s->package_broker && !s->map_range) {
+        if (r >= 0 && s->package_broker && !s->map_range) {
                 /* The broker needs uid 0 mapped, which only the subordinate range gives. */
                 struct cs_error why = {0};
 

@@ -350,20 +350,26 @@ static int write_proc_file(pid_t child, const char *name, const char *text, stru
 
         snprintf(path, sizeof(path), "/proc/%d/%s", (int)runner_pid_in_proc(child), name);
         fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0 && (errno == EROFS || errno == ENOENT) && !runner_proc_is_ours())
-                return cs_error_setx(
-                    err, errno,
-                    "open %s: %s. This /proc is an outer pid namespace's, bound read-only by the "
-                    "sandbox this runs in (csandbox does so where the kernel refuses it a fresh "
-                    "/proc: the container it runs in masks /proc), so a nested sandbox's id maps "
-                    "cannot be written. Start the container with --security-opt unmask=ALL "
-                    "(podman) or --security-opt systempaths=unconfined (Docker): the outer "
-                    "sandbox then gets a /proc of its own, and csandbox works inside it",
-                    path, strerror(errno));
+        if (fd < 0 && (errno == EROFS || errno == ENOENT) && !runner_proc_is_ours()) {
+                const char *cause, *fix;
+                int e = errno;
+
+                diagnose_outer_proc(&cause, &fix);
+                cs_error_setx(err, e,
+                              "open %s: %s. This /proc is an outer pid namespace's, bound "
+                              "read-only by the csandbox this runs in (the kernel refused it a "
+                              "fresh one: %s), so a nested sandbox's id maps cannot be written. "
+                              "To let csandbox run inside it, %s: the outer csandbox then gets "
+                              "a /proc of its own",
+                              path, strerror(e), cause, fix);
+                err->cause_named = true;
+                return -e;
+        }
         if (fd < 0)
                 return cs_error_set(err, errno, "open %s", path);
         if (cs_write_all(fd, text, strlen(text)) < 0)
-                return cs_error_set(err, errno, "write %s (`%s`)", path, text);
+                return cs_error_set(err, errno, "write %s (`%.*s`)", path, (int)strcspn(text, "\n"),
+                                    text);
         return 0;
 }
 
@@ -405,6 +411,8 @@ int idmap_write(pid_t child, const struct sandbox_spec *s, struct cs_error *err)
                 return r;
         snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)s->uid, (unsigned)s->host_uid);
         r = write_proc_file(child, "uid_map", line, err);
+        if (r == -EPERM && s->host_uid == 0)
+                diagnose_root_map(err);
         if (r < 0)
                 return r;
         snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)s->gid, (unsigned)s->host_gid);

@@ -164,9 +164,15 @@ void diagnose_setup(struct cs_error *err);
 /* Append why /dev/net/tun cannot be opened (errno e) and the fix where csandbox runs: modprobe
  * on a host, chmod for a root-only node, --device in a container, --dev-bind in csandbox. */
 void diagnose_tun(struct cs_error *err, int e);
-/* Where csandbox runs without a network (no route but loopback): whose network is missing
- * and how to give one, for where it runs. */
-void diagnose_no_network(struct cs_error *err);
+/* A uid_map with the caller's uid 0 refused: the missing CAP_SETFCAP and the fix where this
+ * runs (inside csandbox: the outer's --uid), the cause then named. */
+void diagnose_root_map(struct cs_error *err);
+/* The staging tmpfs could not be mounted on /tmp (errno e): a root without /tmp, and the fix
+ * for a container, a pod or a machine. */
+void diagnose_stage(struct cs_error *err, int e);
+/* Why the outer csandbox was refused a fresh /proc and how to give it one, as clauses, for
+ * where that outer csandbox runs (seen through the /proc it bound in). */
+void diagnose_outer_proc(const char **cause, const char **fix);
 
 /* Report a child-side failure through errfd and leave with status (child_fail.c). */
 __attribute__((noreturn)) void runner_child_fail(int errfd, const struct cs_error *err);

@@ -110,14 +110,15 @@ int mnt_proc_at(int dst, enum spec_proc mode, const char *dest, struct cs_error 
                        err);
         if (r == -EPERM && mode == SPEC_PROC_FRESH) {
                 /* The kernel's own rule (mount_too_revealing), not a seccomp filter. */
-                cs_error_setx(
-                    err, EPERM,
-                    "the kernel refused a fresh proc for %s (--proc=fresh): the visible /proc "
-                    "has overmounts, as container engines mask /proc (podman: --security-opt "
-                    "unmask=ALL; Docker: --security-opt systempaths=unconfined), or this is a "
-                    "nested sandbox whose /proc is itself a bind; --proc=bind (the outer "
-                    "/proc, read-only) or --proc=none (an empty one) launch without it",
-                    dest);
+                const char *cause, *fix;
+
+                runner_proc_words(&cause, &fix);
+                cs_error_setx(err, EPERM,
+                              "the kernel refused a fresh proc for %s (--proc=fresh): the "
+                              "visible /proc has overmounts (%s); %s, or launch with "
+                              "--proc=bind (the outer /proc, read-only) or --proc=none (an empty "
+                              "one)",
+                              dest, cause, fix);
                 err->cause_named = true;
                 return -EPERM;
         }

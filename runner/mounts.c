@@ -412,8 +412,11 @@ static int attach_root(struct mnt_state *st, const struct sandbox_spec *s, struc
                 if (work < 0)
                         return work;
         }
-        if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
-                return cs_error_set(err, errno, "mount the staging tmpfs on " STAGE);
+        if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0) {
+                r = cs_error_set(err, errno, "mount the staging tmpfs on " STAGE);
+                diagnose_stage(err, -r);
+                return r;
+        }
         r = mnt_mkdir_stage(STAGE_ROOT, 0755, err);
         if (r >= 0)
                 r = mnt_mkdir_stage(STAGE_FILES, 0700, err);

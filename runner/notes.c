@@ -28,13 +28,23 @@ static const struct {
         const char *text;
 } note_texts[] = {
     {RUNNER_NOTE_HOSTNAME, NULL, NULL},
-    {RUNNER_NOTE_PROC_BIND, "proc-bind",
-     "csandbox: note (shown once on this machine): the kernel refused the sandbox a fresh "
-     "/proc (the container masks parts of its /proc), so csandbox binds the container's /proc "
-     "read-only and sessions see its processes; start the container with --security-opt "
-     "unmask=ALL (podman) or --security-opt systempaths=unconfined (Docker) for a /proc of "
-     "the sandbox's own (`exec --proc=none` gives an empty one instead)"},
+    /* worded for where csandbox runs (runner_proc_words) */
+    {RUNNER_NOTE_PROC_BIND, "proc-bind", ""},
 };
+
+static void note_print(unsigned bit)
+{
+        const char *cause, *fix;
+
+        if (bit != RUNNER_NOTE_PROC_BIND)
+                return;
+        runner_proc_words(&cause, &fix);
+        runner_warn("csandbox: note (shown once on this machine): the kernel refused the "
+                    "sandbox a fresh /proc (%s), so csandbox binds the outer /proc read-only "
+                    "and sessions see its processes; %s for a /proc of the sandbox's own (`exec "
+                    "--proc=none` gives an empty one instead)",
+                    cause, fix);
+}
 
 void runner_notes_quiet(void)
 {
@@ -59,7 +69,7 @@ void runner_note(unsigned bit)
                 return;
         for (size_t i = 0; i < sizeof(note_texts) / sizeof(note_texts[0]); i++)
                 if (note_texts[i].bit == bit && note_texts[i].text)
-                        runner_warn("%s", note_texts[i].text);
+                        note_print(bit);
 }
 
 /* ${XDG_STATE_HOME:-$HOME/.local/state}/csandbox/notes/<name>, or NULL. */
@@ -81,6 +91,10 @@ static char *note_marker(const char *name)
 /* Before clone: which notes were shown on this machine already. */
 void runner_notes_begin(void)
 {
+        const char *cause, *fix;
+
+        /* where csandbox runs is found here, before the clone: the child's view is its own */
+        runner_proc_words(&cause, &fix);
         notes.quiet = RUNNER_NOTE_HOSTNAME;
         for (size_t i = 0; i < sizeof(note_texts) / sizeof(note_texts[0]); i++) {
                 _cleanup_free_ char *m =

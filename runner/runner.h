@@ -34,6 +34,18 @@ enum {
 void runner_notes_quiet(void);
 /* The adaptations of every launch so far, OR'ed. */
 unsigned runner_notes_seen(void);
+/* Why the kernel refuses the sandbox a fresh /proc where csandbox runs (a container, a pod,
+ * a plain unshare, another csandbox), and what gives one there, as clauses. */
+void runner_proc_words(const char **cause, const char **fix);
+/* Whether csandbox's own network namespace routes nowhere but loopback (a container started
+ * with --network none): csandbox's proxy and pasta have nothing to reach. */
+bool runner_no_network(void);
+/* That said in a clause with the fix where csandbox runs (a container, a pod, a machine). */
+const char *runner_no_network_words(void);
+/* An allowlist session where runner_no_network(): a warning in the spec saying so. */
+int runner_check_network(struct sandbox_spec *s, struct cs_error *err);
+/* Whether csandbox runs in a Kubernetes pod (its wording of a fix differs from an engine's). */
+bool runner_in_pod(void);
 /* Whether the note called name is due: true the first time on this machine for this user
  * (and from then on a marker in ${XDG_STATE_HOME:-~/.local/state}/csandbox/notes/ says it
  * was shown), false after; true when no marker can be read or made. */

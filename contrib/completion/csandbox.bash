@@ -37,7 +37,7 @@ _csandbox()
                         COMPREPLY=($(compgen -W "$(_csandbox_profiles)" -- "$cur"))
                 fi
                 ;;
-        egress-log | sandbox-cache)
+        egress-log | sandbox-cache | doctor)
                 [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=($(compgen -W "$(_csandbox_profiles)" -- "$cur"))
                 ;;
         sandbox)

@@ -5,6 +5,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from conftest import HOST_PROBE, TIMEOUT, base_env
 
 TEST_HOST = os.environ.get("CSANDBOX_TEST_HOST")
@@ -63,7 +65,10 @@ def test_refused_loopback_up_names_the_filter_and_its_fix(csb):
     r = nested(csb, ["--", "true"], outer=["--seccomp", profile])
     assert r.returncode == 125, r.stderr
     assert "bring up loopback: set lo up: Operation not permitted" in r.stderr, r.stderr
-    assert "runs under a seccomp filter" in r.stderr and "seccomp=unconfined" in r.stderr
+    # The filter is the outer csandbox's, not a container engine's: its flag is the fix.
+    assert "seccomp filter" in r.stderr and "the outer csandbox's" in r.stderr, r.stderr
+    assert "start the outer csandbox with --seccomp default" in r.stderr, r.stderr
+    assert "--security-opt" not in r.stderr, r.stderr
 
 
 # Run "$@" as on a host without the tun module: a new root at $NEWROOT without the container
@@ -203,3 +208,80 @@ def test_proc_fresh_refused_under_a_seccomp_filter_blames_no_filter(csb):
     assert r.returncode == 125, r.stderr
     assert "the kernel refused a fresh proc" in r.stderr and "overmounts" in r.stderr, r.stderr
     assert "seccomp" not in r.stderr, r.stderr
+
+
+def test_uid_0_inside_csandbox_names_setfcap_and_the_outer_uid(csb):
+    """As uid 0 inside csandbox (every capability dropped), the kernel refuses to map that
+    uid 0 into a new user namespace without CAP_SETFCAP: the message says so and names the
+    outer csandbox's --uid, not a container's seccomp filter, on one line."""
+    r = nested(csb, ["--", "true"], outer=["--uid", "0"])
+    assert r.returncode == 125, r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert "write /proc/" in r.stderr and "uid_map (`0 0 1`)" in r.stderr, r.stderr
+    assert "uid 0 inside csandbox" in r.stderr and "CAP_SETFCAP" in r.stderr, r.stderr
+    assert "csandbox exec --uid 1000" in r.stderr, r.stderr
+    assert "container" not in r.stderr and "seccomp=unconfined" not in r.stderr, r.stderr
+    # The fix it names works, and doctor there gives the same verdict in the same words.
+    assert nested(csb, ["--", "true"], outer=["--uid", "1000"]).returncode == 0
+    r = csb.run(["--net", "host", "--uid", "0", "--ro-bind", csb.binary, "/run/csandbox", "--",
+                 "/run/csandbox", "doctor"])
+    sandbox = [l for l in r.stdout.splitlines() if l.split()[1:2] == ["sandbox"]]
+    assert r.returncode == 1 and sandbox and sandbox[0].startswith("FAIL"), r.stdout
+    assert "CAP_SETFCAP" in sandbox[0] and "--uid 1000" in sandbox[0], sandbox
+
+
+# Run "$@" in a root without /tmp (an image built without it): every directory of / but /tmp
+# bound into a tmpfs at $NEWROOT; with MARK=container, as in a podman container.
+ROOT_WITHOUT_TMP = r"""set -e
+PATH=$PATH:/usr/sbin:/sbin
+r=$NEWROOT
+mount -t tmpfs none "$r"
+for d in /*; do
+        n=${d#/}
+        [ "$n" = tmp ] && continue
+        if [ -L "$d" ]; then cp -P "$d" "$r/$n"
+        elif [ -d "$d" ]; then mkdir "$r/$n"; mount --rbind "$d" "$r/$n"
+        fi
+done
+if [ "${MARK:-}" = container ]; then mount -t tmpfs none "$r/run"; touch "$r/run/.containerenv"; fi
+mkdir "$r/.old"
+cd "$r"
+pivot_root . .old
+umount -l /.old
+cd /
+exec "$@"
+"""
+
+
+@pytest.mark.parametrize("where", ["unshare", "container", "pod"])
+def test_a_root_without_tmp_names_the_fix_where_csandbox_runs(csb, tmp_path, where):
+    extra = {"NEWROOT": str(tmp_path)}
+    if where == "container":
+        extra["MARK"] = "container"
+    if where == "pod":
+        extra["KUBERNETES_SERVICE_HOST"] = "10.96.0.1"
+    r = subprocess.run(["unshare", "-Urm", "sh", "-c", ROOT_WITHOUT_TMP, "sh", csb.binary,
+                        "exec", "--", "true"], capture_output=True, text=True,
+                       timeout=TIMEOUT, env=base_env(**extra), stdin=subprocess.DEVNULL, cwd="/")
+    assert r.returncode == 125, r.stderr
+    assert "staging tmpfs on /tmp: No such file or directory" in r.stderr, r.stderr
+    assert "no /tmp directory" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    want = {"unshare": "mkdir -m 1777 /tmp", "container": "--tmpfs /tmp",
+            "pod": "emptyDir volume at /tmp"}[where]
+    assert want in r.stderr, r.stderr
+
+
+def test_an_allowlist_with_no_network_says_so_at_launch(csb):
+    """Where the machine routes nowhere but loopback (a container started with --network
+    none; here a network namespace of its own), an allowlist session says at launch that
+    nothing can be reached and why, not only "0 connection(s) refused" at its end."""
+    r = subprocess.run(["unshare", "-Urn", csb.binary, "exec", "--egress", "allowlist", "--",
+                        "true"], capture_output=True, text=True, timeout=TIMEOUT,
+                       env=base_env(), stdin=subprocess.DEVNULL, cwd="/")
+    first = r.stderr.splitlines()[0] if r.stderr else ""
+    assert first.startswith("csandbox: egress:") and "no network beyond loopback" in first, \
+        r.stderr
+    assert "nothing outside can be reached" in first, r.stderr
+    # With a network, nothing of the kind.
+    r = csb.run(["--egress", "allowlist", "--", "true"])
+    assert r.returncode == 0 and "no network" not in r.stderr, r.stderr

@@ -117,7 +117,7 @@ def test_doctor_names_the_relay_where_the_sandbox_has_no_tun(csb):
     r = doctor(wrap=outer)
     net = lines(r)["network"]
     assert net.startswith("ok") and "start without a network" in net, net
-    assert "this machine has none" in net and "inside csandbox" in net, net
+    assert "the csandbox this runs in has no network" in net, net
     assert "--net pasta" in net, net
 
 
@@ -172,3 +172,65 @@ def test_doctor_says_whether_an_allowlist_session_can_start_and_what_to_install(
     # an open session starts in the same place, and doctor's status does not count it
     assert outer_launch(outer, ["--net", "none"]).returncode == 0
     assert not any(l.startswith("FAIL") and "egress" in l for l in r.stdout.splitlines())
+
+
+def inside_csandbox(args, env_vars, binds=(), chdir="/"):
+    """csandbox ARGS inside an outer csandbox on the host's network, without /dev/net/tun
+    (pasta cannot start there; csandbox's proxy can), the settings given by --setenv."""
+    outer = [CSANDBOX, "exec", "--net", "host", "--ro-bind", CSANDBOX, CSANDBOX,
+             "--ro-bind", PROBE, PROBE]
+    for b in binds:
+        outer += ["--bind", b, b]
+    for k, v in env_vars.items():
+        outer += ["--setenv", k, v]
+    outer += ["--chdir", chdir]
+    return subprocess.run([*outer, "--", CSANDBOX, *args], capture_output=True, text=True,
+                          timeout=TIMEOUT, env=base_env(), stdin=subprocess.DEVNULL, cwd="/")
+
+
+@pytest.mark.parametrize("egress", ["open", "allowlist", "none"])
+def test_doctor_judges_with_the_profiles_egress_as_run_does(tmp_path, egress):
+    """Where pasta cannot start (inside csandbox, no tun), `run` works with each
+    CLAUDE_PROFILE_SANDBOX_EGRESS: open on csandbox's relay, allowlist through its proxy,
+    none without a network; doctor, judging with the profile's setting, exits 0 for each,
+    as `run` itself (with a fake claude) starts."""
+    from test_run import Profiles
+
+    profiles = Profiles(tmp_path)
+    profiles.add("work")
+    env = {k: v for k, v in profiles.env(CLAUDE_PROFILE_SANDBOX_EGRESS=egress).items()
+           if k.startswith(("CLAUDE_PROFILE_", "HOME", "XDG_"))}
+    r = inside_csandbox(["doctor", "work"], env, binds=[str(tmp_path)],
+                        chdir=str(profiles.project))
+    got = lines(r)
+    assert got["profile"].startswith("ok"), r.stdout
+    run = inside_csandbox(["run", "work", "--", "report"], env, binds=[str(tmp_path)],
+                          chdir=str(profiles.project))
+    assert r.returncode == 0, r.stdout
+    if egress == "open":
+        assert got["network"].startswith("ok") and "csandbox's relay" in got["network"], r.stdout
+        assert "csandbox's relay" in run.stderr, run.stderr
+    if egress == "allowlist":
+        assert got["egress"].startswith("ok") and "profile's list" in got["egress"], r.stdout
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["argv"], run.stdout
+
+
+def test_doctor_with_an_allowlist_and_no_network_fails_naming_it():
+    env = base_env(CLAUDE_PROFILE_CLAUDE_BIN=PROBE, CLAUDE_PROFILE_SANDBOX_EGRESS="allowlist")
+    r = doctor(env=env, wrap=("unshare", "-Urn"))
+    line = lines(r)["egress"]
+    assert r.returncode == 1, r.stdout
+    assert line.startswith("FAIL") and "no network beyond loopback" in line, line
+
+
+def test_doctor_names_a_profile_run_cannot_open():
+    r = subprocess.run([CSANDBOX, "doctor", "no-such-profile"], capture_output=True, text=True,
+                       timeout=TIMEOUT, env=base_env(CLAUDE_PROFILE_CLAUDE_BIN=PROBE),
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 1, r.stdout
+    line = lines(r)["profile"]
+    assert line.startswith("FAIL") and "'no-such-profile' does not exist" in line, line
+    r = subprocess.run([CSANDBOX, "doctor", "a", "b"], capture_output=True, text=True,
+                       timeout=TIMEOUT, env=base_env(), stdin=subprocess.DEVNULL)
+    assert r.returncode == 125 and "unexpected argument `b`" in r.stderr, r.stderr

@@ -2,11 +2,12 @@
 overmount (as container engines mask it, so a fresh proc mount is refused), and inside an
 outer csandbox (host root, default seccomp)."""
 import os
+import subprocess
 
 import pytest
 
 import rootfs as rootfs_builder
-from conftest import ZERO_CAPS, base_env, parse_json
+from conftest import MASK_PROC, TIMEOUT, ZERO_CAPS, base_env, parse_json
 
 
 def _probe(csb, tier, opts=(), probe_args=("report",), rootfs=None, share=()):
@@ -38,8 +39,11 @@ def test_masked_proc_falls_back_to_read_only_bind_and_says_so_once_per_machine(c
     r = parse_json(p)
     proc_lines = [l for l in p.stderr.splitlines() if "/proc" in l]
     assert len(proc_lines) == 1, p.stderr
-    # The cause and the fix, and that it will not be repeated.
-    assert "masks" in proc_lines[0] and "unmask=ALL" in proc_lines[0], p.stderr
+    # The cause and the fix where this runs (a plain unshare, not a container engine), and
+    # that it will not be repeated.
+    assert "a plain unshare" in proc_lines[0], p.stderr
+    assert "unshare --fork --pid --mount-proc" in proc_lines[0], p.stderr
+    assert "--security-opt" not in proc_lines[0], p.stderr
     assert "shown once on this machine" in proc_lines[0], p.stderr
     proc = [l for l in r["mountinfo"] if l.split()[4] == "/proc"]
     assert proc, r["mountinfo"]
@@ -98,7 +102,8 @@ def test_proc_fresh_refuses_where_the_kernel_does_and_names_the_fix(csb):
     p = csb.run(csb.probe_argv(["--proc=fresh"]), tier="userns")
     assert p.returncode == 125, p.stdout
     assert "--proc=fresh" in p.stderr and "overmounts" in p.stderr, p.stderr
-    assert "unmask=ALL" in p.stderr and "--proc=bind" in p.stderr, p.stderr
+    assert "unshare --fork --pid --mount-proc" in p.stderr and "--proc=bind" in p.stderr, p.stderr
+    assert "--security-opt" not in p.stderr, p.stderr
     assert p.stdout == "", "the payload must not have started"
 
 
@@ -124,3 +129,44 @@ def test_proc_flag_value_is_checked(csb):
     p = csb.run(["--proc=maybe", "--", "/bin/true"])
     assert p.returncode == 125
     assert "--proc `maybe`: expected auto, fresh, bind or none" in p.stderr
+
+
+def test_a_pod_gets_the_pods_proc_fix(csb, tmp_path):
+    """The same masked /proc seen from a Kubernetes pod (its service address in the
+    environment): the fix is the pod's securityContext, not an engine's flag."""
+    env = base_env(XDG_STATE_HOME=str(tmp_path / "state"), KUBERNETES_SERVICE_HOST="10.96.0.1")
+    p = csb.run(csb.probe_argv((), ("report",)), tier="userns", env=env)
+    assert p.returncode == 0, p.stderr
+    proc_lines = [l for l in p.stderr.splitlines() if "/proc" in l]
+    assert len(proc_lines) == 1, p.stderr
+    assert "procMount to Unmasked" in proc_lines[0] and "pod" in proc_lines[0], p.stderr
+    assert "--security-opt" not in proc_lines[0] and "unshare" not in proc_lines[0], p.stderr
+
+
+def test_nested_csandbox_under_a_bound_proc_names_the_unshare_fix(csb, tmp_path):
+    """A plain unshare whose /proc has a locked overmount: the outer csandbox binds that /proc,
+    a csandbox inside it cannot write its id maps, and says why with the fix for a plain
+    unshare (a /proc of its own), not a container engine's flags."""
+    inner = [csb.binary, "exec", "--", "true"]
+    outer = [csb.binary, "exec", "--ro-bind", csb.binary, csb.binary, "--uid", "1000", "--",
+             *inner]
+    argv = ["unshare", "-Urm", "sh", "-c", MASK_PROC, "sh", *outer]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT,
+                       env=base_env(XDG_STATE_HOME=str(tmp_path)), stdin=subprocess.DEVNULL,
+                       cwd="/")
+    assert p.returncode == 125, p.stderr
+    assert "This /proc is an outer pid namespace's" in p.stderr, p.stderr
+    assert "a plain unshare" in p.stderr, p.stderr
+    assert "unshare --fork --pid --mount-proc" in p.stderr, p.stderr
+    assert "--security-opt" not in p.stderr, p.stderr
+
+
+def test_doctor_in_a_plain_unshare_gives_its_proc_fix(csb, tmp_path):
+    argv = ["unshare", "-Urm", "sh", "-c", MASK_PROC, "sh", csb.binary, "doctor"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT,
+                       env=base_env(XDG_STATE_HOME=str(tmp_path)), stdin=subprocess.DEVNULL,
+                       cwd="/")
+    notes = [l for l in p.stdout.splitlines() if l.split()[:2] == ["note", "proc"]]
+    assert len(notes) == 1, p.stdout
+    assert "unshare --fork --pid --mount-proc" in notes[0], notes
+    assert "--security-opt" not in notes[0] and "container" not in notes[0], notes
