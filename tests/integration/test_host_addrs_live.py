@@ -163,3 +163,28 @@ def test_no_follower_outlives_its_session(csb, opts):
                        capture_output=True, text=True, timeout=60, env=base_env(),
                        stdin=subprocess.DEVNULL)
     assert r.returncode == 0, (r.stdout, r.stderr)
+
+
+def test_run_session_follows_the_hosts_addresses(csb, tmp_path):
+    """`run` (its network made ahead of the launch) with a claude that is the attacker."""
+    home = tmp_path / "home"
+    (home / ".claude-profiles" / "work").mkdir(parents=True)
+    (home / ".claude-profiles" / "work" / ".sandbox").touch()
+    (home / "src").mkdir()
+    claude = tmp_path / "claude"
+    claude.write_text("#!/bin/sh\neval \"port=\\${$#}\"\nexec /usr/bin/python3 -c "
+                      f"\"$(cat <<'EOF'\n{PASTA_ATTACKER}\nEOF\n)\" {IP} \"$port\"\n")
+    claude.chmod(0o755)
+    env = base_env(HOME=str(home), XDG_DATA_HOME=str(tmp_path / "data"),
+                   CLAUDE_PROFILE_CLAUDE_BIN=str(claude), CLAUDE_PROFILE_PROFILES_BASE=None,
+                   XDG_RUNTIME_DIR=None)
+    r = subprocess.run(["unshare", "-Urn", "/usr/bin/python3", "-c", HOST, IP, csb.binary,
+                        "run", "work", "--"], capture_output=True, text=True, timeout=120,
+                       env=env, cwd=home / "src", stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["rc"] == 0, got
+    _, added, removed = got["said"]
+    assert added["connect"] == {NEW4: "ENETUNREACH", NEW6: "ENETUNREACH"}, added
+    assert got["hits"] == [], got
+    assert NEW4 not in removed["rules"] and NEW6 not in removed["rules"], removed
