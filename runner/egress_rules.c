@@ -64,17 +64,22 @@ void egress_host_addrs_forget(void)
 static void *host_addrs_follow(void *arg)
 {
         int sub = (int)(intptr_t)arg;
+        bool stale = false;
 
         for (;;) {
                 struct pollfd p = {sub, POLLIN, 0};
                 struct net_host_addr *a = NULL;
                 size_t n = 0;
 
-                if (poll(&p, 1, -1) < 0 || !host_addrs_changed(sub))
+                /* a dump that failed is tried again shortly, event or not */
+                if (poll(&p, 1, stale ? HOST_ADDRS_RETRY_MS : -1) < 0)
+                        continue;
+                if (!host_addrs_changed(sub) && !stale)
                         continue;
                 /* the whole set again: an address may sit on two interfaces, and lost
                  * events (ENOBUFS) say nothing of what changed */
-                if (host_addrs_dump(&a, &n) == 0)
+                stale = host_addrs_dump(&a, &n) < 0;
+                if (!stale)
                         host_addrs_set(a, n);
         }
         return NULL;

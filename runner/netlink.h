@@ -35,6 +35,10 @@ int netlink_dump(int nl, unsigned short type, unsigned char family,
  * address added or removed (non-blocking), -errno; subscribed before the first dump, so
  * nothing is missed between. */
 int host_addrs_subscribe(void);
+/* How soon a follower tries again after a dump or a rule failed; the session's watcher
+ * waits twice as long after each failure in a row, up to the most. */
+#define HOST_ADDRS_RETRY_MS     100
+#define HOST_ADDRS_RETRY_MAX_MS 10000
 /* Every address of the caller's network namespace, each once (IPv4's local address, as
  * getifaddrs gives it): *ret (malloc'd, NULL when none) and *ret_n. 0 or -errno. */
 int host_addrs_dump(struct net_host_addr **ret, size_t *ret_n);

@@ -81,26 +81,35 @@ static bool addr_in(const struct net_host_addr *a, const struct net_host_addr *s
 }
 
 /* The session's rules made equal to the host's addresses now: a rule for each address
- * without one, none for an address the host no longer has. */
-static void reconcile(const struct sandbox_spec *s, int sess)
+ * without one, none for an address the host no longer has. false: something failed. */
+static bool reconcile(const struct sandbox_spec *s, int sess)
 {
         struct net_host_addr *host = NULL;
         struct rule_list rules = {0};
         size_t n_host = 0;
         uint32_t seq = 1;
+        bool ok = false;
 
         if (host_addrs_dump(&host, &n_host) < 0 ||
             netlink_dump(sess, RTM_GETRULE, AF_UNSPEC, rule_each, &rules) < 0 || rules.failed)
                 goto out;
+        ok = true;
         for (size_t i = 0; i < n_host; i++)
-                if (net_addr_needs_rule(s, &host[i]) && !addr_in(&host[i], rules.a, rules.n))
-                        (void)net_rule_unreachable(sess, RTM_NEWRULE, &host[i], seq++);
+                if (net_addr_needs_rule(s, &host[i]) && !addr_in(&host[i], rules.a, rules.n)) {
+                        int r = net_rule_unreachable(sess, RTM_NEWRULE, &host[i], seq++);
+
+                        ok = ok && (r == 0 || r == -EEXIST);
+                }
         for (size_t i = 0; i < rules.n; i++)
-                if (!addr_in(&rules.a[i], host, n_host))
-                        (void)net_rule_unreachable(sess, RTM_DELRULE, &rules.a[i], seq++);
+                if (!addr_in(&rules.a[i], host, n_host)) {
+                        int r = net_rule_unreachable(sess, RTM_DELRULE, &rules.a[i], seq++);
+
+                        ok = ok && (r == 0 || r == -ENOENT);
+                }
 out:
         free(host);
         free(rules.a);
+        return ok;
 }
 
 /* A netlink socket of the session's network namespace, from a child that joins it (a
@@ -167,7 +176,7 @@ static __attribute__((noreturn)) void watch_main(const struct sandbox_spec *s, i
                                                  int netns)
 {
         sigset_t none;
-        int sess;
+        int sess, retry_ms = HOST_ADDRS_RETRY_MS;
 
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -184,13 +193,18 @@ static __attribute__((noreturn)) void watch_main(const struct sandbox_spec *s, i
                         strerror(-sess));
                 _exit(1);
         }
-        /* subscribed before this first look: nothing since is missed */
-        for (;;) {
+        /* subscribed before this first look: nothing since is missed; what failed is
+         * tried again, event or not, ever less often while it keeps failing */
+        for (bool ok = reconcile(s, sess);;) {
                 struct pollfd p = {sub, POLLIN, 0};
+                int n = poll(&p, 1, ok ? -1 : retry_ms);
 
-                reconcile(s, sess);
-                while (poll(&p, 1, -1) < 0 || !host_addrs_changed(sub))
-                        ;
+                if (n < 0 || (n > 0 && !host_addrs_changed(sub) && ok))
+                        continue;
+                ok = reconcile(s, sess);
+                retry_ms = ok ? HOST_ADDRS_RETRY_MS
+                              : (retry_ms < HOST_ADDRS_RETRY_MAX_MS / 2 ? retry_ms * 2
+                                                                        : HOST_ADDRS_RETRY_MAX_MS);
         }
 }
 
