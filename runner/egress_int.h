@@ -54,8 +54,12 @@ int egress_fds_take(struct egress_fds_msg *m, ssize_t n, int *fds);
 extern const struct sandbox_spec *egress_pol;
 extern int egress_log_fd;
 extern unsigned long *egress_refused;
-/* The host's own addresses, read once when the proxy starts. */
-void egress_host_addrs_read(void);
+/* The host's own addresses: subscribed to their changes, then read (a socket, -errno);
+ * egress_host_addrs_follow, in the proxy, keeps them current from its events in a thread
+ * of attr (-1: none could be had); forget frees the copy left in csandbox. */
+int egress_host_addrs_begin(void);
+int egress_host_addrs_follow(int sub, const pthread_attr_t *attr);
+void egress_host_addrs_forget(void);
 /* One line in the session's log (time, what, name, address, port, reason), and the count. */
 void egress_refuse(const char *what, const char *name, int family, const void *addr, unsigned port,
                    const char *reason);

@@ -746,7 +746,7 @@ out:
         return NULL;
 }
 
-static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
+static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS], int addr_sub)
 {
         pthread_attr_t attr;
         pthread_t t;
@@ -758,7 +758,6 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
         prctl(PR_SET_DUMPABLE, 0);
         /* its own name, for whoever looks at the host's processes */
         prctl(PR_SET_NAME, "csandbox-egress");
-        egress_host_addrs_read();
         for (int i = 0; i < EGRESS_RESERVED; i++)
                 reserve[i].fd = -1;
         {
@@ -774,7 +773,7 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, EGRESS_STACK);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (egress_dns_start(fds + 2, &attr) < 0)
+        if (egress_host_addrs_follow(addr_sub, &attr) < 0 || egress_dns_start(fds + 2, &attr) < 0)
                 _exit(1);
         for (;;) {
                 struct pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
@@ -817,7 +816,7 @@ static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS])
 int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_proxy *p,
                        struct cs_error *err)
 {
-        int fds[EGRESS_FDS] = {-1, -1, -1, -1}, keep[EGRESS_FDS + 1];
+        int fds[EGRESS_FDS] = {-1, -1, -1, -1}, keep[EGRESS_FDS + 2], addr_sub;
         struct egress_fds_msg m;
         ssize_t n;
 
@@ -841,6 +840,14 @@ int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_pro
                 return cs_error_set(err, errno, "egress allowlist: the proxy");
         }
         p->refused = egress_refused;
+        /* the host's addresses as the proxy starts, and their changes from then on */
+        addr_sub = egress_host_addrs_begin();
+        if (addr_sub < 0) {
+                for (int i = 0; i < EGRESS_FDS; i++)
+                        close(fds[i]);
+                return cs_error_set(err, -addr_sub,
+                                    "egress allowlist: read the host's addresses (netlink)");
+        }
         egress_log_fd = -1;
         if (s->egress_log) {
                 egress_log_fd =
@@ -863,8 +870,9 @@ int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_pro
                  * csandbox's */
                 memcpy(keep, fds, sizeof(fds));
                 keep[EGRESS_FDS] = egress_log_fd;
-                for (int i = 0; i <= EGRESS_FDS; i++)
-                        for (int j = i + 1; j <= EGRESS_FDS; j++)
+                keep[EGRESS_FDS + 1] = addr_sub;
+                for (int i = 0; i <= EGRESS_FDS + 1; i++)
+                        for (int j = i + 1; j <= EGRESS_FDS + 1; j++)
                                 if (keep[j] < keep[i]) {
                                         int t = keep[i];
                                         keep[i] = keep[j];
@@ -873,7 +881,7 @@ int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_pro
                 {
                         int from = 3;
 
-                        for (int i = 0; i <= EGRESS_FDS; i++) {
+                        for (int i = 0; i <= EGRESS_FDS + 1; i++) {
                                 if (keep[i] < from)
                                         continue;
                                 if (keep[i] > from)
@@ -882,10 +890,12 @@ int egress_proxy_start(const struct sandbox_spec *s, int sock, struct egress_pro
                         }
                         close_range((unsigned)from, ~0u, 0);
                 }
-                proxy_main(fds);
+                proxy_main(fds, addr_sub);
         }
         for (int i = 0; i < EGRESS_FDS; i++)
                 close(fds[i]);
+        close(addr_sub);
+        egress_host_addrs_forget();
         if (egress_log_fd >= 0)
                 close(egress_log_fd);
         if (p->pid < 0)

@@ -1,12 +1,15 @@
 /* What the proxy and its resolver both judge by (egress_proxy.c, egress_dns.c): the
  * policy, the host's own addresses that are never a destination, and the refusal log. */
 #include "egress_int.h"
+#include "netlink.h"
 #include "runner.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,34 +21,87 @@ int egress_log_fd = -1;
 unsigned long *egress_refused;
 static atomic_uint log_lines;
 
-/* The host's own addresses (every interface), read when the proxy starts. */
+/* The host's own addresses, followed while the proxy runs: replaced whole (never changed in
+ * place) under host_lock, which the connection and resolver threads take only to read. */
+static pthread_rwlock_t host_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct net_host_addr *host_addrs;
 static size_t n_host_addrs;
 
-void egress_host_addrs_read(void)
+static void host_addrs_set(struct net_host_addr *a, size_t n)
 {
-        struct ifaddrs *list = NULL;
+        struct net_host_addr *old;
+
+        pthread_rwlock_wrlock(&host_lock);
+        old = host_addrs;
+        host_addrs = a;
+        n_host_addrs = n;
+        pthread_rwlock_unlock(&host_lock);
+        free(old);
+}
+
+int egress_host_addrs_begin(void)
+{
+        struct net_host_addr *a = NULL;
         size_t n = 0;
+        int sub = host_addrs_subscribe(), r;
 
-        if (getifaddrs(&list) < 0)
-                return;
-        for (struct ifaddrs *i = list; i; i = i->ifa_next)
-                n++;
-        host_addrs = calloc(n ? n : 1, sizeof(*host_addrs));
-        for (struct ifaddrs *i = list; i && host_addrs; i = i->ifa_next) {
-                struct net_host_addr *h = &host_addrs[n_host_addrs];
-
-                if (!i->ifa_addr ||
-                    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
-                        continue;
-                h->family = i->ifa_addr->sa_family;
-                if (h->family == AF_INET)
-                        memcpy(h->bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-                else
-                        memcpy(h->bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-                n_host_addrs++;
+        if (sub < 0)
+                return sub;
+        r = host_addrs_dump(&a, &n);
+        if (r < 0) {
+                close(sub);
+                return r;
         }
-        freeifaddrs(list);
+        host_addrs_set(a, n);
+        return sub;
+}
+
+void egress_host_addrs_forget(void)
+{
+        host_addrs_set(NULL, 0);
+}
+
+static void *host_addrs_follow(void *arg)
+{
+        int sub = (int)(intptr_t)arg;
+        bool stale = false;
+
+        for (;;) {
+                struct pollfd p = {sub, POLLIN, 0};
+                struct net_host_addr *a = NULL;
+                size_t n = 0;
+
+                /* a dump that failed is tried again shortly, event or not */
+                if (poll(&p, 1, stale ? HOST_ADDRS_RETRY_MS : -1) < 0)
+                        continue;
+                if (!host_addrs_changed(sub) && !stale)
+                        continue;
+                /* the whole set again: an address may sit on two interfaces, and lost
+                 * events (ENOBUFS) say nothing of what changed */
+                stale = host_addrs_dump(&a, &n) < 0;
+                if (!stale)
+                        host_addrs_set(a, n);
+        }
+        return NULL;
+}
+
+int egress_host_addrs_follow(int sub, const pthread_attr_t *attr)
+{
+        pthread_t t;
+
+        return pthread_create(&t, attr, host_addrs_follow, (void *)(intptr_t)sub) == 0 ? 0 : -1;
+}
+
+static bool host_addrs_has(int family, const unsigned char *a)
+{
+        bool found = false;
+
+        pthread_rwlock_rdlock(&host_lock);
+        for (size_t i = 0; i < n_host_addrs && !found; i++)
+                found = host_addrs[i].family == family &&
+                        memcmp(host_addrs[i].bytes, a, family == AF_INET ? 4 : 16) == 0;
+        pthread_rwlock_unlock(&host_lock);
+        return found;
 }
 
 /* The clouds' instance metadata services besides 169.254.169.254 (link-local, refused with
@@ -79,10 +135,8 @@ bool egress_addr_forbidden(int family, const unsigned char *a)
         static const unsigned char zero[16], loop6[16] = {[15] = 1},
                                              nat64[12] = {0x00, 0x64, 0xff, 0x9b};
 
-        for (size_t i = 0; i < n_host_addrs; i++)
-                if (host_addrs[i].family == family &&
-                    memcmp(host_addrs[i].bytes, a, family == AF_INET ? 4 : 16) == 0)
-                        return true;
+        if (host_addrs_has(family, a))
+                return true;
 
         if (family == AF_INET)
                 return a[0] == 127 || a[0] == 0 || (a[0] == 169 && a[1] == 254) || a[0] >= 224 ||

@@ -93,6 +93,25 @@ int netns_helper_start(const struct sandbox_spec *s, pid_t child, int nsfds[2],
                        struct net_helper *h, struct cs_error *err);
 /* timeout_ms 0: it has failed already (the ready pipe closed, or nothing in time): say why. */
 int netns_helper_wait_ready(struct net_helper *h, int timeout_ms, struct cs_error *err);
+/* The sandbox's rules "to ADDR unreachable" for the host's addresses: right after the local
+ * table (the sandbox's own addresses). */
+#define NET_RULE_PRIORITY 1
+/* Addresses that are local inside the sandbox by construction need no rule. */
+bool net_addr_needs_rule(const struct sandbox_spec *s, const struct net_host_addr *a);
+/* RTM_NEWRULE (never a second of one: -EEXIST) or RTM_DELRULE of a's rule, acknowledged;
+ * 0 or -errno. */
+int net_rule_unreachable(int nl, unsigned short type, const struct net_host_addr *a, uint32_t seq);
+/* The host's addresses followed by a pasta session's rules (netwatch.c): a process outside
+ * the session, subscribed to the host's address events, with a netlink socket of child's
+ * network namespace; it reconciles the rules with the host's addresses at once and after
+ * every change. Started while child can still be opened by its pid. */
+struct net_watch {
+        pid_t pid; /* -1: none */
+};
+int net_watch_start(const struct sandbox_spec *s, pid_t child, struct net_watch *w,
+                    struct cs_error *err);
+/* Safe to repeat. */
+void net_watch_stop(struct net_watch *w);
 /* Child side, in the new netns: loopback up; with a helper, every host address gets an
  * unreachable rule so the helper cannot carry a connection to the host itself. */
 int netns_setup(const struct sandbox_spec *s, const struct net_helper *h, struct cs_error *err);

@@ -136,6 +136,7 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
         char said = 0; /* pid 1 on pasta's tap: 'h' made, 'w' waits for pasta's own */
         _cleanup_close_ int sfd = -1;
         __attribute__((cleanup(egress_proxy_stop))) struct egress_proxy proxy = {.pid = -1};
+        __attribute__((cleanup(net_watch_stop))) struct net_watch watch = {.pid = -1};
         /* csandbox's proxy and resolver: the allowlist's, or the relay's open network */
         bool egress = s->egress == SPEC_EGRESS_ALLOWLIST || s->net == SPEC_NET_RELAY;
         int egp[2] = {-1, -1};
@@ -285,6 +286,10 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 if (r >= 0)
                         r = netns_helper_nsopen(s, pid, &net, nsfds, err);
         }
+        /* The host's addresses followed by the session's unreachable rules; pid 1 can still
+         * be opened by its pid. */
+        if (r >= 0 && s->net == SPEC_NET_PASTA && !egress)
+                r = net_watch_start(s, pid, &watch, err);
         /* Release the child: it assembles the root while the network helper starts. */
         if (r >= 0 && write(syncp[1], "g", 1) != 1)
                 r = cs_error_set(err, errno, "release the sandbox");
@@ -337,6 +342,7 @@ static int launch_body(const struct sandbox_spec *s, const struct sock_fprog *fi
                 return r;
         }
         netns_helper_stop(&net);
+        net_watch_stop(&watch);
         /* doctor's throwaway sessions (quiet) have no refusals worth a line */
         proxy.report = !runner_notes_all_quiet();
         egress_proxy_stop(&proxy);

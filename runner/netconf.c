@@ -94,9 +94,8 @@ int netlink_request(int nl, struct nlmsghdr *req)
         return ((struct nlmsgerr *)NLMSG_DATA((struct nlmsghdr *)ack))->error;
 }
 
-/* One dump request; each message of the answer goes to fn. */
-static int nl_dump(int nl, unsigned short type, unsigned char family,
-                   void (*fn)(const struct nlmsghdr *nh, void *opaque), void *opaque)
+int netlink_dump(int nl, unsigned short type, unsigned char family,
+                 void (*fn)(const struct nlmsghdr *nh, void *opaque), void *opaque)
 {
         struct nl_msg m;
         struct rtgenmsg *g = netlink_begin(&m, type, NLM_F_DUMP, sizeof(*g));
@@ -211,14 +210,14 @@ static int family_pick(int nl, unsigned char family, int *ret_oif, unsigned char
         struct addr_pick ap = {0};
 
         /* A family the host cannot dump (IPv6 disabled) has no route to take. */
-        if (nl_dump(nl, RTM_GETROUTE, family, route_each, &rp) < 0)
+        if (netlink_dump(nl, RTM_GETROUTE, family, route_each, &rp) < 0)
                 return 0;
         if (rp.odd)
                 return -1;
         if (!rp.found)
                 return 0;
         ap.index = rp.oif;
-        if (nl_dump(nl, RTM_GETADDR, family, addr_each, &ap) < 0 || !ap.found)
+        if (netlink_dump(nl, RTM_GETADDR, family, addr_each, &ap) < 0 || !ap.found)
                 return -1;
         *ret_oif = rp.oif;
         memcpy(ret_addr, ap.addr, family == AF_INET ? 4 : 16);

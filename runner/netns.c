@@ -46,8 +46,7 @@ static int loopback_up(struct cs_error *err)
         return 0;
 }
 
-/* Addresses that are local inside the sandbox by construction need no rule. */
-static bool addr_needs_rule(const struct sandbox_spec *s, const struct net_host_addr *a)
+bool net_addr_needs_rule(const struct sandbox_spec *s, const struct net_host_addr *a)
 {
         static const unsigned char loop6[16] = {[15] = 1};
         struct in_addr mapped;
@@ -90,7 +89,7 @@ static int host_addrs_gather(const struct sandbox_spec *s, struct net_helper *h,
                         memcpy(a.bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
                 else
                         memcpy(a.bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-                if (!addr_needs_rule(s, &a))
+                if (!net_addr_needs_rule(s, &a))
                         continue;
                 for (size_t j = 0; j < h->n_host_addrs && !seen; j++)
                         seen = memcmp(&h->host_addrs[j], &a, sizeof(a)) == 0;
@@ -101,13 +100,14 @@ static int host_addrs_gather(const struct sandbox_spec *s, struct net_helper *h,
         return 0;
 }
 
-/* One RTM_NEWRULE "to ADDR unreachable", answered by an acknowledgement. */
-static int rule_add_unreachable(int nl, const struct net_host_addr *a, uint32_t seq)
+int net_rule_unreachable(int nl, unsigned short type, const struct net_host_addr *a, uint32_t seq)
 {
         size_t alen = a->family == AF_INET ? 4 : 16;
-        uint32_t priority = 1; /* right after the local table: the sandbox's own addresses */
+        uint32_t priority = NET_RULE_PRIORITY;
         struct nl_msg m;
-        struct fib_rule_hdr *frh = netlink_begin(&m, RTM_NEWRULE, NLM_F_CREATE, sizeof(*frh));
+        /* EXCL: the watcher (netwatch.c) may have made it first; never two of one */
+        struct fib_rule_hdr *frh = netlink_begin(
+            &m, type, type == RTM_NEWRULE ? NLM_F_CREATE | NLM_F_EXCL : 0, sizeof(*frh));
 
         m.nh.nlmsg_seq = seq;
         frh->family = (unsigned char)a->family;
@@ -133,9 +133,9 @@ static int host_addrs_block(const struct net_helper *h, struct cs_error *err)
         for (size_t i = 0; i < h->n_host_addrs; i++) {
                 const struct net_host_addr *a = &h->host_addrs[i];
                 char text[INET6_ADDRSTRLEN];
-                int r = rule_add_unreachable(nl, a, (uint32_t)i + 1);
+                int r = net_rule_unreachable(nl, RTM_NEWRULE, a, (uint32_t)i + 1);
 
-                if (r < 0) {
+                if (r < 0 && r != -EEXIST) {
                         inet_ntop(a->family, a->bytes, text, sizeof(text));
                         return cs_error_set(err, -r,
                                             "make the host's address %s unreachable from the "

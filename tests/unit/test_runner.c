@@ -10,10 +10,13 @@
 #include "runner/egress_int.h"
 
 #include <arpa/inet.h>
+#include "runner/netlink.h"
 
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <linux/capability.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -328,6 +331,57 @@ static void test_metadata_addresses_are_never_a_destination(void)
         PASS();
 }
 
+static bool dump_has(int family, const char *text)
+{
+        struct net_host_addr *a = NULL, want = {.family = family};
+        size_t n = 0;
+        bool found = false;
+
+        inet_pton(family, text, want.bytes);
+        if (host_addrs_dump(&a, &n) < 0)
+                return false;
+        for (size_t i = 0; i < n && !found; i++)
+                found = memcmp(&a[i], &want, sizeof(want)) == 0;
+        free(a);
+        return found;
+}
+
+/* In a network namespace of its own: an address added after the subscription is an event,
+ * and the next dump has it, in both families. */
+static void test_the_host_addresses_are_followed_from_a_subscription(void)
+{
+        int status = -1;
+        pid_t pid = fork();
+
+        if (pid == 0) {
+                unsigned char a4[4], a6[16];
+                int sub, nl;
+
+                if (check_unshare_user() < 0 || unshare(CLONE_NEWNET) < 0)
+                        _exit(2);
+                sub = host_addrs_subscribe();
+                nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+                if (sub < 0 || nl < 0)
+                        _exit(3);
+                if (host_addrs_changed(sub) || dump_has(AF_INET, "192.0.2.9"))
+                        _exit(4);
+                inet_pton(AF_INET, "192.0.2.9", a4);
+                inet_pton(AF_INET6, "2001:db8::9", a6);
+                if (netlink_addr_add(nl, 1, AF_INET, a4, 32) < 0 ||
+                    netlink_addr_add(nl, 1, AF_INET6, a6, 128) < 0)
+                        _exit(5);
+                if (!host_addrs_changed(sub) || host_addrs_changed(sub))
+                        _exit(6);
+                if (!dump_has(AF_INET, "192.0.2.9") || !dump_has(AF_INET6, "2001:db8::9"))
+                        _exit(7);
+                _exit(0);
+        }
+        CHECK(pid > 0);
+        waitpid(pid, &status, 0);
+        CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+        PASS();
+}
+
 int main(void)
 {
         test_the_planner_gives_the_broker_a_package_managers_capabilities();
@@ -341,5 +395,6 @@ int main(void)
         test_range_maps_put_the_caller_on_its_own_id();
         test_symlinks_inside_the_root_stay_inside();
         test_metadata_addresses_are_never_a_destination();
+        test_the_host_addresses_are_followed_from_a_subscription();
         return failures ? 1 : 0;
 }

@@ -1,0 +1,127 @@
+/* The host's own addresses, read from the kernel and followed while a session runs: an
+ * address the host gains later (a VPN, a container bridge, an IPv6 privacy address) is the
+ * host's as much as those it had at launch, and its services on 0.0.0.0 or [::] answer
+ * whoever can reach it. */
+#include "netlink.h"
+#include "runner.h"
+
+#include "../common/cleanup.h"
+
+#include <errno.h>
+#include <linux/rtnetlink.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int host_addrs_subscribe(void)
+{
+        struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+                                 .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR};
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+
+        if (fd < 0)
+                return -errno;
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                int e = errno;
+
+                close(fd);
+                return -e;
+        }
+        return fd;
+}
+
+struct addr_list {
+        struct net_host_addr *a;
+        size_t n, cap;
+        bool failed;
+};
+
+static void addr_each(const struct nlmsghdr *nh, void *opaque)
+{
+        struct addr_list *l = opaque;
+        const struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+        const unsigned char *local = NULL, *address = NULL;
+        struct net_host_addr h = {0};
+        int len = (int)IFA_PAYLOAD(nh);
+
+        if (nh->nlmsg_type != RTM_NEWADDR ||
+            (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6))
+                return;
+        for (struct rtattr *rta = IFA_RTA(ifa); RTA_OK(rta, len); rta = RTA_NEXT(rta, len)) {
+                if (RTA_PAYLOAD(rta) != (ifa->ifa_family == AF_INET ? 4u : 16u))
+                        continue;
+                if (rta->rta_type == IFA_LOCAL)
+                        local = RTA_DATA(rta);
+                else if (rta->rta_type == IFA_ADDRESS)
+                        address = RTA_DATA(rta);
+        }
+        /* a point-to-point link's IFA_ADDRESS is its peer's; IFA_LOCAL is ours */
+        if (!local)
+                local = address;
+        if (!local)
+                return;
+        h.family = ifa->ifa_family;
+        memcpy(h.bytes, local, h.family == AF_INET ? 4 : 16);
+        for (size_t i = 0; i < l->n; i++)
+                if (memcmp(&l->a[i], &h, sizeof(h)) == 0)
+                        return;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 16;
+                struct net_host_addr *a = realloc(l->a, cap * sizeof(*a));
+
+                if (!a) {
+                        l->failed = true;
+                        return;
+                }
+                l->a = a;
+                l->cap = cap;
+        }
+        l->a[l->n++] = h;
+}
+
+int host_addrs_dump(struct net_host_addr **ret, size_t *ret_n)
+{
+        _cleanup_close_ int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        struct addr_list l = {0};
+        int r;
+
+        if (nl < 0)
+                return -errno;
+        r = netlink_dump(nl, RTM_GETADDR, AF_UNSPEC, addr_each, &l);
+        if (r >= 0 && l.failed)
+                r = -ENOMEM;
+        if (r < 0) {
+                free(l.a);
+                return r;
+        }
+        *ret = l.a;
+        *ret_n = l.n;
+        return 0;
+}
+
+bool host_addrs_changed(int sub)
+{
+        _Alignas(struct nlmsghdr) char buf[8192];
+        bool changed = false;
+
+        for (;;) {
+                ssize_t n = recv(sub, buf, sizeof(buf), 0);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                /* the socket's buffer overflowed: events were lost */
+                if (n < 0 && errno == ENOBUFS) {
+                        changed = true;
+                        continue;
+                }
+                if (n < 0)
+                        return changed;
+                if (n == 0)
+                        return changed;
+                for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
+                     nh = NLMSG_NEXT(nh, n))
+                        if (nh->nlmsg_type == RTM_NEWADDR || nh->nlmsg_type == RTM_DELADDR)
+                                changed = true;
+        }
+}
