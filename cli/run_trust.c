@@ -308,6 +308,7 @@ int run_trust_begin(struct run_trust *t, const struct plan *plan, const struct p
         t->pause[0] = t->pause[1] = -1;
         t->journal.pid = -1;
         t->journal.ctl = -1;
+        t->journal.done = -1;
         for (unsigned i = 0; i < TRUST_ROOT_N; i++)
                 t->roots[i] = -1;
         t->places[0].fd = t->places[1].fd = -1;

@@ -423,7 +423,7 @@ static void retry_blind(struct watcher *w, bool finishing)
         w->n_unwatched = 0;
 }
 
-static _Noreturn void watcher_main(struct watcher *w, int ctl)
+static _Noreturn void watcher_main(struct watcher *w, int ctl, int done)
 {
         long long last = now_ms(), last_refs = last;
         bool finishing = false;
@@ -477,6 +477,10 @@ static _Noreturn void watcher_main(struct watcher *w, int ctl)
                         rejudge_referrers(w, true);
                         flush(w);
                         w->ops->flushed(w->ops->ctx, true);
+                        /* Said before the exit: closing the inotify instance waits for the
+                         * kernel's grace period (fsnotify's SRCU, 10-20 ms), which csandbox
+                         * need not wait for. */
+                        (void)!write(done, "d", 1);
                         _exit(0);
                 }
         }
@@ -485,11 +489,12 @@ static _Noreturn void watcher_main(struct watcher *w, int ctl)
 int journal_start(struct journal *j, const int *roots, unsigned n, const struct timespec *since,
                   const struct journal_ops *ops, struct cs_error *err)
 {
-        int ctl[2], in;
+        int ctl[2], done[2], in;
         pid_t parent = getpid();
 
         j->pid = -1;
         j->ctl = -1;
+        j->done = -1;
         in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (in < 0)
                 return cs_error_set(err, errno,
@@ -499,11 +504,19 @@ int journal_start(struct journal *j, const int *roots, unsigned n, const struct 
                 close(in);
                 return cs_error_set(err, errno, "start the change journal");
         }
+        if (pipe2(done, O_CLOEXEC) < 0) {
+                close(in);
+                close(ctl[0]);
+                close(ctl[1]);
+                return cs_error_set(err, errno, "start the change journal");
+        }
         j->pid = fork();
         if (j->pid < 0) {
                 close(in);
                 close(ctl[0]);
                 close(ctl[1]);
+                close(done[0]);
+                close(done[1]);
                 return cs_error_set(err, errno, "start the change journal");
         }
         if (j->pid == 0) {
@@ -511,6 +524,7 @@ int journal_start(struct journal *j, const int *roots, unsigned n, const struct 
                     .roots = roots, .n_roots = n, .since = *since, .ops = ops, .in = in};
 
                 close(ctl[1]);
+                close(done[0]);
                 (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != parent)
                         _exit(2);
@@ -529,22 +543,39 @@ int journal_start(struct journal *j, const int *roots, unsigned n, const struct 
                 signal(SIGTSTP, SIG_IGN);
                 signal(SIGTTOU, SIG_IGN);
                 signal(SIGPIPE, SIG_IGN);
-                watcher_main(&w, ctl[0]);
+                watcher_main(&w, ctl[0], done[1]);
         }
         close(in);
         close(ctl[0]);
+        close(done[1]);
         j->ctl = ctl[1];
+        j->done = done[0];
         return 0;
 }
 
 int journal_finish(struct journal *j, struct cs_error *err)
 {
         int status;
+        ssize_t n;
+        char word = 0;
 
         if (j->pid < 0)
                 return cs_error_setx(err, ESRCH, "the change journal did not run");
         close(j->ctl);
         j->ctl = -1;
+        /* Its word that every change is judged is enough: its exit (the inotify instance's
+         * teardown) is left to finish on its own, and it is reaped whenever (a zombie at
+         * most until csandbox exits). Without the word, its status says why. */
+        do
+                n = read(j->done, &word, 1);
+        while (n < 0 && errno == EINTR);
+        close(j->done);
+        j->done = -1;
+        if (n == 1 && word == 'd') {
+                (void)waitpid(j->pid, NULL, WNOHANG);
+                j->pid = -1;
+                return 0;
+        }
         while (waitpid(j->pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return cs_error_set(err, errno, "wait for the change journal");
@@ -565,8 +596,11 @@ void journal_abort(struct journal *j)
         }
         if (j->ctl >= 0)
                 close(j->ctl);
+        if (j->done >= 0)
+                close(j->done);
         j->pid = -1;
         j->ctl = -1;
+        j->done = -1;
 }
 
 int journal_scan(const int *roots, unsigned n, const struct timespec *since,

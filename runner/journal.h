@@ -34,7 +34,8 @@ struct journal_ops {
 
 struct journal {
         pid_t pid;
-        int ctl; /* closed by journal_finish: the session is over */
+        int ctl;  /* closed by journal_finish: the session is over */
+        int done; /* the watcher writes one byte here once every change is judged */
 };
 
 /* Start watching the directory fds roots[0..n) (kept open by the watcher). since: changes
