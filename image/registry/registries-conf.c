@@ -81,7 +81,16 @@ void regconf_free(struct regconf *c)
 
 /* ---- one file ---- */
 
-enum section { SEC_TOP, SEC_ALIASES, SEC_REGISTRY, SEC_MIRROR, SEC_OTHER };
+enum section {
+        SEC_TOP,
+        SEC_ALIASES,
+        SEC_REGISTRY,
+        SEC_MIRROR,
+        SEC_V1_SEARCH,
+        SEC_V1_INSECURE,
+        SEC_V1_BLOCK,
+        SEC_OTHER
+};
 
 struct parse {
         struct regconf *part; /* this file's values, merged when it parsed whole */
@@ -113,6 +122,9 @@ static int location_check(const struct parse *p, unsigned line, const char *key,
 
         while (n && loc[n - 1] == '/')
                 loc[--n] = '\0';
+        if (loc[0] == '/')
+                return conf_fail(p, line, err, "%s `%s` starts with no registry HOST[:PORT]", key,
+                                 loc);
         if (strstr(loc, "://"))
                 return conf_fail(p, line, err, "%s `%s` has a scheme: write HOST[:PORT][/PATH]",
                                  key, loc);
@@ -210,12 +222,17 @@ static int on_table(void *opaque, const char *path, bool array, unsigned line, s
                 p->sec = SEC_MIRROR;
                 return 0;
         }
-        if (strncmp(path, "registries.", 11) == 0)
-                return conf_fail(p, line, err,
-                                 "[%s] is the version 1 format, which csandbox does not read: "
-                                 "write unqualified-search-registries and [[registry]] tables "
-                                 "(version 2)",
-                                 path);
+        /* version 1, which podman still reads: [registries.search|insecure|block] */
+        if (strcmp(path, "registries.search") == 0 && !array)
+                p->sec = SEC_V1_SEARCH;
+        else if (strcmp(path, "registries.insecure") == 0 && !array)
+                p->sec = SEC_V1_INSECURE;
+        else if (strcmp(path, "registries.block") == 0 && !array)
+                p->sec = SEC_V1_BLOCK;
+        else
+                p->sec = SEC_OTHER;
+        if (p->sec != SEC_OTHER)
+                return 0;
         p->sec = SEC_OTHER; /* tables podman reads and csandbox has no use for */
         return 0;
 }
@@ -263,7 +280,35 @@ static int on_key(void *opaque, const char *key, const struct toml_value *v, uns
                 return on_alias(p, key, v, line, err);
         if (p->aliases_only || p->sec == SEC_OTHER)
                 return 0;
-        if (p->sec == SEC_TOP && strcmp(key, "unqualified-search-registries") == 0) {
+        if (p->sec == SEC_V1_INSECURE || p->sec == SEC_V1_BLOCK) {
+                if (strcmp(key, "registries") != 0)
+                        return 0;
+                r = want(p, key, v, TOML_ARRAY, line, err);
+                for (size_t i = 0; r == 0 && i < v->n; i++) {
+                        struct reg_entry *n;
+
+                        if (c->n_regs >= REGISTRIES_MAX)
+                                return conf_fail(p, line, err, "more than %u registries",
+                                                 REGISTRIES_MAX);
+                        n = realloc(c->regs, (c->n_regs + 1) * sizeof(*n));
+                        if (!n)
+                                return cs_error_set(err, ENOMEM, "%s", p->file);
+                        c->regs = n;
+                        n = &c->regs[c->n_regs++];
+                        memset(n, 0, sizeof(*n));
+                        n->file = p->file_index;
+                        n->line = line;
+                        n->insecure = p->sec == SEC_V1_INSECURE;
+                        n->blocked = p->sec == SEC_V1_BLOCK;
+                        if (strlen(v->items[i]) >= sizeof(n->location))
+                                return conf_fail(p, line, err, "`%.200s` is too long", v->items[i]);
+                        snprintf(n->location, sizeof(n->location), "%s", v->items[i]);
+                        r = location_check(p, line, key, n->location, err);
+                }
+                return r;
+        }
+        if ((p->sec == SEC_TOP && strcmp(key, "unqualified-search-registries") == 0) ||
+            (p->sec == SEC_V1_SEARCH && strcmp(key, "registries") == 0)) {
                 r = want(p, key, v, TOML_ARRAY, line, err);
                 if (r == 0 && v->n > SEARCH_MAX)
                         r = conf_fail(p, line, err, "`%s` lists more than %u registries", key,
@@ -699,7 +744,8 @@ static int endpoint_from(const char *location, const char *rest, bool insecure, 
         snprintf(full, sizeof(full), "%s%s", location, rest);
         slash = strchr(full, '/');
         hl = slash ? (size_t)(slash - full) : 0;
-        if (!slash || !slash[1] || hl >= sizeof(ep->host) || strlen(slash + 1) >= sizeof(ep->repo))
+        if (!slash || !slash[1] || hl == 0 || hl >= sizeof(ep->host) ||
+            strlen(slash + 1) >= sizeof(ep->repo))
                 return cs_error_setx(err, EINVAL,
                                      "registries.conf: `%.300s` (a location and the image's "
                                      "path) names no registry and repository",

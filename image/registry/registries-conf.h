@@ -11,7 +11,9 @@
  * unqualified-search registry; several are refused with the choices, as podman without a
  * terminal does), and where an image is fetched from (a [[registry]]'s mirrors in order,
  * then its location, rewriting the prefix; insecure; blocked is refused naming its file).
- * Without any configuration a short name means docker.io, as docker reads it. */
+ * Version 1's [registries.search], [registries.insecure] and [registries.block] lists,
+ * which podman still reads, are read as their version 2 equivalents. Without any
+ * configuration a short name means docker.io, as docker reads it. */
 #pragma once
 #include "registry.h"
 

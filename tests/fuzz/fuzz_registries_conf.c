@@ -13,8 +13,7 @@ static void check_names(const struct regconf *c)
         static const char *const names[] = {
             "debian",
             "debian:12",
-            "x/y@sha256:"
-            "0000000000000000000000000000000000000000000000000000000000000000",
+            "x/y@sha256:0000000000000000000000000000000000000000000000000000000000000000",
             "docker.io/library/debian",
             "q.example/team/app",
             "a.dev.example:5000/x/y",

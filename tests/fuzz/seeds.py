@@ -126,6 +126,9 @@ def registries_conf():
         "[[registry.mirror]]\nlocation = 'm.corp:5000/q'\npull-from-mirror = \"digest-only\"\n"
         "[[registry]]\nlocation = 'docker.io'\n[[registry.mirror]]\nlocation = 'hub.corp'\n"
         "[[registry]]\nprefix = '*.dev.example'\nblocked = true\n")
+    put("registries_conf", "v1", "[registries.search]\nregistries = ['one.example']\n"
+        "[registries.insecure]\nregistries = ['plain.example:5000']\n"
+        "[registries.block]\nregistries = ['no.example']\n")
     put("registries_conf", "escapes", "a.\"b\".c = \"\\u00e9\\t\\\"\"\nn = -1_000\n[x]\n")
 
 

@@ -373,8 +373,26 @@ static void test_registry_tables_mirrors_rewrites_blocked(void)
         PASS();
 }
 
+/* Version 1, which podman still reads in its main file: search, insecure and block lists. */
+static void test_version_1_lists(void)
+{
+        static const char *const v1[] = {
+            "[registries.search]\nregistries = ['one.example']\n[registries.insecure]\n"
+            "registries = ['plain.example:5000']\n[registries.block]\nregistries = "
+            "['no.example']\n"};
+        struct cs_error err = {0};
+        struct regconf *c = conf_of(v1, 1, &err);
+
+        CHECKF(c, "%s", err.msg);
+        EXPECT(resolved(c, "x", &err), "one.example/x:latest");
+        EXPECT(endpoints(c, "plain.example:5000/x", &err), "plain.example:5000/x!");
+        CHECK(strstr(endpoints(c, "no.example/x", &err), "blocked"));
+        regconf_free(c);
+        PASS();
+}
+
 /* Bad configuration is refused naming the file and line: a scheme in a location, a
- * [[registry]] with neither location nor prefix, a v1 table, a qualified alias key. */
+ * [[registry]] with neither location nor prefix, a qualified alias key. */
 static void test_bad_registries_conf_names_file_and_line(void)
 {
         static const struct {
@@ -383,7 +401,9 @@ static void test_bad_registries_conf_names_file_and_line(void)
             {"[[registry]]\nlocation = 'https://x.io'", "line 2: location `https://x.io` has a "
                                                         "scheme"},
             {"\n[[registry]]\ninsecure = true", "line 2: a [[registry]] needs a location"},
-            {"[registries.search]\nregistries = ['x.io']", "version 1 format"},
+            /* corpus/registries_conf/crash-empty-host: an endpoint without a host */
+            {"[[registry]]\nprefix = 'q.example/team'\nlocation = '/nternal.corp/q'",
+             "line 3: location `/nternal.corp/q` starts with no registry"},
             {"[aliases]\n'a.io/x' = 'b.io/x'", "not a short name"},
             {"[aliases]\n'x' = 'x'", "must name a registry"},
             {"[aliases]\n'x' = 'b.io/x:1'", "must name a registry"},
@@ -477,6 +497,7 @@ int main(void)
         test_short_names_as_podman_resolves_them();
         test_registry_tables_mirrors_rewrites_blocked();
         test_bad_registries_conf_names_file_and_line();
+        test_version_1_lists();
         test_registries_conf_files_in_podmans_order();
         test_docker_hub_credentials_under_each_of_its_keys();
         test_ref_forms_as_podman_reads_them();
