@@ -25,9 +25,11 @@
  * Who keeps what: a launch holds a shared flock on sha256/HEX, so rm and prune (which take
  * it exclusively without waiting) refuse an image in use, and the image keeps listing its
  * layers. An import holds a shared flock on each layer it stored or reuses until its image
- * is committed; a stored layer is moved into place and held under .lock. A sweep (rm of an
- * image's last name, prune) runs under .lock: it reads every image's layer list and removes
- * each layer none lists whose exclusive flock it gets without waiting.
+ * is committed; a stored layer is moved into place and held under the store lock. A sweep
+ * (rm of an image's last name, prune) runs under the store lock: it reads every image's
+ * layer list and removes each layer none lists whose exclusive flock it gets without
+ * waiting. A shared hold never waits long: a directory locked exclusively for longer than
+ * an instant is someone else's (store_dir_hold).
  *
  * The lock files are beside the store, in images.locks/ (STORE_LOCKS_SUFFIX), where no
  * session sees them: sessions get the store bound read-only, and flock works on a read-only
