@@ -9,9 +9,11 @@
 #include "../common/cleanup.h"
 #include "../common/error.h"
 #include "../common/fileio.h"
+#include "../image/registry/registries-conf.h"
 #include "../image/registry/registry.h"
 #include "../image/store/store.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -173,8 +175,10 @@ int cmd_image_pull(int argc, char **argv)
         struct pull_display *disp = NULL;
         struct import_options o;
         struct import_result res;
+        _cleanup_free_ struct registry_source *src = NULL;
         struct registry_ref ref;
         struct image_store s;
+        size_t n_src = 0;
         struct cs_error err = {0};
         const char *arg = NULL;
         bool quiet = false, missing = false;
@@ -206,8 +210,15 @@ int cmd_image_pull(int argc, char **argv)
         }
         if (!arg)
                 return cli_usage_error("image", "pull needs a REF");
-        if (registry_ref_parse(arg, &ref, &err) < 0)
+        /* registries.conf as podman reads it: the short name's registry, mirrors, rewrites */
+        src = calloc(REGISTRY_SOURCES_MAX, sizeof(*src));
+        if (!src) {
+                cs_error_set(&err, ENOMEM, "image pull");
                 return cli_fail(&err);
+        }
+        if (registry_resolve(arg, src, &n_src, &err) < 0)
+                return cli_fail(&err);
+        ref = src[0].ref;
         import_options_init(&o);
         if (!quiet)
                 disp = pull_display_attach(&po, &o);
@@ -239,7 +250,15 @@ int cmd_image_pull(int argc, char **argv)
                 }
                 store_close_all(ro, n_ro);
         }
-        r = store_pull(&s, &ref, &po, &o, &res, &err);
+        /* more than one only where short-name-mode lets a short name try each registry */
+        for (size_t i = 0; i < n_src; i++) {
+                ref = src[i].ref;
+                po.endpoints = src[i].endpoints;
+                po.n_endpoints = src[i].n_endpoints;
+                r = store_pull(&s, &ref, &po, &o, &res, &err);
+                if (r == 0)
+                        break;
+        }
         pull_display_end(disp, &o);
         store_close(&s);
         if (r < 0)

@@ -8,6 +8,7 @@
 #include "../common/fileio.h"
 #include "../common/strv.h"
 #include "../image/oci/digest.h"
+#include "../image/registry/registries-conf.h"
 #include "../image/registry/registry.h"
 #include "../image/store/store-write.h"
 #include "../spec/spec.h"
@@ -205,9 +206,21 @@ int build_open_base(struct build *b, const char *what, const char *kw, const cha
                     store_find(&b->store, b->ro, b->n_ro, rr.name, digest, &found, &probe) < 0) {
                         struct pull_options po = {.tls_verify = b->o->tls_verify,
                                                   .max_layers = LAYER_DEFAULT_MAX_LAYERS};
+                        _cleanup_free_ struct registry_source *src =
+                            calloc(REGISTRY_SOURCES_MAX, sizeof(*src));
                         struct import_options io;
                         struct import_result res;
                         struct pull_display *disp = NULL;
+                        size_t n_src = 0;
+
+                        /* registries.conf as podman reads it, as `image pull` */
+                        if (!src)
+                                return cs_error_set(err, ENOMEM, "%s", what);
+                        if (registry_resolve(ref_text, src, &n_src, err) < 0)
+                                return cs_error_wrap(err, "%s: %s%s", what, kw, ref_text);
+                        rr = src[0].ref;
+                        po.endpoints = src[0].endpoints;
+                        po.n_endpoints = src[0].n_endpoints;
 
                         oci_platform_host(&po.platform);
                         import_options_init(&io);

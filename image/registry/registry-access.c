@@ -26,6 +26,11 @@
 
 /* ---- references ---- */
 
+const char *registry_api_host(const char *host)
+{
+        return strcmp(host, REGISTRY_DEFAULT) == 0 ? REGISTRY_DOCKER_HUB_API : host;
+}
+
 static bool repo_char_ok(char c)
 {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
@@ -80,7 +85,9 @@ int registry_ref_parse(const char *s, struct registry_ref *ret, struct cs_error 
                                 return ref_fail(s, "bad registry host", err);
                 if (!buf[0] || strlen(buf) >= sizeof(r.host))
                         return ref_fail(s, "bad registry host", err);
-                snprintf(r.host, sizeof(r.host), "%s", buf);
+                /* docker's legacy spelling of docker.io names the same images */
+                snprintf(r.host, sizeof(r.host), "%s",
+                         strcmp(buf, REGISTRY_DOCKER_HUB_INDEX) == 0 ? REGISTRY_DEFAULT : buf);
                 path = slash + 1;
         } else {
                 snprintf(r.host, sizeof(r.host), "%s", REGISTRY_DEFAULT);
@@ -122,21 +129,44 @@ void registry_creds_free(struct registry_creds *c)
         memset(c, 0, sizeof(*c));
 }
 
-/* "https://host/v1/" or "host/ns" -> "host" or "host/ns". */
+/* A registry host as auth files key it: Docker Hub's three names are one (docker login
+ * writes https://index.docker.io/v1/, podman login docker.io). */
+static void auth_host_normalize(char *host, size_t n)
+{
+        size_t hl = strcspn(host, "/");
+
+        if ((hl == strlen(REGISTRY_DEFAULT) && strncmp(host, REGISTRY_DEFAULT, hl) == 0) ||
+            (hl == strlen(REGISTRY_DOCKER_HUB_API) &&
+             strncmp(host, REGISTRY_DOCKER_HUB_API, hl) == 0)) {
+                char rest[600];
+                size_t il = strlen(REGISTRY_DOCKER_HUB_INDEX);
+
+                snprintf(rest, sizeof(rest), "%s", host + hl);
+                if (il + strlen(rest) < n) {
+                        memcpy(host, REGISTRY_DOCKER_HUB_INDEX, il);
+                        memcpy(host + il, rest, strlen(rest) + 1);
+                }
+        }
+}
+
+/* As containers/image reads a key: "https://host/v1/" (a URL, docker's form) -> "host", the
+ * path dropped; "host/ns" (podman's per-namespace keys) stays; Docker Hub's names -> one. */
 static void auth_key_normalize(const char *key, char *ret, size_t n)
 {
+        bool url = false;
         size_t len;
 
         if (strncmp(key, "https://", 8) == 0)
-                key += 8;
+                key += 8, url = true;
         else if (strncmp(key, "http://", 7) == 0)
-                key += 7;
+                key += 7, url = true;
         snprintf(ret, n, "%s", key);
+        if (url)
+                ret[strcspn(ret, "/")] = '\0';
         len = strlen(ret);
         while (len && ret[len - 1] == '/')
                 ret[--len] = '\0';
-        if (len > 3 && (strcmp(ret + len - 3, "/v1") == 0 || strcmp(ret + len - 3, "/v2") == 0))
-                ret[len - 3] = '\0';
+        auth_host_normalize(ret, n);
 }
 
 static int auth_decode(const char *b64, const char *file, struct registry_creds *ret,
@@ -188,7 +218,7 @@ int registry_creds_parse(const char *buf, size_t len, const char *file, const ch
         _cleanup_json_ cJSON *j = cJSON_ParseWithLength(buf, len);
         const cJSON *auths, *e, *best = NULL;
         char want[600];
-        size_t best_len = 0;
+        size_t best_len = 0, host_len;
 
         if (!j || !cJSON_IsObject(j))
                 return cs_error_setx(err, EINVAL,
@@ -197,6 +227,8 @@ int registry_creds_parse(const char *buf, size_t len, const char *file, const ch
                                      file);
         auths = cJSON_GetObjectItemCaseSensitive(j, "auths");
         snprintf(want, sizeof(want), "%s/%s", host, repo);
+        auth_host_normalize(want, sizeof(want));
+        host_len = strcspn(want, "/");
         cJSON_ArrayForEach(e, auths)
         {
                 char key[600];
@@ -208,7 +240,7 @@ int registry_creds_parse(const char *buf, size_t len, const char *file, const ch
                 kl = strlen(key);
                 if (kl == 0 || strncmp(want, key, kl) != 0 || (want[kl] != '/' && want[kl]))
                         continue;
-                if (kl < strlen(host)) /* a key shorter than the host is another host */
+                if (kl < host_len) /* a key shorter than the host is another host */
                         continue;
                 if (kl > best_len) {
                         best = e;

@@ -106,7 +106,7 @@ static int xfer_start(struct xfer *x, CURLM *m, struct cs_error *err)
 {
         char url[1200], range[64];
 
-        snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", x->g->base, x->g->ref->repo, x->pb->digest);
+        snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", x->g->base, x->g->ep->repo, x->pb->digest);
         x->c = reg_easy(x->g, url, &x->h, x->errbuf);
         if (!x->c)
                 return cs_error_set(err, ENOMEM, "blob request");

@@ -53,7 +53,9 @@ struct pull_blob;
 struct reg {
         const struct registry_ref *ref;
         const struct pull_options *o;
-        char base[300]; /* scheme://host */
+        const struct registry_endpoint *ep; /* where this connection asks */
+        bool tls_verify;                    /* o->tls_verify unless ep is insecure */
+        char base[300];                     /* scheme://host, the API host for docker.io */
         struct registry_creds creds;
         char *token;
         long auth; /* CURLAUTH_* in use, 0 for none */

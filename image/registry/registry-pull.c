@@ -120,10 +120,10 @@ static int config_first(struct reg *g, int dirfd, struct pull_blob *blobs, const
         return 0;
 }
 
-int registry_pull(const struct registry_ref *ref, const struct pull_options *o, int dirfd,
-                  struct cs_error *err)
+static int pull_from(const struct registry_ref *ref, const struct registry_endpoint *ep,
+                     const struct pull_options *o, int dirfd, struct cs_error *err)
 {
-        struct reg g = {.ref = ref, .o = o};
+        struct reg g = {.ref = ref, .o = o, .ep = ep, .tls_verify = o->tls_verify && !ep->insecure};
         _cleanup_free_ char *body = NULL;
         _cleanup_free_ struct pull_blob *blobs = NULL;
         _cleanup_free_ int64_t *sizes = NULL;
@@ -136,12 +136,10 @@ int registry_pull(const struct registry_ref *ref, const struct pull_options *o, 
         bool stored;
         int r;
 
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-                return cs_error_setx(err, EIO, "initialize libcurl");
-        snprintf(g.base, sizeof(g.base), "https://%s", ref->host);
-        r = registry_creds_find(ref->host, ref->repo, &g.creds, err);
-        if (r == 0 && o->tls_verify)
-                r = registry_ca_load(ref->host, &g.ca, &g.ca_len, g.ca_dir, sizeof(g.ca_dir), err);
+        snprintf(g.base, sizeof(g.base), "https://%s", registry_api_host(ep->host));
+        r = registry_creds_find(ep->host, ep->repo, &g.creds, err);
+        if (r == 0 && g.tls_verify)
+                r = registry_ca_load(ep->host, &g.ca, &g.ca_len, g.ca_dir, sizeof(g.ca_dir), err);
         if (r < 0)
                 goto out;
         snprintf(want, sizeof(want), "%s", ref->digest);
@@ -182,7 +180,9 @@ int registry_pull(const struct registry_ref *ref, const struct pull_options *o, 
                                   ref->name, (long long)m.config_size, OCI_CONFIG_MAX);
                 goto out;
         }
-        if (mkdirat(dirfd, "blobs", 0700) < 0 || mkdirat(dirfd, "blobs/sha256", 0700) < 0) {
+        /* an earlier endpoint may have made them (its verified blobs are as good as any) */
+        if ((mkdirat(dirfd, "blobs", 0700) < 0 && errno != EEXIST) ||
+            (mkdirat(dirfd, "blobs/sha256", 0700) < 0 && errno != EEXIST)) {
                 r = cs_error_set(err, errno, "create the download directory");
                 goto out;
         }
@@ -221,6 +221,40 @@ out:
         oci_config_free(&cfg);
         oci_manifest_free(&m);
         reg_free(&g);
+        return r;
+}
+
+int registry_pull(const struct registry_ref *ref, const struct pull_options *o, int dirfd,
+                  struct cs_error *err)
+{
+        struct registry_endpoint self = {0};
+        const struct registry_endpoint *eps = o->endpoints;
+        size_t n = o->n_endpoints;
+        char tried[1024] = "";
+        size_t tl = 0;
+        int r = 0;
+
+        if (n == 0) {
+                snprintf(self.host, sizeof(self.host), "%s", ref->host);
+                snprintf(self.repo, sizeof(self.repo), "%s", ref->repo);
+                eps = &self;
+                n = 1;
+        }
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                return cs_error_setx(err, EIO, "initialize libcurl");
+        /* mirrors first, in order, then the registry itself, as podman: the first that
+         * serves the image serves all of it */
+        for (size_t i = 0; i < n; i++) {
+                r = pull_from(ref, &eps[i], o, dirfd, err);
+                if (r == 0 || i + 1 == n)
+                        break;
+                tl += (size_t)snprintf(tried + tl, sizeof(tried) - tl, "%s%.200s/%.200s: %.300s",
+                                       tl ? "; " : "", eps[i].host, eps[i].repo, err->msg);
+                if (tl >= sizeof(tried))
+                        tl = sizeof(tried) - 1;
+        }
+        if (r < 0 && tl)
+                r = cs_error_wrap(err, "%s (after the mirrors failed: %s)", ref->name, tried);
         curl_global_cleanup();
         return r;
 }

@@ -82,7 +82,7 @@ static size_t membuf_write(char *p, size_t size, size_t nitems, void *opaque)
 CURL *reg_easy(struct reg *g, const char *url, struct resp *h, char errbuf[CURL_ERROR_SIZE])
 {
         CURL *c = curl_easy_init();
-        const char *protos = g->o->tls_verify ? "https" : "http,https";
+        const char *protos = g->tls_verify ? "https" : "http,https";
 
         if (!c)
                 return NULL;
@@ -92,8 +92,8 @@ CURL *reg_easy(struct reg *g, const char *url, struct resp *h, char errbuf[CURL_
         curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, protos);
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
         curl_easy_setopt(c, CURLOPT_MAXREDIRS, 8L);
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, g->o->tls_verify ? 1L : 0L);
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, g->o->tls_verify ? 2L : 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, g->tls_verify ? 1L : 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, g->tls_verify ? 2L : 0L);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
         /* a stalled transfer is a transient failure, retried where it stopped */
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -103,7 +103,7 @@ CURL *reg_easy(struct reg *g, const char *url, struct resp *h, char errbuf[CURL_
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, resp_header);
         curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
-        if (g->ca && g->o->tls_verify) {
+        if (g->ca && g->tls_verify) {
                 struct curl_blob blob = {
                     .data = g->ca, .len = g->ca_len, .flags = CURL_BLOB_NOCOPY};
                 curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
@@ -215,15 +215,15 @@ static int reg_token(struct reg *g, const char *challenge, struct cs_error *err)
         if (!realm[0])
                 return cs_error_setx(err, EPROTO,
                                      "the registry %s asks for a bearer token but names no realm",
-                                     g->ref->host);
+                                     g->ep->host);
         if (strncmp(realm, "https://", 8) != 0 &&
-            !(strncmp(realm, "http://", 7) == 0 && !g->o->tls_verify))
+            !(strncmp(realm, "http://", 7) == 0 && !g->tls_verify))
                 return cs_error_setx(err, EPROTO,
                                      "the registry %s sends for tokens to `%.200s`, which is not "
                                      "https (--tls-verify=false allows plain http)",
-                                     g->ref->host, realm);
+                                     g->ep->host, realm);
         if (!scope[0])
-                snprintf(scope, sizeof(scope), "repository:%s:pull", g->ref->repo);
+                snprintf(scope, sizeof(scope), "repository:%s:pull", g->ep->repo);
         c = reg_easy(g, realm, &h, errbuf);
         if (!c || !(esc_service = curl_easy_escape(c, service, 0)) ||
             !(esc_scope = curl_easy_escape(c, scope, 0))) {
@@ -262,7 +262,7 @@ static int reg_token(struct reg *g, const char *challenge, struct cs_error *err)
         curl_easy_cleanup(c);
         if (rc != CURLE_OK) {
                 free(body.buf);
-                return cs_error_setx(err, EIO, "get a token for %s from `%.200s`: %s", g->ref->host,
+                return cs_error_setx(err, EIO, "get a token for %s from `%.200s`: %s", g->ep->host,
                                      realm, errbuf[0] ? errbuf : curl_easy_strerror(rc));
         }
         if (code != 200) {
@@ -270,7 +270,7 @@ static int reg_token(struct reg *g, const char *challenge, struct cs_error *err)
                 return cs_error_setx(err, EACCES,
                                      "the token service `%.200s` refused access to %s (HTTP "
                                      "%ld); %s%s%s",
-                                     realm, g->ref->repo, code,
+                                     realm, g->ep->repo, code,
                                      g->creds.user ? "check the credentials in `"
                                                    : "log in with podman or docker login, whose "
                                                      "auth files csandbox reads",
@@ -304,13 +304,13 @@ int reg_authenticate(struct reg *g, const char *challenge, struct cs_error *err)
         if (g->creds.user)
                 return cs_error_setx(err, EACCES,
                                      "the registry %s refused the credentials for %s from `%s`",
-                                     g->ref->host, g->ref->repo, g->creds.file);
+                                     g->ep->host, g->ep->repo, g->creds.file);
         return cs_error_setx(err, EACCES,
                              "the registry %s needs credentials for %s: log in with podman or "
                              "docker login (csandbox reads $REGISTRY_AUTH_FILE, "
                              "$XDG_RUNTIME_DIR/containers/auth.json, "
                              "~/.config/containers/auth.json, ~/.docker/config.json)",
-                             g->ref->host, g->ref->repo);
+                             g->ep->host, g->ep->repo);
 }
 
 /* What to do about a failed TLS handshake. */
@@ -326,7 +326,7 @@ static const char *tls_hint(const struct reg *g, CURLcode rc, char *buf, size_t 
                          " (if your own CA signed it, put the CA in "
                          "~/.config/containers/certs.d/%s/ca.crt; --tls-verify=false skips the "
                          "check, for a test registry only)",
-                         g->ref->host);
+                         g->ep->host);
         return buf;
 }
 
@@ -341,7 +341,7 @@ int reg_get_manifest(struct reg *g, const char *reference, char **ret, size_t *r
         long code = 0;
         CURLcode rc = CURLE_OK;
 
-        snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base, g->ref->repo, reference);
+        snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base, g->ep->repo, reference);
         for (int attempt = 0; attempt < ATTEMPTS;) {
                 struct curl_slist *hdrs = curl_slist_append(NULL, ACCEPT_MANIFESTS);
                 CURL *c = reg_easy(g, url, &h, errbuf);
@@ -369,10 +369,11 @@ int reg_get_manifest(struct reg *g, const char *reference, char **ret, size_t *r
                                              reference, g->ref->name, OCI_MANIFEST_MAX);
                 }
                 /* --tls-verify=false: https unverified first, then plain http, as podman */
-                if (rc == CURLE_SSL_CONNECT_ERROR && !g->o->tls_verify &&
+                if (rc == CURLE_SSL_CONNECT_ERROR && !g->tls_verify &&
                     strncmp(g->base, "https://", 8) == 0) {
-                        snprintf(g->base, sizeof(g->base), "http://%s", g->ref->host);
-                        snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base, g->ref->repo,
+                        snprintf(g->base, sizeof(g->base), "http://%s",
+                                 registry_api_host(g->ep->host));
+                        snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", g->base, g->ep->repo,
                                  reference);
                         continue;
                 }
@@ -416,14 +417,14 @@ int reg_get_manifest(struct reg *g, const char *reference, char **ret, size_t *r
         if (code == 401 || code == 403)
                 return cs_error_setx(err, EACCES,
                                      "the registry %s refused access to %s (HTTP %ld%s)%s%s%s",
-                                     g->ref->host, g->ref->repo, code, words,
+                                     g->ep->host, g->ep->repo, code, words,
                                      g->creds.user ? "; check the credentials in `" : "",
                                      g->creds.user ? g->creds.file : "", g->creds.user ? "`" : "");
         if (code == 404)
                 return cs_error_setx(err, ENOENT,
                                      "the registry %s has no image %s (HTTP 404%s); check the "
                                      "name and the tag",
-                                     g->ref->host, g->ref->name, words);
+                                     g->ep->host, g->ref->name, words);
         return cs_error_setx(err, EIO, "fetch the manifest of %s from %s: HTTP %ld%s", g->ref->name,
                              g->base, code, words);
 }

@@ -14,6 +14,14 @@ struct cs_error;
 
 /* The registry a reference without one names, as podman and docker read it. */
 #define REGISTRY_DEFAULT "docker.io"
+/* Docker Hub's names: its registry API answers on another host than the name images carry,
+ * and docker login stores its credentials under the v1 index URL. `index.docker.io/…` is
+ * docker.io's legacy spelling. */
+#define REGISTRY_DOCKER_HUB_API   "registry-1.docker.io"
+#define REGISTRY_DOCKER_HUB_INDEX "index.docker.io"
+
+/* The host to connect to for a registry name: Docker Hub's API host for docker.io. */
+const char *registry_api_host(const char *host);
 
 /* [HOST[:PORT]/]PATH[:TAG][@sha256:HEX], parsed as podman and docker do: a first component
  * with a dot or a colon, or `localhost`, is the registry; otherwise REGISTRY_DEFAULT, where a
@@ -39,8 +47,21 @@ struct pull_blob {
         bool started, finished, is_config;
 };
 
+/* Where a pull asks: a mirror or the registry's location, with the repository path that
+ * place knows the image by (registries.conf rewrites both). */
+struct registry_endpoint {
+        char host[256];
+        char repo[256];
+        bool insecure; /* plain http and unverified certificates are accepted */
+        bool mirror;
+};
+#define REGISTRY_ENDPOINTS_MAX 17
+
 struct pull_options {
         bool tls_verify; /* false: plain http and unverified certificates are accepted */
+        /* Tried in order until one serves the manifest; none: the reference's own host. */
+        const struct registry_endpoint *endpoints;
+        size_t n_endpoints;
         struct oci_platform platform;
         size_t max_layers; /* the import's limit, checked before any layer is fetched */
         /* Called as transfers advance (at most every 100 ms, and when a blob finishes). */

@@ -24,24 +24,14 @@
 /* Layers unpacked at once, at most (and no more than there are cores). */
 #define UNPACK_WORKERS_MAX 16
 
-/* locks/layer-HEX, flocked exclusively: one import unpacks a layer, the others wait. */
+/* layer-HEX in the store's lock directory, flocked exclusively: one import unpacks a layer,
+ * the others wait. */
 int store_layer_lock(struct image_store *s, const char *diff_id, struct cs_error *err)
 {
         char name[100];
-        int fd, r;
 
-        snprintf(name, sizeof(name), "locks/layer-%.64s", store_digest_hex(diff_id));
-        fd = openat(s->fd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return cs_error_set(err, errno, "open `%s/%s`", s->root, name);
-        while ((r = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
-                ;
-        if (r < 0) {
-                r = cs_error_set(err, errno, "lock `%s/%s`", s->root, name);
-                close(fd);
-                return r;
-        }
-        return fd;
+        snprintf(name, sizeof(name), "layer-%.64s", store_digest_hex(diff_id));
+        return store_lock_named(s, name, err);
 }
 
 static uint64_t info_number(const cJSON *j, const char *key)

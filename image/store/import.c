@@ -252,16 +252,10 @@ int store_import(struct image_store *s, const struct import_options *o, struct i
         res.layers = p.n_layers;
 
         /* one import per image does the work; the others wait and find it done */
-        snprintf(lockname, sizeof(lockname), "locks/%.64s", store_digest_hex(p.key));
-        ilock = openat(s->fd, lockname, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        snprintf(lockname, sizeof(lockname), "image-%.64s", store_digest_hex(p.key));
+        ilock = store_lock_named(s, lockname, err);
         if (ilock < 0) {
-                r = cs_error_set(err, errno, "open `%s/%s`", s->root, lockname);
-                goto out;
-        }
-        while ((r = flock(ilock, LOCK_EX)) < 0 && errno == EINTR)
-                ;
-        if (r < 0) {
-                r = cs_error_set(err, errno, "lock `%s/%s`", s->root, lockname);
+                r = ilock;
                 goto out;
         }
         {

@@ -17,26 +17,97 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RECORD_MAX 128
 
+/* Who holds a flock on the file of st, from /proc/locks: "PID (COMM)", or "" when no
+ * holder is visible from here. */
+static void flock_holder(const struct stat *st, char *out, size_t max)
+{
+        _cleanup_fclose_ FILE *f = fopen("/proc/locks", "re");
+        char line[256];
+
+        out[0] = '\0';
+        while (f && fgets(line, sizeof(line), f)) {
+                unsigned maj, min;
+                unsigned long ino;
+                char kind[16], mode[16];
+                int pid;
+
+                /* "1: FLOCK  ADVISORY  WRITE 1234 00:2e:5678 0 EOF" */
+                if (sscanf(line, "%*d: %15s %*s %15s %d %x:%x:%lu", kind, mode, &pid, &maj, &min,
+                           &ino) != 6 ||
+                    strcmp(kind, "FLOCK") != 0 || strcmp(mode, "WRITE") != 0 ||
+                    ino != (unsigned long)st->st_ino || maj != major(st->st_dev) ||
+                    min != minor(st->st_dev))
+                        continue;
+                {
+                        char path[64], comm[64] = "";
+                        _cleanup_fclose_ FILE *c = NULL;
+
+                        snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+                        if ((c = fopen(path, "re")) && fgets(comm, sizeof(comm), c))
+                                comm[strcspn(comm, "\n")] = '\0';
+                        snprintf(out, max, "process %d%s%s%s", pid, comm[0] ? " (" : "", comm,
+                                 comm[0] ? ")" : "");
+                }
+                return;
+        }
+}
+
 int store_dir_hold(struct image_store *s, const char *path, struct cs_error *err)
 {
+        struct timespec start, now;
+
+        clock_gettime(CLOCK_MONOTONIC, &start);
         for (int attempt = 0;; attempt++) {
                 _cleanup_close_ int fd =
                     openat(s->fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 struct stat a, b;
-                int r;
+                bool moved = false;
 
                 if (fd < 0 && errno == ENOENT)
                         return -ENOENT;
                 if (fd < 0)
                         return cs_error_set(err, errno, "open `%s/%s`", s->root, path);
-                while ((r = flock(fd, LOCK_SH)) < 0 && errno == EINTR)
-                        ;
-                if (r < 0)
-                        return cs_error_set(err, errno, "lock `%s/%s`", s->root, path);
+                /* Never a blocking wait: csandbox holds these exclusively only for the instant
+                 * of a rename, but anyone who sees the store can flock it, and a session sees
+                 * it (bound read-only: flock works there too). */
+                while (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+                        if (errno != EWOULDBLOCK && errno != EINTR)
+                                return cs_error_set(err, errno, "lock `%s/%s`", s->root, path);
+                        /* moved away (rm, a sweep): open what is in its place now */
+                        if (fstat(fd, &a) < 0 ||
+                            fstatat(s->fd, path, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
+                            a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+                                moved = true;
+                                break;
+                        }
+                        clock_gettime(CLOCK_MONOTONIC, &now);
+                        if (now.tv_sec - start.tv_sec >= STORE_HOLD_WAIT_S) {
+                                char who[128];
+
+                                flock_holder(&a, who, sizeof(who));
+                                return cs_error_setx(
+                                    err, EBUSY,
+                                    "`%s/%s` has been locked exclusively by %s for %d seconds; "
+                                    "csandbox itself does that only for an instant, so it is "
+                                    "likely a session or another program that sees the store: "
+                                    "end it and retry",
+                                    s->root, path, who[0] ? who : "another process",
+                                    STORE_HOLD_WAIT_S);
+                        }
+                        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000000L}, NULL);
+                }
+                if (moved) {
+                        if (attempt >= 100)
+                                return cs_error_setx(err, EAGAIN, "`%s/%s` keeps changing; retry",
+                                                     s->root, path);
+                        continue;
+                }
                 /* rm or a sweep may have moved it away between the open and the lock */
                 if (fstat(fd, &a) == 0 && fstatat(s->fd, path, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
                     a.st_ino == b.st_ino && a.st_dev == b.st_dev)

@@ -12,6 +12,9 @@
 
 /* The store's exclusive lock (names change, images move); an fd to close, or negative. */
 int store_lock(struct image_store *s, struct cs_error *err);
+/* name in the store's lock directory (STORE_LOCKS_SUFFIX), flocked exclusively, waiting
+ * for it; an fd to close, or negative. */
+int store_lock_named(struct image_store *s, const char *name, struct cs_error *err);
 int store_names_read(struct image_store *s, cJSON **ret, struct cs_error *err);
 int store_names_write(struct image_store *s, cJSON *names, struct cs_error *err);
 
@@ -19,7 +22,10 @@ int store_names_write(struct image_store *s, cJSON *names, struct cs_error *err)
 
 /* path (relative to the store) opened O_RDONLY|O_DIRECTORY with a shared flock, proven
  * still in place once locked (rm and sweeps move things away under an exclusive one);
- * -ENOENT without a message when it is not there. */
+ * -ENOENT without a message when it is not there. csandbox holds these exclusively only
+ * for the instant of a rename, so a wait longer than STORE_HOLD_WAIT_S is someone else's
+ * (a session sees the store, and can flock what it sees): refused naming the holder. */
+#define STORE_HOLD_WAIT_S 10
 int store_dir_hold(struct image_store *s, const char *path, struct cs_error *err);
 /* "layers/sha256/HEX" of a diff_id. */
 void store_layer_path(const char *diff_id, char ret[100]);

@@ -59,7 +59,7 @@ int store_open(const char *root, struct image_store *ret, struct cs_error *err)
         s.fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (s.fd < 0)
                 return cs_error_set(err, errno, "open the image store `%s`", root);
-        for (const char *const *d = (const char *const[]){"sha256", "tmp", "locks", "layers",
+        for (const char *const *d = (const char *const[]){"sha256", "tmp", "layers",
                                                           "layers/sha256", "layers/blobs", NULL};
              *d; d++)
                 if (mkdirat(s.fd, *d, 0700) < 0 && errno != EEXIST) {
@@ -85,26 +85,57 @@ void store_close(struct image_store *s)
         s->root = NULL;
 }
 
-/* The store-wide lock, held while names change and images appear or go. */
-int store_lock(struct image_store *s, struct cs_error *err)
+/* The store's lock directory: ROOT.locks, beside the store and never inside it (see
+ * store.h: a session sees the store and could hold any lock file in it forever). */
+static int locks_dir(struct image_store *s, struct cs_error *err)
 {
+        char dir[PATH_MAX];
+        size_t len = strlen(s->root);
         int fd;
+
+        while (len > 1 && s->root[len - 1] == '/')
+                len--;
+        if (len + sizeof(STORE_LOCKS_SUFFIX) > sizeof(dir))
+                return cs_error_setx(err, ENAMETOOLONG, "the image store's path is too long");
+        memcpy(dir, s->root, len);
+        memcpy(dir + len, STORE_LOCKS_SUFFIX, sizeof(STORE_LOCKS_SUFFIX));
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return cs_error_set(err, errno, "create the store's lock directory `%s`", dir);
+        fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return cs_error_set(err, errno, "open the store's lock directory `%s`", dir);
+        return fd;
+}
+
+int store_lock_named(struct image_store *s, const char *name, struct cs_error *err)
+{
+        _cleanup_close_ int dfd = -1;
+        int fd, r;
 
         if (s->read_only)
                 return cs_error_setx(err, EROFS, "the image store `%s` is read-only (%s)", s->root,
                                      STORE_READONLY_ENV);
-        fd = openat(s->fd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-
+        dfd = locks_dir(s, err);
+        if (dfd < 0)
+                return dfd;
+        fd = openat(dfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
-                return cs_error_set(err, errno, "open `%s/.lock`", s->root);
-        while (flock(fd, LOCK_EX) < 0) {
-                if (errno != EINTR) {
-                        int r = cs_error_set(err, errno, "lock `%s/.lock`", s->root);
-                        close(fd);
-                        return r;
-                }
+                return cs_error_set(err, errno, "open `%s%s/%s`", s->root, STORE_LOCKS_SUFFIX,
+                                    name);
+        while ((r = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
+                ;
+        if (r < 0) {
+                r = cs_error_set(err, errno, "lock `%s%s/%s`", s->root, STORE_LOCKS_SUFFIX, name);
+                close(fd);
+                return r;
         }
         return fd;
+}
+
+/* The store-wide lock, held while names change and images appear or go. */
+int store_lock(struct image_store *s, struct cs_error *err)
+{
+        return store_lock_named(s, "store", err);
 }
 
 const char *store_digest_hex(const char *digest)

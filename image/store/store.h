@@ -1,8 +1,6 @@
 /* The image store: ${XDG_DATA_HOME:-~/.local/share}/csandbox/images/
  *
- *   names.json          {"NAME:TAG": "sha256:..."}, replaced atomically under .lock
- *   .lock               flock: held exclusively while names change, images appear or go,
- *                       and while a sweep decides which layers no image lists
+ *   names.json          {"NAME:TAG": "sha256:..."}, replaced atomically under the store lock
  *   sha256/HEX/         one image per manifest digest (docker-archive: config digest; rootfs
  *                       tar: digest of the tar): config.json (as the image shipped it; its
  *                       rootfs.diff_ids are the image's layers, bottom first) and info.json.
@@ -16,9 +14,6 @@
  *                       that diff_id, so a later import or pull of it costs no read
  *   tmp/                imports in progress (import-*, layer-*, pull-*, flocked by their
  *                       owner) and removals (rm-*); whatever is here is invisible and prunable
- *   locks/HEX           per-image flock: one import does the work, the others wait
- *   locks/layer-HEX     per-layer flock: one import unpacks a layer, the others wait and
- *                       reuse it
  *   build-cache/KEY     `image build`'s cache: "sha256:DIFFID" (or "empty") for the chain key
  *                       of a step; an entry whose layer is gone is a miss, and prune drops it
  *
@@ -30,9 +25,21 @@
  * Who keeps what: a launch holds a shared flock on sha256/HEX, so rm and prune (which take
  * it exclusively without waiting) refuse an image in use, and the image keeps listing its
  * layers. An import holds a shared flock on each layer it stored or reuses until its image
- * is committed; a stored layer is moved into place and held under .lock. A sweep (rm of an
- * image's last name, prune) runs under .lock: it reads every image's layer list and removes
- * each layer none lists whose exclusive flock it gets without waiting.
+ * is committed; a stored layer is moved into place and held under the store lock. A sweep
+ * (rm of an image's last name, prune) runs under the store lock: it reads every image's
+ * layer list and removes each layer none lists whose exclusive flock it gets without
+ * waiting. A shared hold never waits long: a directory locked exclusively for longer than
+ * an instant is someone else's (store_dir_hold).
+ *
+ * The lock files are beside the store, in images.locks/ (STORE_LOCKS_SUFFIX), where no
+ * session sees them: sessions get the store bound read-only, and flock works on a read-only
+ * file, so a lock file inside it would let a session stall every host command waiting on it.
+ *   store               flock: held exclusively while names change, images appear or go,
+ *                       and while a sweep decides which layers no image lists
+ *   image-HEX           per-image flock: one import does the work, the others wait
+ *   layer-HEX           per-layer flock: one import unpacks a layer, the others wait and
+ *                       reuse it
+ * (Stores of an earlier version kept them inside, as .lock and locks/.)
  *
  * Images of the earlier layout (sha256/HEX/rootfs/, a whole unpacked tree) still launch, as
  * the overlay's one lower dir, and are listed and removed as before. */
@@ -52,6 +59,8 @@ struct cs_error;
 
 /* The most lower dirs an overlay mounts (the kernel's limit). */
 #define STORE_MAX_LAYERS 500u
+
+#define STORE_LOCKS_SUFFIX ".locks"
 
 struct image_store {
         char *root; /* .../csandbox/images */

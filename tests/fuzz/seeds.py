@@ -116,6 +116,22 @@ def registry():
         "registry.test/library": {"auth": "YTpiOmM="}}, "credHelpers": {"x": "y"}}))
 
 
+def registries_conf():
+    put("registries_conf", "search", "unqualified-search-registries = ['a.example', "
+        "\"docker.io\",]\nshort-name-mode = \"permissive\" # c\n")
+    put("registries_conf", "aliases", "[aliases]\n  \"debian\" = \"docker.io/library/debian\"\n"
+        "  'x/y' = 'q.example/x/y'\n")
+    put("registries_conf", "registries", "[[registry]]\nprefix = 'q.example/team'\n"
+        "location = 'internal.corp/q'\nmirror-by-digest-only = true\ninsecure = false\n"
+        "[[registry.mirror]]\nlocation = 'm.corp:5000/q'\npull-from-mirror = \"digest-only\"\n"
+        "[[registry]]\nlocation = 'docker.io'\n[[registry.mirror]]\nlocation = 'hub.corp'\n"
+        "[[registry]]\nprefix = '*.dev.example'\nblocked = true\n")
+    put("registries_conf", "v1", "[registries.search]\nregistries = ['one.example']\n"
+        "[registries.insecure]\nregistries = ['plain.example:5000']\n"
+        "[registries.block]\nregistries = ['no.example']\n")
+    put("registries_conf", "escapes", "a.\"b\".c = \"\\u00e9\\t\\\"\"\nn = -1_000\n[x]\n")
+
+
 def git_config():
     put("git_config", "clone", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n"
         "\tbare = false\n\tlogallrefupdates = true\n[remote \"origin\"]\n"
@@ -240,6 +256,7 @@ def main():
         oci_docs(tmp)
         seccomp()
         registry()
+        registries_conf()
         git_config()
         layer_seeds()
         containerfile()

@@ -31,7 +31,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 
 import test_build  # noqa: E402
-from conftest import CSANDBOX  # noqa: E402
+import oci  # noqa: E402
+from conftest import CSANDBOX, wait_until  # noqa: E402
 from test_build import bb_layout, registry, write_context  # noqa: E402,F401
 
 TIMEOUT = 180
@@ -338,3 +339,84 @@ def test_inside_a_session_the_hosts_store_bound_read_only_serves_images(host_sto
     assert "CSANDBOX_READONLY_STORE" not in p.stderr, p.stderr
     assert listing(host.images) == before
     assert set(sess.names()) == {"nested:latest"}
+
+
+# --- a session's locks --------------------------------------------------------------------
+
+HOLD_EVERYTHING = r"""
+import fcntl, os, sys, time
+root, ready, stop = sys.argv[1:]
+held, fds = [], []
+for d, dirs, files in os.walk(root):
+    for p in [d] + [os.path.join(d, f) for f in files]:
+        try:
+            fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue
+        fds.append(fd)
+        held.append(os.path.relpath(p, root))
+with open(ready + ".tmp", "w") as f:
+    f.write("\n".join(held))
+os.rename(ready + ".tmp", ready)
+while not os.path.exists(stop):
+    time.sleep(0.05)
+"""
+
+
+def test_a_session_holding_every_lock_it_can_take_in_the_store_stalls_no_host_command(
+        host_store, tmp_path, bb_layout):  # noqa: F811
+    """A program in a session, with the host's store bound read-only as sessions get it,
+    takes an exclusive flock on every file and directory it can open there (flock works on a
+    read-only bind), including the lock files an earlier version kept inside the store. The
+    host's import, tag, launch and rm of another image finish as without it: their locks are
+    beside the store, where no session sees them. A launch of an image the session holds
+    waits a bounded time and names the holding process, and works once it let go."""
+    host, _ = host_store
+    # the lock files of the earlier layout, as an older store has them
+    open(os.path.join(host.images, ".lock"), "w").close()
+    os.makedirs(os.path.join(host.images, "locks"), exist_ok=True)
+    open(os.path.join(host.images, "locks", "layer-" + "0" * 64), "w").close()
+    work = str(tmp_path / "attack")
+    os.makedirs(work)
+    script = os.path.join(work, "hold.py")
+    with open(script, "w") as f:
+        f.write(HOLD_EVERYTHING)
+    ready, stop = os.path.join(work, "ready"), os.path.join(work, "stop")
+    session = subprocess.Popen(
+        [CSANDBOX, "exec", "--ro-bind", host.images, "/run/host-store",
+         "--bind", work, work, "--", "python3", script, "/run/host-store", ready, stop],
+        env=host.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(lambda: os.path.exists(ready) or session.poll() is not None, 60)
+        assert session.poll() is None, session.communicate()
+        with open(ready) as f:
+            held = f.read().split("\n")
+        assert {".", "names.json", ".lock", "sha256"} <= set(held), held
+        assert any(h.startswith("layers/sha256/") for h in held), held
+        # a second image, with layers of its own
+        base = os.path.join(os.path.dirname(bb_layout), "busybox-rootfs")
+        second = str(tmp_path / "second")
+        oci.write_layout(second, [oci.Layer(oci.entries_from_dir(base) +
+                                            [oci.file("marker", "second\n")])],
+                         config={"Env": ["PATH=/bin"]})
+        host.ok("image", "import", second, "--name", "second", "--quiet")
+        host.ok("podman", "tag", "second", "second:v2")
+        p = host.ok("exec", "--image", "second:v2", "--net", "none", "--", "/bin/cat",
+                    "/marker")
+        assert p.stdout == "second\n"
+        host.ok("image", "rm", "second:v2")
+        host.ok("image", "rm", "second")
+        # the held image: refused, naming the holder, instead of a wait without end
+        p = host.run("exec", "--image", "bb", "--net", "none", "--", "/bin/true")
+        assert p.returncode == 125, p.stderr
+        assert "locked exclusively by process" in p.stderr and "(python3)" in p.stderr, \
+            p.stderr
+    finally:
+        open(stop, "w").close()
+        out = session.communicate(timeout=TIMEOUT)
+    assert session.returncode == 0, out
+    p = host.ok("exec", "--image", "bb", "--net", "none", "--", "/bin/sh", "-c",
+                "echo $FIXTURE")
+    assert p.stdout == "bb\n"

@@ -311,13 +311,14 @@ def auth_registry(tmp_path_factory, registry):
         reg.stop()
 
 
-def make_test_ca(work):
-    """A CA and a certificate for 127.0.0.1 that it signed: (ca.crt, server.crt, server.key)."""
+def make_test_ca(work, san="IP:127.0.0.1"):
+    """A CA and a certificate for san (127.0.0.1) that it signed: (ca.crt, server.crt,
+    server.key)."""
     ca, ca_key = os.path.join(work, "ca.crt"), os.path.join(work, "ca.key")
     crt, key, csr = (os.path.join(work, n) for n in ("server.crt", "server.key", "server.csr"))
     ext = os.path.join(work, "ext.cnf")
     with open(ext, "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+        f.write(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n")
     for cmd in (["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
                  "-days", "2", "-subj", "/CN=csandbox test CA"],
                 ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
@@ -843,3 +844,165 @@ def test_pull_told_to_wait_long_says_so_and_what_helps(store, registry):
         assert store.names() in (None, {}), "nothing stored"
     finally:
         hub.stop()
+
+
+# --- Docker Hub's names -------------------------------------------------------------------
+
+HUB_REGISTRY = """\
+set -e
+ip link set lo up
+mount --bind "$1" /etc/hosts
+docker-registry serve "$2" >"$3" 2>&1 &
+reg=$!
+i=0
+until (exec 3<>/dev/tcp/127.0.0.1/443) 2>/dev/null; do
+  i=$((i + 1)); [ $i -lt 300 ] || { echo "the registry did not start" >&2; exit 99; }
+  sleep 0.1
+done
+shift 3
+rc=0
+"$@" || rc=$?
+kill $reg
+exit $rc
+"""
+
+
+def test_a_docker_io_name_is_pulled_from_docker_hubs_api_host_with_dockers_credentials(
+        store, registry, tmp_path):
+    """docker.io's images (and short names, library/ for one component) come from Docker
+    Hub's API host, with the credentials docker login stored under its index URL. In a user,
+    mount and network namespace of the test's own, /etc/hosts sends both docker.io and the
+    API host to a registry on 127.0.0.1:443 whose certificate names both: its log says which
+    host each request named."""
+    registry.seed(f"oci:{registry.layout}:latest", "library/bb:v1")
+    work = str(tmp_path)
+    ca, crt, key = make_test_ca(work, "DNS:registry-1.docker.io,DNS:docker.io")
+    hosts = os.path.join(work, "hosts")
+    with open(hosts, "w") as f:
+        f.write("127.0.0.1 localhost registry-1.docker.io docker.io index.docker.io\n")
+    entry = subprocess.run(["htpasswd", "-Bbn", USER, PASSWORD], capture_output=True, text=True,
+                           check=True).stdout
+    with open(os.path.join(work, "htpasswd"), "w") as f:
+        f.write(entry)
+    cfg = os.path.join(work, "hub.yml")
+    with open(cfg, "w") as f:
+        f.write("\n".join([
+            "version: 0.1", "log:", "  level: info", "storage:", "  filesystem:",
+            f"    rootdirectory: {registry.work}/storage", "auth:", "  htpasswd:",
+            "    realm: hub-test", f"    path: {work}/htpasswd", "http:", "  addr: 127.0.0.1:443",
+            "  tls:", f"    certificate: {crt}", f"    key: {key}"]) + "\n")
+    certs = os.path.join(store.home, ".config", "containers", "certs.d", "docker.io")
+    os.makedirs(certs)
+    with open(os.path.join(certs, "ca.crt"), "w") as f, open(ca) as src:
+        f.write(src.read())
+    os.makedirs(os.path.join(store.home, ".docker"))
+    with open(os.path.join(store.home, ".docker", "config.json"), "w") as f:
+        f.write(auth_json("https://index.docker.io/v1/"))
+    empty = os.path.join(work, "registries.conf")  # no alias or search list of the machine's
+    open(empty, "w").close()
+    log = os.path.join(work, "hub.log")
+    env = store.env(CONTAINERS_REGISTRIES_CONF=empty)
+    p = subprocess.run(["unshare", "-Urmn", "bash", "-c", HUB_REGISTRY, "hub", hosts, cfg, log,
+                        "sh", "-c", f'"{CSANDBOX}" image pull --quiet docker.io/library/bb:v1 && '
+                        f'"{CSANDBOX}" image pull --quiet bb:v1'],
+                       capture_output=True, text=True, timeout=TIMEOUT, env=env,
+                       stdin=subprocess.DEVNULL)
+    with open(log) as f:
+        served = f.read()
+    assert p.returncode == 0, f"{p.stderr}\n{served[-3000:]}"
+    asked = set(re.findall(r"http\.request\.host=(\S+)", served))
+    assert asked == {"registry-1.docker.io"}, asked
+    assert re.search(r"http\.request\.uri=/v2/library/bb/manifests/v1 .*"
+                     r"http\.response\.status=200", served), served[-3000:]
+    assert store.names() == {"docker.io/library/bb:v1": registry.manifest("library/bb", "v1")[0]}
+    assert store.fixture_env("docker.io/library/bb:v1") == "bb"
+
+
+# --- registries.conf ----------------------------------------------------------------------
+
+def registries_conf(store, text, where="env"):
+    """A registries.conf: named by $CONTAINERS_REGISTRIES_CONF ("env"), or a drop-in of the
+    user's registries.conf.d ("user-d"). Returns (path, env)."""
+    if where == "env":
+        path = os.path.join(store.home, "test-registries.conf")
+        env = store.env(CONTAINERS_REGISTRIES_CONF=path)
+    else:
+        path = os.path.join(store.home, ".config", "containers", "registries.conf.d",
+                            "50-test.conf")
+        env = store.env()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return path, env
+
+
+def test_a_mirror_serves_a_registry_that_cannot_be_reached(store, registry):
+    """How companies avoid a registry's rate limits: the [[registry]]'s location does not
+    resolve; its mirror (the test registry, plain http: insecure) serves the image, stored
+    under the name that was asked for."""
+    with proxy_to(registry, None) as proxy:
+        _, env = registries_conf(store, f"""
+[[registry]]
+prefix = "unreachable.invalid"
+location = "unreachable.invalid"
+[[registry.mirror]]
+location = "{proxy.host}"
+insecure = true
+""")
+        p = store.run("image", "pull", "unreachable.invalid/test/bb:v1", env=env)
+        assert p.returncode == 0, p.stderr
+        assert any(path == "/v2/test/bb/manifests/v1" for path, _ in proxy.requests), \
+            proxy.requests
+    name = "unreachable.invalid/test/bb:v1"
+    assert store.names() == {name: registry.manifest("test/bb", "v1")[0]}
+    assert store.fixture_env(name) == "bb"
+
+
+def test_a_short_name_alias_from_a_users_drop_in_and_one_search_registry(store, registry):
+    """An alias (in the user's registries.conf.d) names the image; a short name without one
+    goes to the only unqualified-search registry; podman pull resolves as image pull does."""
+    registries_conf(store, f"""
+unqualified-search-registries = ["{registry.host}"]
+[aliases]
+"bbalias" = "{registry.host}/test/bb"
+[[registry]]
+location = "{registry.host}"
+insecure = true
+""", where="user-d")
+    p = store.run("image", "pull", "bbalias:v1")
+    assert p.returncode == 0, p.stderr
+    p = store.run("podman", "pull", "test/multi:v1")
+    assert p.returncode == 0, p.stderr
+    assert set(store.names()) == {f"{registry.host}/test/bb:v1", f"{registry.host}/test/multi:v1"}
+
+
+def test_a_blocked_registry_is_refused_naming_the_file(store, registry):
+    path, env = registries_conf(store, f"""
+[[registry]]
+location = "{registry.host}"
+blocked = true
+""")
+    p = store.run("image", "pull", "--tls-verify=false", f"{registry.host}/test/bb:v1", env=env)
+    assert p.returncode == 125, p.stderr
+    assert "blocked" in p.stderr and f"`{path}`" in p.stderr, p.stderr
+    assert store.state() in ({}, EMPTY)
+
+
+def test_an_ambiguous_short_name_is_refused_with_the_choices(store, registry):
+    """Several unqualified-search registries and no alias: podman without a terminal to ask
+    refuses (short-name-mode enforcing), and so does csandbox, listing the candidates."""
+    path, env = registries_conf(store, f"""
+unqualified-search-registries = ["{registry.host}", "other.invalid"]
+""")
+    p = store.run("image", "pull", "--tls-verify=false", "test/bb:v1", env=env)
+    assert p.returncode == 125, p.stderr
+    assert f"{registry.host}/test/bb:v1, other.invalid/test/bb:v1" in p.stderr, p.stderr
+    assert f"`{path}`" in p.stderr, p.stderr
+    assert store.state() in ({}, EMPTY)
+
+
+def test_bad_registries_conf_is_refused_naming_file_and_line(store):
+    path, env = registries_conf(store, "[[registry]]\nlocation = 'https://x.example'\n")
+    p = store.run("image", "pull", "x.example/a:1", env=env)
+    assert p.returncode == 125, p.stderr
+    assert f"`{path}` line 2" in p.stderr and "scheme" in p.stderr, p.stderr
