@@ -145,6 +145,58 @@ static bool docker_hub_name(const char *name, char ret[256])
         return snprintf(ret, 256, "docker.io/%s%s", slash ? "" : "library/", name) < 256;
 }
 
+/* Whether full (a stored name) is some registry's HOST/SHORT or HOST/library/SHORT. */
+static bool pulled_as(const char *full, const char *canon_short)
+{
+        const char *slash = strchr(full, '/'), *rest = slash ? slash + 1 : NULL;
+        size_t first = slash ? (size_t)(slash - full) : 0;
+
+        if (!slash || !(memchr(full, '.', first) || memchr(full, ':', first) ||
+                        (first == 9 && strncmp(full, "localhost", 9) == 0)))
+                return false;
+        if (strncmp(rest, "library/", 8) == 0 && strcmp(rest + 8, canon_short) == 0)
+                return true;
+        return strcmp(rest, canon_short) == 0;
+}
+
+/* A short name pulled through a search registry or an alias of podman's registries.conf is
+ * stored under that registry's full name (quay.io/NAME:TAG), as podman's own lookup finds
+ * it: the one stored name, in any store, that is some registry's NAME:TAG. Several: none
+ * (the caller's message names the short name; `image ls` shows the full ones). */
+static int find_pulled(struct image_store **stores, size_t n, const char *name,
+                       char ret[OCI_DIGEST_LEN + 1], struct image_store **ret_store)
+{
+        /* Dropped: a store whose names cannot be read offers no candidate. */
+        struct cs_error ignored = {0};
+        char canon[256], found[256] = "";
+        struct image_store *where = NULL;
+
+        if (store_name_canonical(name, canon, &ignored) < 0)
+                return -ENOENT;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_json_ cJSON *names = NULL;
+                const cJSON *v;
+
+                if (store_names_read(stores[i], &names, &ignored) < 0)
+                        continue;
+                cJSON_ArrayForEach(v, names)
+                {
+                        if (!v->string || !pulled_as(v->string, canon) ||
+                            strcmp(found, v->string) == 0)
+                                continue;
+                        if (found[0])
+                                return -ENOENT; /* several: ambiguous */
+                        snprintf(found, sizeof(found), "%s", v->string);
+                        where = stores[i];
+                }
+        }
+        if (!where || store_resolve(where, found, ret, &ignored) < 0)
+                return -ENOENT;
+        if (ret_store)
+                *ret_store = where;
+        return 0;
+}
+
 int store_find(struct image_store *w, struct image_store *ro, size_t n_ro, const char *name,
                char ret[OCI_DIGEST_LEN + 1], struct image_store **ret_store, struct cs_error *err)
 {
@@ -172,6 +224,14 @@ int store_find(struct image_store *w, struct image_store *ro, size_t n_ro, const
                                 return 0;
                         }
                 }
+        }
+        if (cand[1] && n_ro < 16) {
+                struct image_store *all[17] = {w};
+
+                for (size_t i = 0; i < n_ro; i++)
+                        all[i + 1] = &ro[i];
+                if (find_pulled(all, n_ro + 1, name, ret, ret_store) == 0)
+                        return 0;
         }
         return first;
 }

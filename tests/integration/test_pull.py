@@ -974,6 +974,9 @@ insecure = true
     p = store.run("podman", "pull", "test/multi:v1")
     assert p.returncode == 0, p.stderr
     assert set(store.names()) == {f"{registry.host}/test/bb:v1", f"{registry.host}/test/multi:v1"}
+    # run by the short name it was pulled by, as podman finds it: the one stored name that
+    # is some registry's test/multi:v1
+    assert store.fixture_env("test/multi:v1") == "this-platform"
 
 
 def test_a_blocked_registry_is_refused_naming_the_file(store, registry):
