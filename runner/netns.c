@@ -8,6 +8,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <linux/fib_rules.h>
@@ -179,6 +182,27 @@ static void helper_init(struct net_helper *h)
         h->exit_fd = -1;
 }
 
+/* AVX2, asked of the CPU only here: __builtin_cpu_supports would link libgcc's constructor,
+ * which runs a dozen cpuid at every start of csandbox, each a trap to the hypervisor in a
+ * VM. AVX2 (leaf 7, EBX bit 5) counts only where the OS saves the AVX state (OSXSAVE, and
+ * XCR0's SSE and AVX bits). */
+static bool cpu_has_avx2(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        unsigned a, b, c, d, lo, hi;
+
+        if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX))
+                return false;
+        __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        (void)hi;
+        if ((lo & 6) != 6)
+                return false;
+        return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX2);
+#else
+        return false;
+#endif
+}
+
 int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, struct cs_error *err)
 {
         _cleanup_close_ int tun = -1;
@@ -193,8 +217,7 @@ int netns_helper_find(const struct sandbox_spec *s, struct net_helper *ret, stru
                 ret->kind = NET_HELPER_PASTA;
                 /* pasta re-executes itself as <its path>.avx2 on a CPU that has AVX2, as
                  * passt's packages install it; go there directly. */
-                __builtin_cpu_init();
-                if (__builtin_cpu_supports("avx2")) {
+                if (cpu_has_avx2()) {
                         snprintf(ret->exec_path, sizeof(ret->exec_path), "%s.avx2", helper);
                         if (access(ret->exec_path, X_OK) != 0)
                                 ret->exec_path[0] = '\0';
