@@ -159,6 +159,15 @@ static int find_image(struct stores *st, const char *name, char digest[OCI_DIGES
 
 /* ---- the helper: pull and build ---- */
 
+/* line starts with "sha256:" and 64 hex digits. */
+static bool last_digest_is(const char *line)
+{
+        for (size_t k = 7; k < 71; k++)
+                if (!isxdigit((unsigned char)line[k]))
+                        return false;
+        return true;
+}
+
 /* The last "sha256:<64 hex>" in text, or NULL. */
 static const char *last_digest(const char *text)
 {
@@ -175,9 +184,33 @@ static const char *last_digest(const char *text)
         return found;
 }
 
+/* The helper's output to stderr line by line, but a line that is a digest alone (the
+ * helper's last, which stdout gets as the ID); end: what is left of a last line. */
+static void stream_lines(const char *buf, size_t n, bool end)
+{
+        static char line[4096];
+        static size_t len;
+
+        for (size_t i = 0; i < n; i++) {
+                if (len < sizeof(line))
+                        line[len++] = buf[i];
+                if (buf[i] != '\n' && len < sizeof(line))
+                        continue;
+                if (!(len == 72 && line[71] == '\n' && strncmp(line, "sha256:", 7) == 0 &&
+                      last_digest_is(line)))
+                        fwrite(line, 1, len, stderr);
+                len = 0;
+        }
+        if (end && len) {
+                fwrite(line, 1, len, stderr);
+                len = 0;
+        }
+        fflush(stderr);
+}
+
 /* csandbox-import WHAT ARGS..., its stdout read: on success the image ID (the digest's hex)
- * is printed on stdout, as podman prints it, and the helper's own lines go to stderr unless
- * quiet. Returns the exit status. */
+ * is printed on stdout, as podman prints it, and the helper's own lines go to stderr as
+ * they come unless quiet (then only on failure). Returns the exit status. */
 static int run_helper(const char *what, char **args, size_t n, bool quiet)
 {
         _cleanup_free_ char *helper = cs_self_sibling("csandbox-import");
@@ -230,6 +263,10 @@ static int run_helper(const char *what, char **args, size_t n, bool quiet)
                         continue;
                 if (k <= 0)
                         break;
+                /* the steps' lines on stderr as they come (a long RUN step shows its
+                 * progress), stdout keeps only the ID for scripts */
+                if (!quiet)
+                        stream_lines(buf, (size_t)k, false);
                 /* past the bound the rest is read and dropped, so the helper never blocks */
                 if (len < HELPER_OUT_MAX) {
                         size_t take =
@@ -240,28 +277,23 @@ static int run_helper(const char *what, char **args, size_t n, bool quiet)
         }
         close(fds[0]);
         out[len] = '\0';
+        if (!quiet)
+                stream_lines(NULL, 0, true);
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return perr("wait for csandbox-import: %s", strerror(errno));
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                fputs(out, stderr);
+                if (quiet)
+                        fputs(out, stderr);
                 return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         }
         {
                 const char *d = last_digest(out);
 
                 if (!d) {
-                        fputs(out, stderr);
+                        if (quiet)
+                                fputs(out, stderr);
                         return perr("csandbox-import printed no image digest");
-                }
-                if (!quiet) {
-                        /* the helper's lines but the bare digest line */
-                        char *nl = strrchr(out, '\n');
-
-                        if (nl && nl[1] == '\0' && strncmp(d, "sha256:", 7) == 0 && d > out &&
-                            d[-1] == '\n' && d[71] == '\n')
-                                out[d - out] = '\0';
-                        fputs(out, stderr);
                 }
                 printf("%.64s\n", d + 7);
         }

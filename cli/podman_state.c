@@ -1057,3 +1057,13 @@ int podman_wait(const char *prog, int argc, char **argv)
         close(rootfd);
         return status;
 }
+
+int podman_ctr_lookup(int rootfd, const char *ref, struct podman_ctr *ret, struct cs_error *err)
+{
+        return ctr_find(rootfd, ref, ret, err);
+}
+
+bool podman_ctr_running(const struct podman_ctr *c)
+{
+        return ctr_running(c);
+}
