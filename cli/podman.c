@@ -40,7 +40,7 @@ static const char usage_podman[] =
     "  exec [-it] [-u USER] [-w DIR] [-e K=V] CONTAINER COMMAND...\n"
     "                                           run a command in a running container\n"
     "  pull, build, images, rmi, inspect, tag   images (csandbox's image store)\n"
-    "  save [-o FILE] IMAGE, load [-i FILE]     an image as an archive, and back\n"
+    "  load [-i FILE]                           an archive podman or docker saved\n"
     "  volume create|ls|inspect|rm|exists       named volumes (directories of csandbox's)\n"
     "  info, version [--format FORMAT]          about csandbox's podman\n"
     "\n"
@@ -529,7 +529,8 @@ int podman_main(int argc, char **argv)
         if (strcmp(cmd, "wait") == 0)
                 return podman_wait(prog, argc - 1, argv + 1);
         if (strcmp(cmd, "pull") == 0 || strcmp(cmd, "build") == 0 || strcmp(cmd, "images") == 0 ||
-            strcmp(cmd, "rmi") == 0 || strcmp(cmd, "inspect") == 0 || strcmp(cmd, "tag") == 0)
+            strcmp(cmd, "rmi") == 0 || strcmp(cmd, "inspect") == 0 || strcmp(cmd, "tag") == 0 ||
+            strcmp(cmd, "load") == 0 || strcmp(cmd, "save") == 0)
                 return podman_images_main(prog, argc - 1, argv + 1);
         if (cmd[0] == '-')
                 fprintf(stderr, "%s: %s is not supported by csandbox's podman\n", prog, cmd);

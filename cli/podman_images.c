@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1273,6 +1275,169 @@ static const char usage[] =
     "csandbox's store, ${XDG_DATA_HOME:-~/.local/share}/csandbox/images, and the read-only\n"
     "stores of $CSANDBOX_READONLY_STORE)\n";
 
+/* ---- load, save ---- */
+
+static const char usage_load[] = "Usage: %s load [-i FILE] [-q]\n"
+                                 "  an oci-archive or docker-archive (as podman save or docker "
+                                 "save writes it), from FILE or stdin\n";
+
+enum { LOAD_INPUT, LOAD_QUIET };
+static const struct podman_opt load_opts[] = {
+    {"--input", 'i', true, NULL, LOAD_INPUT},
+    {"--quiet", 'q', false, NULL, LOAD_QUIET},
+};
+
+struct load_ctx {
+        const char *input;
+        bool quiet;
+};
+
+static int load_opt(void *ctx, int id, const char *v)
+{
+        struct load_ctx *c = ctx;
+
+        if (id == LOAD_INPUT)
+                c->input = v;
+        else
+                c->quiet = on(v);
+        return 0;
+}
+
+/* stdin into dir/image.tar (the importer reads an archive by path, in any order). */
+static int spool_stdin(char *dir, char *path, size_t len)
+{
+        int fd, r;
+
+        if (!mkdtemp(dir))
+                return perr("load: a temporary directory %s: %s", dir, strerror(errno));
+        snprintf(path, len, "%s/image.tar", dir);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return perr("load: %s: %s", path, strerror(errno));
+        r = cs_copy_fd_bytes(STDIN_FILENO, fd);
+        if (close(fd) < 0 && r >= 0)
+                r = -errno;
+        if (r < 0)
+                return perr("load: reading stdin into %s: %s", path, strerror(-r));
+        return 0;
+}
+
+static int cmd_load(int argc, char **argv)
+{
+        _cleanup_free_ char **pos = calloc((size_t)argc, sizeof(char *));
+        _cleanup_free_ char *helper = cs_self_sibling("csandbox-import");
+        _cleanup_free_ char *out = malloc(HELPER_OUT_MAX + 1);
+        struct load_ctx c = {0};
+        const char *tmpdir = getenv("TMPDIR");
+        char dir[PATH_MAX], path[PATH_MAX + 16], *name = NULL;
+        const char *src;
+        size_t n_pos, len = 0;
+        int r, fds[2], status;
+        struct stat st;
+        pid_t pid;
+
+        if (!pos || !out || !helper)
+                return perr("load: out of memory");
+        r = parse_opts("load", usage_load, load_opts, sizeof(load_opts) / sizeof(load_opts[0]),
+                       load_opt, &c, argc, argv, pos, &n_pos);
+        if (r >= 0)
+                return r;
+        if (n_pos)
+                return perr("`%s load` takes no arguments (`%s`); give the archive with -i FILE",
+                            prog, pos[0]);
+        dir[0] = '\0';
+        src = c.input;
+        if (!src) {
+                if (isatty(STDIN_FILENO))
+                        return perr("load: stdin is a terminal; give the archive with -i FILE or "
+                                    "redirect it (%s load < FILE)",
+                                    prog);
+                if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
+                        src = "/dev/stdin";
+                } else {
+                        snprintf(dir, sizeof(dir), "%s/csandbox-load-XXXXXX",
+                                 tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp");
+                        if (spool_stdin(dir, path, sizeof(path)) != 0) {
+                                if (dir[0] && !strstr(dir, "XXXXXX")) {
+                                        unlink(path);
+                                        rmdir(dir);
+                                }
+                                return EXIT_FAIL;
+                        }
+                        src = path;
+                }
+        }
+        fflush(NULL);
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return perr("pipe: %s", strerror(errno));
+        pid = fork();
+        if (pid == 0) {
+                char *v[] = {"csandbox-import", "--quiet", (char *)src, NULL};
+
+                if (dup2(fds[1], STDOUT_FILENO) < 0)
+                        _exit(EXIT_FAIL);
+                execv(helper, v);
+                _exit(EXIT_FAIL);
+        }
+        close(fds[1]);
+        for (ssize_t k; pid > 0;) {
+                char buf[4096];
+
+                k = read(fds[0], buf, sizeof(buf));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                if (len + (size_t)k <= HELPER_OUT_MAX) {
+                        memcpy(out + len, buf, (size_t)k);
+                        len += (size_t)k;
+                }
+        }
+        close(fds[0]);
+        out[len] = '\0';
+        while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (dir[0]) {
+                unlink(path);
+                rmdir(dir);
+        }
+        if (pid < 0)
+                return perr("fork: %s", strerror(errno));
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fputs(out, stderr);
+                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        /* "imported NAME DIGEST: ..." or "already stored NAME DIGEST: ..." */
+        {
+                char *p = strncmp(out, "imported ", 9) == 0          ? out + 9
+                          : strncmp(out, "already stored ", 15) == 0 ? out + 15
+                                                                     : NULL;
+                char *sp = p ? strchr(p, ' ') : NULL;
+
+                if (sp) {
+                        *sp = '\0';
+                        name = p;
+                }
+        }
+        if (!name)
+                return perr("load: csandbox-import printed no image name:\n%s", out);
+        printf("Loaded image: %s\n", name);
+        return 0;
+}
+
+/* The store keeps each layer unpacked (and no compressed blob of it): an archive of an
+ * image would be a new serialization with new layer digests, not the image that was
+ * pulled or built. */
+static int cmd_save(void)
+{
+        return perr("save is not supported by csandbox's %s: its store keeps each layer "
+                    "unpacked, not as the archive it came in, so a saved image would not be "
+                    "the one you have; push it from where it was built or pull it from its "
+                    "registry, or save it with podman or docker (csandbox image import and %s "
+                    "load read what they save)",
+                    prog, prog);
+}
+
 int podman_images_main(const char *name, int argc, char **argv)
 {
         prog = name && strcmp(name, "docker") == 0 ? "docker" : "podman";
@@ -1292,11 +1457,15 @@ int podman_images_main(const char *name, int argc, char **argv)
                 return cmd_inspect(argc, argv);
         if (strcmp(argv[0], "tag") == 0)
                 return cmd_tag(argc, argv);
+        if (strcmp(argv[0], "load") == 0)
+                return cmd_load(argc, argv);
+        if (strcmp(argv[0], "save") == 0)
+                return cmd_save();
         if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "help") == 0) {
                 printf(usage, prog);
                 return 0;
         }
         return perr("unrecognized command `%s %s`; csandbox's %s front-end has pull, build, "
-                    "images, rmi, inspect and tag here",
+                    "images, rmi, inspect, tag and load here",
                     prog, argv[0], prog);
 }

@@ -263,3 +263,39 @@ def test_it_output_is_the_containers_bytes(podman):
     assert t.proc.wait(timeout=TIMEOUT) == 0
     assert out == b"\x1b]0;title\x07hi\r\n", out
     assert t.modes() == t.before
+
+
+# ---- load and save ----
+
+def test_load_reads_what_podman_and_docker_save(podman, tmp_path):
+    import oci
+    from conftest import PROBE
+    layers = oci.busybox_layers(str(tmp_path), PROBE)
+    archive = tmp_path / "docker.tar"
+    oci.write_docker_archive(layers, str(archive), tag="saved:one")
+    p = podman.ok("load", "-i", str(archive))
+    assert p.stdout == "Loaded image: saved:one\n", p.stdout
+    assert podman.ok("run", "--rm", "saved:one", "cat", "/etc/motd").stdout == "motd 3\n"
+    # from stdin, a pipe (as `docker load < FILE` through a shell pipeline) and a file
+    layout = tmp_path / "layout"
+    oci.write_layout(str(layout), layers, ref="two")
+    oci_tar = tmp_path / "oci.tar"
+    oci.write_oci_archive(str(layout), str(oci_tar))
+    p = subprocess.run(f'cat "{oci_tar}" | "{CSANDBOX}" podman load', shell=True,
+                       capture_output=True, text=True, env=podman.env(TMPDIR=str(tmp_path)),
+                       timeout=TIMEOUT)
+    assert p.returncode == 0 and p.stdout.startswith("Loaded image: "), p.stderr
+    name = p.stdout.split(": ", 1)[1].strip()
+    assert podman.ok("run", "--rm", name, "cat", "/etc/motd").stdout == "motd 3\n"
+    with open(archive, "rb") as f:
+        p = subprocess.run([CSANDBOX, "podman", "load"], stdin=f, capture_output=True,
+                           text=True, env=podman.env(), timeout=TIMEOUT)
+    assert p.stdout == "Loaded image: saved:one\n", p.stderr
+    # nothing left behind in the temporary directory
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("csandbox-load")]
+    p = podman.run("load", "-i", str(tmp_path / "missing.tar"))
+    assert p.returncode == 125 and "missing.tar" in p.stderr, p.stderr
+    # save is refused, naming what to do instead
+    p = podman.run("save", "-o", str(tmp_path / "out.tar"), "saved:one")
+    assert p.returncode == 125 and "pull it from its registry" in p.stderr, p.stderr
+    assert not (tmp_path / "out.tar").exists()
