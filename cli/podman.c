@@ -289,6 +289,28 @@ static int run_detached(const char *prog, const struct podman_run *r, int rootfd
         return fflush(stdout) == 0 ? 0 : CS_EXIT_SETUP;
 }
 
+static int record_foreground(const struct podman_run *r, int rootfd, const struct sandbox_spec *s,
+                             const char *id, struct podman_ctr *c, struct cs_error *err)
+{
+        int ret;
+
+        snprintf(c->id, sizeof(c->id), "%s", id);
+        c->name = strdup(r->name);
+        c->image = strdup(r->image);
+        c->command = join_command(s->argv);
+        c->created = (long long)time(NULL);
+        c->exit_code = -1;
+        c->rm = true;
+        c->pid = getpid();
+        c->starttime = podman_proc_starttime(c->pid);
+        if (!c->name || !c->image || !c->command)
+                return cs_error_set(err, ENOMEM, "run");
+        ret = podman_ctr_create(rootfd, c, err);
+        if (ret < 0)
+                c->id[0] = '\0';
+        return ret;
+}
+
 /* What run accepts to ignore, or honours in its own way, said once each on stderr; -p with
  * --network none refused (that container has no network to publish from). */
 static int run_notes(const char *prog, const struct podman_run *r, struct cs_error *err)
@@ -333,6 +355,7 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
         struct rlimit nofile;
         bool raised;
         int pub_fds[PODMAN_PUBLISH_MAX];
+        struct podman_ctr fg = {0};
 
         for (size_t i = 0; i < PODMAN_PUBLISH_MAX; i++)
                 pub_fds[i] = -1;
@@ -470,8 +493,14 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
                 cs_error_set(&err, errno, "run: -p: start the port relay");
                 goto fail;
         }
+        /* a named container is recorded while it runs, so ps lists it and exec reaches it;
+         * it goes when it exits (a supervisor killed leaves a record the next reader drops) */
+        if (r.name && record_foreground(&r, rootfd, &s, id, &fg, &err) < 0)
+                goto fail;
         if (exec_launch(&s, &status, &err) < 0)
                 status = fail(prog, &err);
+        if (fg.id[0])
+                (void)podman_ctr_remove(rootfd, fg.id, &(struct cs_error){0});
         goto out;
 fail:
         status = fail(prog, &err);
@@ -481,6 +510,7 @@ out:
                 spec_free(&s);
         image_ref_free(&img);
         podman_run_free(&r);
+        podman_ctr_free(&fg);
         if (rootfd >= 0)
                 close(rootfd);
         for (size_t i = 0; i < PODMAN_PUBLISH_MAX; i++)

@@ -299,3 +299,28 @@ def test_load_reads_what_podman_and_docker_save(podman, tmp_path):
     p = podman.run("save", "-o", str(tmp_path / "out.tar"), "saved:one")
     assert p.returncode == 125 and "pull it from its registry" in p.stderr, p.stderr
     assert not (tmp_path / "out.tar").exists()
+
+
+def test_exec_into_a_named_foreground_run(podman):
+    # `run --name dev -it ...` in one terminal, `exec dev ...` in another
+    fg = subprocess.Popen([CSANDBOX, "podman", "run", "--name", "dev", BB, "sh", "-c", LOOP],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=podman.env(),
+                          stdin=subprocess.DEVNULL)
+    try:
+        assert fg.stdout.readline() == b"started\n"
+        assert podman.ok("exec", "dev", "echo", "in-dev").stdout == "in-dev\n"
+        assert [r.split()[-1] for r in podman.ps()] == ["dev"]
+        podman.ok("stop", "dev")  # SIGTERM through the run, which exits with the container
+        assert fg.wait(timeout=TIMEOUT) == 128 + signal.SIGTERM
+        assert podman.ps("-a") == []  # gone with its run, as a foreground run leaves nothing
+        # a run killed outright leaves a record the next reader drops
+        fg = subprocess.Popen([CSANDBOX, "podman", "run", "--name", "dev", BB, "sh", "-c", LOOP],
+                              stdout=subprocess.PIPE, env=podman.env(), stdin=subprocess.DEVNULL)
+        assert fg.stdout.readline() == b"started\n"
+        fg.kill()
+        fg.wait(timeout=TIMEOUT)
+        assert podman.ps("-a") == []
+        assert podman.ok("run", "--rm", "--name", "dev", BB, "echo", "again").stdout == "again\n"
+    finally:
+        fg.kill()
+        fg.wait(timeout=TIMEOUT)
