@@ -309,26 +309,49 @@ static int ns_flags(pid_t member)
         return flags;
 }
 
-static _Noreturn void exec_child(const struct exec_opts *o, int master, int cwd_fd,
-                                 const struct sock_fprog *filter, char **env, char **argv)
+/* The child's fds that get the pty (bit n: fd n): with -t all three, as podman; else each
+ * that is a terminal of ours, as run relays them: csandbox never hands a container the
+ * caller's terminal. */
+static unsigned pty_fds_of(const struct exec_opts *o)
+{
+        unsigned fds = 0;
+
+        if (o->tty)
+                return 7u;
+        for (int fd = o->interactive ? 0 : 1; fd < 3; fd++)
+                if (isatty(fd))
+                        fds |= 1u << fd;
+        return fds;
+}
+
+static _Noreturn void exec_child(const struct exec_opts *o, int master, unsigned pty_fds,
+                                 int cwd_fd, const struct sock_fprog *filter, char **env,
+                                 char **argv)
 {
         extern char **environ;
         sigset_t none;
         int e;
 
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* a session of its own: the caller's terminal is not its controlling terminal (no
+         * /dev/tty reaches it), and with a pty that pty is */
+        if (setsid() < 0)
+                _exit(perr(CS_EXIT_SETUP, "exec: setsid: %s", strerror(errno)));
         if (master >= 0) {
                 int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
 
-                if (slave < 0 || setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0 ||
-                    dup2(slave, 0) < 0 || dup2(slave, 1) < 0 || dup2(slave, 2) < 0)
+                if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
                         _exit(perr(CS_EXIT_SETUP, "exec: the container's terminal: %s",
                                    strerror(errno)));
+                for (int fd = 0; fd < 3; fd++)
+                        if ((pty_fds & (1u << fd)) && dup2(slave, fd) < 0)
+                                _exit(perr(CS_EXIT_SETUP, "exec: the container's terminal: %s",
+                                           strerror(errno)));
                 if (slave > 2)
                         close(slave);
                 close(master);
         }
-        if (!o->interactive && master < 0) {
+        if (!o->interactive && !(pty_fds & 1u)) {
                 int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
                 if (null_fd < 0 || dup2(null_fd, 0) < 0)
@@ -375,11 +398,11 @@ static void copy_winsize(int master)
 
 /* The pty's output to stdout, stdin (with -i) into it, signals passed on, until the command
  * is gone; its wait status. */
-static int supervise(pid_t child, int master, int sfd, bool interactive)
+static int supervise(pid_t child, int master, unsigned pty_fds, int sfd, bool interactive)
 {
         struct termios saved;
-        bool raw = false, in_open = interactive && master >= 0, pty_open = master >= 0;
-        int wstatus = 0;
+        bool raw = false, in_open = interactive && (pty_fds & 1u), pty_open = master >= 0;
+        int wstatus = 0, out = (pty_fds & 2u) || !(pty_fds & 4u) ? 1 : 2;
         char buf[16384];
 
         if (in_open && isatty(0) && tcgetattr(0, &saved) == 0) {
@@ -388,6 +411,7 @@ static int supervise(pid_t child, int master, int sfd, bool interactive)
                 cfmakeraw(&t);
                 raw = tcsetattr(0, TCSADRAIN, &t) == 0;
         }
+
         for (;;) {
                 struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},
                                       {.fd = pty_open ? master : -1, .events = POLLIN},
@@ -408,8 +432,9 @@ static int supervise(pid_t child, int master, int sfd, bool interactive)
                                                 copy_winsize(master);
                                         else
                                                 kill(child, SIGWINCH);
-                                } else if (!((si.ssi_signo == SIGINT || si.ssi_signo == SIGQUIT) &&
-                                             si.ssi_code == SI_KERNEL)) {
+                                } else {
+                                        /* in a session of its own, it gets the caller's
+                                         * terminal's signals from us */
                                         kill(child, (int)si.ssi_signo);
                                 }
                         }
@@ -419,7 +444,7 @@ static int supervise(pid_t child, int master, int sfd, bool interactive)
                         if (n <= 0)
                                 pty_open = false; /* EIO: nothing holds the pty's other side */
                         else
-                                (void)cs_write_all(1, buf, (size_t)n);
+                                (void)cs_write_all(out, buf, (size_t)n);
                 }
                 if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
                         n = read(0, buf, sizeof(buf));
@@ -435,7 +460,7 @@ static int supervise(pid_t child, int master, int sfd, bool interactive)
 
                 fcntl(master, F_SETFL, O_NONBLOCK);
                 while ((n = read(master, buf, sizeof(buf))) > 0)
-                        (void)cs_write_all(1, buf, (size_t)n);
+                        (void)cs_write_all(out, buf, (size_t)n);
         }
         if (raw)
                 tcsetattr(0, TCSADRAIN, &saved);
@@ -467,6 +492,7 @@ int podman_exec(const char *prog, int argc, char **argv)
         pid_t pid1, member, child, ppid;
         int first, rootfd = -1, pidfd = -1, cwd_fd = -1, master = -1, sfd, depth, wstatus;
         int status = CS_EXIT_SETUP;
+        unsigned pty_fds;
         char **env = NULL, path[64];
         sigset_t mask;
 
@@ -534,7 +560,8 @@ int podman_exec(const char *prog, int argc, char **argv)
         if (o.user && (status = resolve_user(o.user)) != 0)
                 goto out;
         status = CS_EXIT_SETUP;
-        if (o.tty) {
+        pty_fds = pty_fds_of(&o);
+        if (pty_fds) {
                 master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
                 if (master < 0 || unlockpt(master) < 0) {
                         status = perr(CS_EXIT_SETUP, "exec: the container's /dev/ptmx: %s",
@@ -542,6 +569,18 @@ int podman_exec(const char *prog, int argc, char **argv)
                         goto out;
                 }
                 copy_winsize(master);
+                /* A caller's terminal left as it is (its stdin is not relayed raw) processes
+                 * the output itself, \n to \r\n: the pty then passes it on unprocessed, or
+                 * each line would end \r\r\n. Set before the command can write. */
+                if (!(o.interactive && (pty_fds & 1u) && isatty(0)) &&
+                    isatty((pty_fds & 2u) || !(pty_fds & 4u) ? 1 : 2)) {
+                        struct termios t;
+
+                        if (tcgetattr(master, &t) == 0) {
+                                t.c_oflag &= ~(tcflag_t)OPOST;
+                                tcsetattr(master, TCSANOW, &t);
+                        }
+                }
         }
         /* we only relay from here on */
         capng_clear(CAPNG_SELECT_BOTH);
@@ -558,8 +597,8 @@ int podman_exec(const char *prog, int argc, char **argv)
                 goto out;
         }
         if (child == 0)
-                exec_child(&o, master, cwd_fd, &filter, env, argv + first + 1);
-        wstatus = supervise(child, master, sfd, o.interactive);
+                exec_child(&o, master, pty_fds, cwd_fd, &filter, env, argv + first + 1);
+        wstatus = supervise(child, master, pty_fds, sfd, o.interactive);
         status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
 out:
         for (size_t i = 0; env && env[i]; i++)

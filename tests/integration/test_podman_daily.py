@@ -106,6 +106,15 @@ def test_exec_it_on_a_terminal(podman):
     assert t.proc.wait(timeout=TIMEOUT) == 0, out
     assert b"got-hello" in out and b"/dev/pts/" in out, out
     assert t.modes() == t.before  # the caller's terminal as it was
+    # without -t, at a terminal: the command still gets a pty of the container's, never the
+    # caller's terminal, whose modes it tries to change
+    t = Term([CSANDBOX, "podman", "exec", "tt", "sh", "-c",
+              "stty -F /dev/tty raw -echo -icanon; readlink /proc/self/fd/1; echo done"],
+             env=podman.env())
+    out = term_output(t)
+    assert t.proc.wait(timeout=TIMEOUT) == 0, out
+    assert re.match(rb"/dev/pts/\d+\r\ndone\r\n$", out), out
+    assert t.modes() == t.before
 
 
 # ---- -p ----
