@@ -41,6 +41,7 @@ struct podman_run {
         char *add_host;
         struct podman_port {
                 unsigned short host, ctr;
+                char ip[46]; /* the host address to listen on; "": every one */
         } publish[PODMAN_PUBLISH_MAX];
         size_t n_publish;
         enum podman_pull pull;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <arpa/inet.h>
 
 struct run_opt {
         const char *name;
@@ -382,7 +383,7 @@ static int parse_publish(struct podman_run *r, const char *shown, const char *v,
                          struct cs_error *err)
 {
         _cleanup_free_ char *copy = strdup(v);
-        char *last, *proto, *hostp = NULL, *end;
+        char *last, *proto, *hostp = NULL, *end, *ip = NULL;
         unsigned long ctr, host;
 
         if (!copy)
@@ -399,9 +400,28 @@ static int parse_publish(struct podman_run *r, const char *shown, const char *v,
         last = strrchr(copy, ':');
         if (last) {
                 *last++ = '\0';
-                hostp = strrchr(copy, ':') ? strrchr(copy, ':') + 1 : copy;
+                hostp = strrchr(copy, ':');
+                if (hostp) {
+                        /* IP:HOST:CTR, the IP perhaps in brackets */
+                        *hostp++ = '\0';
+                        ip = copy;
+                        if (ip[0] == '[' && ip[strlen(ip) - 1] == ']') {
+                                ip[strlen(ip) - 1] = '\0';
+                                ip++;
+                        }
+                } else {
+                        hostp = copy;
+                }
         } else {
                 last = copy;
+        }
+        if (ip && *ip) {
+                unsigned char a[16];
+
+                if (strlen(ip) >= sizeof(r->publish[0].ip) ||
+                    (inet_pton(AF_INET, ip, a) != 1 && inet_pton(AF_INET6, ip, a) != 1))
+                        return cs_error_setx(err, EINVAL, "run: %s `%s`: `%s` is not an IP address",
+                                             shown, v, ip);
         }
         errno = 0;
         ctr = strtoul(last, &end, 10);
@@ -423,6 +443,7 @@ static int parse_publish(struct podman_run *r, const char *shown, const char *v,
         if (r->n_publish >= PODMAN_PUBLISH_MAX)
                 return cs_error_setx(err, EINVAL, "run: more than %d %s", PODMAN_PUBLISH_MAX,
                                      shown);
+        snprintf(r->publish[r->n_publish].ip, sizeof(r->publish[0].ip), "%s", ip ? ip : "");
         r->publish[r->n_publish].host = (unsigned short)host;
         r->publish[r->n_publish].ctr = (unsigned short)ctr;
         r->n_publish++;

@@ -21,33 +21,55 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* A socket listening on ip (every address, v4 and v6, when empty) and port. */
+static int listen_on(const char *ip, unsigned short port)
+{
+        struct sockaddr_in6 a6 = {
+            .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_ANY_INIT};
+        struct sockaddr_in a4 = {
+            .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_ANY)};
+        int one = 1, zero = 0, fd, e;
+        bool v6 = ip[0] ? inet_pton(AF_INET6, ip, &a6.sin6_addr) == 1 : true;
+
+        if (ip[0] && !v6 && inet_pton(AF_INET, ip, &a4.sin_addr) != 1)
+                return -EINVAL;
+        fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 && v6 && !ip[0]) { /* no IPv6 here: every IPv4 address */
+                v6 = false;
+                fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        }
+        if (fd < 0)
+                return -errno;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (v6 && !ip[0])
+                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+        if ((v6 ? bind(fd, (struct sockaddr *)&a6, sizeof(a6))
+                : bind(fd, (struct sockaddr *)&a4, sizeof(a4))) < 0 ||
+            listen(fd, 64) < 0) {
+                e = errno;
+                close(fd);
+                return -e;
+        }
+        return fd;
+}
+
 int podman_publish_listen(const struct podman_run *r, int *fds, struct cs_error *err)
 {
         for (size_t i = 0; i < r->n_publish; i++) {
-                struct sockaddr_in a = {.sin_family = AF_INET,
-                                        .sin_port = htons(r->publish[i].host),
-                                        .sin_addr.s_addr = htonl(INADDR_ANY)};
-                int one = 1, fd;
+                const struct podman_port *p = &r->publish[i];
+                int fd;
 
                 fds[i] = -1;
-                if (r->publish[i].host == r->publish[i].ctr)
+                if (p->host == p->ctr)
                         continue;
-                fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                fd = listen_on(p->ip, p->host);
                 if (fd < 0)
-                        return cs_error_set(err, errno, "run: -p %u:%u: socket", r->publish[i].host,
-                                            r->publish[i].ctr);
-                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-                if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 64) < 0) {
-                        int e = errno;
-
-                        close(fd);
-                        return cs_error_set(
-                            err, e,
-                            "run: -p %u:%u: cannot listen on port %u (%s); "
-                            "choose another host port",
-                            r->publish[i].host, r->publish[i].ctr, r->publish[i].host,
-                            e == EACCES ? "a port below 1024 needs privilege" : "in use?");
-                }
+                        return cs_error_set(err, -fd,
+                                            "run: -p %s%s%u:%u: cannot listen on port %u (%s); "
+                                            "choose another host port",
+                                            p->ip, p->ip[0] ? ":" : "", p->host, p->ctr, p->host,
+                                            fd == -EACCES ? "a port below 1024 needs privilege"
+                                                          : "in use?");
                 fds[i] = fd;
         }
         return 0;
@@ -59,11 +81,20 @@ static _Noreturn void relay_conn(int a, unsigned short port)
         struct sockaddr_in t = {.sin_family = AF_INET,
                                 .sin_port = htons(port),
                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_in6 t6 = {
+            .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
         int b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         bool a_in = true, b_in = true;
         char buf[65536];
 
-        if (b < 0 || connect(b, (struct sockaddr *)&t, sizeof(t)) < 0)
+        /* the container's loopback: 127.0.0.1, else ::1 (a server listening on that alone) */
+        if (b >= 0 && connect(b, (struct sockaddr *)&t, sizeof(t)) < 0) {
+                close(b);
+                b = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (b >= 0 && connect(b, (struct sockaddr *)&t6, sizeof(t6)) < 0)
+                        _exit(1);
+        }
+        if (b < 0)
                 _exit(1);
         while (a_in || b_in) {
                 struct pollfd p[2] = {{.fd = a_in ? a : -1, .events = POLLIN},

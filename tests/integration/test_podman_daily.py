@@ -159,6 +159,20 @@ def test_publish_relays_a_host_port_to_the_containers(podman, tmp_path):
     # the relay ends with the container
     podman.ok("rm", "-f", "srv")
     assert wait_until(lambda: _refused(host_port))
+    # IP:HOST:CTR listens on that address alone (a foreground run this time)
+    ip_port = free_port()
+    srv = subprocess.Popen(
+        [CSANDBOX, "podman", "run", "--rm", "-p", f"127.0.0.1:{ip_port}:{ctr_port}",
+         "-v", "/usr:/usr:ro", "-v", "/lib:/lib:ro", "-v", "/lib64:/lib64:ro",
+         "-v", f"{tmp_path}:/srv-dir:ro", BB, "/usr/bin/python3", "-u", "/srv-dir/srv.py"],
+        stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=podman.env())
+    try:
+        assert srv.stdout.readline() == b"started\n"
+        assert fetch(ip_port) == b"pong:ping\n"
+    finally:
+        srv.kill()
+        srv.wait(timeout=TIMEOUT)
+    assert wait_until(lambda: _refused(ip_port))
     # PORT:PORT: nothing to relay, said once
     p = podman.ok("run", "--rm", "-p", f"{ctr_port}:{ctr_port}", BB, "true")
     assert p.stderr.count("-p PORT:PORT changes nothing") == 1, p.stderr

@@ -111,6 +111,7 @@ static void test_refusals_name_what_they_refuse(void)
         static const char *const cases[][3] = {
             {"--publish", "80:80/udp", "tcp"},
             {"-p", "8000-8010:80", "ranges"},
+            {"-p", "nohost:8080:80", "not an IP address"},
             {"-v", "no/such:/x", "not a volume name"},
             {"--memory", "lots", "--memory"},
             {"--platform", "linux/no-such-arch", "platform"},
