@@ -337,7 +337,7 @@ static int vol_list(char ***ret, size_t *n, struct cs_error *err)
 static int vol_create(const char *prog, struct vol_ctx *c, char **pos, size_t n_pos)
 {
         struct cs_error err = {0};
-        char name[65], root[PATH_MAX];
+        char name[129], root[PATH_MAX];
         int dfd, r;
 
         if (n_pos > 1) {
