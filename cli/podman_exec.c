@@ -448,9 +448,12 @@ static int supervise(pid_t child, int master, unsigned pty_fds, int sfd, bool in
                 }
                 if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
                         n = read(0, buf, sizeof(buf));
-                        if (n <= 0)
+                        if (n <= 0) {
                                 in_open = false;
-                        else
+                                /* the end of a piped stdin, as the pty's reader sees one */
+                                if (!raw)
+                                        (void)cs_write_all(master, "\004", 1);
+                        } else
                                 (void)cs_write_all(master, buf, (size_t)n);
                 }
         }

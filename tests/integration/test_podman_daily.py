@@ -86,8 +86,9 @@ def test_exec_joins_the_running_container(podman):
     # stdin only with -i
     assert podman.ok("exec", "-i", "web", "cat", input="typed\n").stdout == "typed\n"
     assert podman.ok("exec", "web", "cat", input="typed\n").stdout == ""
-    # -t: a pty of the container's own
+    # -t: a pty of the container's own; a piped stdin's end reaches the command through it
     assert podman.ok("exec", "-t", "web", "tty").stdout.strip().startswith("/dev/pts/")
+    assert podman.ok("exec", "-it", "web", "wc", "-l", input="a\nb\n").stdout.split()[-1] == "2"
     # a stopped container and an unknown one
     podman.ok("stop", "-t", "0", "web")
     p = podman.run("exec", "web", "true")
