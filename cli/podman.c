@@ -40,7 +40,7 @@ static const char usage_podman[] =
     "  exec [-it] [-u USER] [-w DIR] [-e K=V] CONTAINER COMMAND...\n"
     "                                           run a command in a running container\n"
     "  pull, build, images, rmi, inspect, tag   images (csandbox's image store)\n"
-    "  load [-i FILE]                           an archive podman or docker saved\n"
+    "  save [-o FILE] IMAGE, load [-i FILE]     an image as an archive, and back\n"
     "  volume create|ls|inspect|rm|exists       named volumes (directories of csandbox's)\n"
     "  info, version [--format FORMAT]          about csandbox's podman\n"
     "\n"

@@ -1425,17 +1425,85 @@ static int cmd_load(int argc, char **argv)
         return 0;
 }
 
-/* The store keeps each layer unpacked (and no compressed blob of it): an archive of an
- * image would be a new serialization with new layer digests, not the image that was
- * pulled or built. */
-static int cmd_save(void)
+static const char usage_save[] =
+    "Usage: %s save [-o FILE] [--format docker-archive|oci-archive] IMAGE\n"
+    "  the image as an archive (to stdout without -o), for podman load, docker load and\n"
+    "  csandbox image import\n";
+
+enum { SAVE_OUTPUT, SAVE_FORMAT, SAVE_QUIET };
+static const struct podman_opt save_opts[] = {
+    {"--output", 'o', true, NULL, SAVE_OUTPUT},
+    {"--format", 0, true, NULL, SAVE_FORMAT},
+    {"--quiet", 'q', false, NULL, SAVE_QUIET},
+};
+
+struct save_ctx {
+        const char *output, *format;
+};
+
+static int save_opt(void *ctx, int id, const char *v)
 {
-        return perr("save is not supported by csandbox's %s: its store keeps each layer "
-                    "unpacked, not as the archive it came in, so a saved image would not be "
-                    "the one you have; push it from where it was built or pull it from its "
-                    "registry, or save it with podman or docker (csandbox image import and %s "
-                    "load read what they save)",
-                    prog, prog);
+        struct save_ctx *c = ctx;
+
+        if (id == SAVE_OUTPUT)
+                c->output = v;
+        else if (id == SAVE_FORMAT) {
+                if (strcmp(v, "docker-archive") != 0 && strcmp(v, "oci-archive") != 0)
+                        return podman_opt_error("--format %s: csandbox's %s saves docker-archive "
+                                                "and oci-archive",
+                                                v, prog);
+                c->format = v;
+        }
+        return 0;
+}
+
+/* The helper writes the archive, to -o FILE or to our stdout as it is. */
+static int cmd_save(int argc, char **argv)
+{
+        _cleanup_free_ char **pos = calloc((size_t)argc, sizeof(char *));
+        _cleanup_free_ char *helper = cs_self_sibling("csandbox-import");
+        struct save_ctx c = {.format = "docker-archive"};
+        char *v[9];
+        size_t n_pos, n = 0;
+        int r, status;
+        pid_t pid;
+
+        if (!pos || !helper)
+                return perr("save: out of memory");
+        r = parse_opts("save", usage_save, save_opts, sizeof(save_opts) / sizeof(save_opts[0]),
+                       save_opt, &c, argc, argv, pos, &n_pos);
+        if (r >= 0)
+                return r;
+        if (n_pos != 1)
+                return perr("`%s save` takes one image (%s)", prog,
+                            n_pos ? "several images in one archive are not supported by "
+                                    "csandbox's podman"
+                                  : "none given");
+        if (!c.output && isatty(STDOUT_FILENO))
+                return perr("refusing to save to terminal. Use -o flag or redirect");
+        v[n++] = "csandbox-import";
+        v[n++] = "--save";
+        v[n++] = "--format";
+        v[n++] = (char *)c.format;
+        if (c.output) {
+                v[n++] = "-o";
+                v[n++] = (char *)c.output;
+        }
+        v[n++] = pos[0];
+        v[n] = NULL;
+        fflush(NULL);
+        pid = fork();
+        if (pid < 0)
+                return perr("fork: %s", strerror(errno));
+        if (pid == 0) {
+                execv(helper, v);
+                fprintf(stderr, "Error: cannot run %s: %s\n", helper, strerror(errno));
+                _exit(EXIT_FAIL);
+        }
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return perr("wait for csandbox-import: %s", strerror(errno));
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 int podman_images_main(const char *name, int argc, char **argv)
@@ -1460,12 +1528,12 @@ int podman_images_main(const char *name, int argc, char **argv)
         if (strcmp(argv[0], "load") == 0)
                 return cmd_load(argc, argv);
         if (strcmp(argv[0], "save") == 0)
-                return cmd_save();
+                return cmd_save(argc, argv);
         if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "help") == 0) {
                 printf(usage, prog);
                 return 0;
         }
         return perr("unrecognized command `%s %s`; csandbox's %s front-end has pull, build, "
-                    "images, rmi, inspect, tag and load here",
+                    "images, rmi, inspect, tag, load and save here",
                     prog, argv[0], prog);
 }

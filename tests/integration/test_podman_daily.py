@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import CSANDBOX, base_env, wait_until
-from test_podman import BB, data_home, podman  # noqa: F401
+from test_podman import BB, Podman, data_home, podman  # noqa: F401
 from test_tty import Term
 
 TIMEOUT = 60
@@ -319,10 +319,60 @@ def test_load_reads_what_podman_and_docker_save(podman, tmp_path):
     assert not [n for n in os.listdir(tmp_path) if n.startswith("csandbox-load")]
     p = podman.run("load", "-i", str(tmp_path / "missing.tar"))
     assert p.returncode == 125 and "missing.tar" in p.stderr, p.stderr
-    # save is refused, naming what to do instead
-    p = podman.run("save", "-o", str(tmp_path / "out.tar"), "saved:one")
-    assert p.returncode == 125 and "pull it from its registry" in p.stderr, p.stderr
-    assert not (tmp_path / "out.tar").exists()
+
+
+TREE = "ls -lnR /etc /opt /srv /var 2>&1; cat /opt/link; stat -c '%a %u %g %n' /srv/tool /srv/data"
+
+
+def test_save_then_load_elsewhere_is_the_same_image(podman, tmp_path):
+    import tarfile
+    from test_build import write_context
+    want = podman.ok("run", "--rm", BB, "sh", "-c", TREE).stdout
+    other = Podman(str(tmp_path / "other-data"), podman.runtime)
+    for fmt in ("docker-archive", "oci-archive"):
+        out = tmp_path / f"{fmt}.tar"
+        p = podman.ok("save", "--format", fmt, "-o", str(out), BB)
+        assert p.stdout == ""
+        names = tarfile.open(out).getnames()
+        assert ("manifest.json" if fmt == "docker-archive" else "index.json") in names, names
+        if fmt == "docker-archive":
+            # the layers carry the image's owners, modes, whiteouts and opaque directories
+            outer = tarfile.open(out)
+            [m] = json.loads(outer.extractfile("manifest.json").read())
+            members = {}
+            for layer in m["Layers"]:
+                for e in tarfile.open(fileobj=outer.extractfile(layer)):
+                    members[e.name] = e
+            assert (members["srv/data"].uid, members["srv/data"].gid) == (33, 33)
+            assert members["srv/data"].mode & 0o7777 == 0o600
+            assert members["srv/tool"].mode & 0o7777 == 0o4755
+            assert "etc/.wh.hostname" in members and "opt/a/.wh..wh..opq" in members
+        p = other.ok("load", "-i", str(out))
+        assert p.stdout == "Loaded image: bb:latest\n", p.stdout
+        # the same files, owners, modes, whiteouts and opaque directories
+        assert other.ok("run", "--rm", "bb", "sh", "-c", TREE).stdout == want
+        other.ok("rmi", "bb")
+    # to stdout, as `podman save IMAGE > FILE`; not to a terminal
+    with open(tmp_path / "stdout.tar", "wb") as f:
+        p = subprocess.run([CSANDBOX, "podman", "save", BB], stdout=f, stderr=subprocess.PIPE,
+                           env=podman.env(), timeout=TIMEOUT)
+    assert p.returncode == 0, p.stderr
+    assert other.ok("load", "-i", str(tmp_path / "stdout.tar")).stdout == "Loaded image: bb:latest\n"
+    # a built image keeps its ID: its layers come out as the build hashed them
+    ctx = write_context(tmp_path / "ctx", {"Containerfile": "FROM bb\nRUN echo built > /built\n"})
+    iid = podman.ok("build", "-q", "-t", "built:v1", "--network", "none", str(ctx)).stdout.strip()
+    podman.ok("save", "-o", str(tmp_path / "built.tar"), "built:v1")
+    [m] = json.loads(tarfile.open(tmp_path / "built.tar").extractfile("manifest.json").read())
+    stored = json.load(open(os.path.join(podman.data, "csandbox", "images", "sha256", iid,
+                                         "config.json")))
+    saved = json.loads(tarfile.open(tmp_path / "built.tar").extractfile(m["Config"]).read())
+    assert saved["rootfs"]["diff_ids"][-1] == stored["rootfs"]["diff_ids"][-1]
+    other.ok("load", "-i", str(tmp_path / "built.tar"))
+    assert other.ok("run", "--rm", "built:v1", "cat", "/built").stdout == "built\n"
+    p = podman.run("save", "-o", str(tmp_path / "x.tar"), "no-such-image")
+    assert p.returncode == 125 and "no-such-image" in p.stderr
+    assert not (tmp_path / "x.tar").exists()
+    assert not [n for n in os.listdir("/tmp") if n.startswith("csandbox-save-")]
 
 
 def test_exec_into_a_named_foreground_run(podman):
