@@ -398,3 +398,13 @@ def test_exec_into_a_named_foreground_run(podman):
     finally:
         fg.kill()
         fg.wait(timeout=TIMEOUT)
+
+
+def test_exec_joins_a_network_of_the_containers_own(podman):
+    podman.ok("run", "-d", "--name", "nonet", "--network", "none", BB, "sh", "-c", LOOP)
+    started(podman, "nonet")
+    out = podman.ok("exec", "nonet", "cat", "/proc/net/dev").stdout
+    assert [line.split(":")[0].strip() for line in out.splitlines()[2:]] == ["lo"], out
+    # the host's interfaces are not the exec's
+    with open("/proc/net/dev") as f:
+        assert len(f.readlines()[2:]) > 1
