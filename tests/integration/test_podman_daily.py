@@ -179,10 +179,11 @@ def test_publish_relays_a_host_port_to_the_containers(podman, tmp_path):
     assert p.stderr.count("-p PORT:PORT changes nothing") == 1, p.stderr
     # a host port in use: 125 before anything starts
     with socket.socket() as s:
-        s.bind(("0.0.0.0", host_port))
+        s.bind(("0.0.0.0", 0))
         s.listen(1)
-        p = podman.run("run", "--rm", "-p", f"{host_port}:{ctr_port}", BB, "true")
-        assert p.returncode == 125 and str(host_port) in p.stderr, p.stderr
+        busy = s.getsockname()[1]
+        p = podman.run("run", "--rm", "-p", f"{busy}:{ctr_port}", BB, "true")
+        assert p.returncode == 125 and str(busy) in p.stderr, p.stderr
 
 
 def _refused(port):
