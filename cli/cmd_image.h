@@ -8,6 +8,9 @@ int cmd_image(int argc, char **argv);
 
 /* `image build`, in the csandbox-import helper (cli/build_main.c). */
 int cmd_image_build(int argc, char **argv);
+/* csandbox-import --save [--format docker-archive|oci-archive] [-o FILE] IMAGE: the image
+ * as an archive (cli/save_main.c), for podman save. */
+int cmd_image_save(int argc, char **argv);
 /* `image pull`, in the csandbox-import helper (cli/pull_main.c). */
 int cmd_image_pull(int argc, char **argv);
 /* csandbox-import --vault-ca HOST:PORT: the Agent Vault proxy's CA answer (vault_ca_main.c). */

@@ -150,5 +150,7 @@ int main(int argc, char **argv)
                 return cmd_vault_ca(argc - 2, argv + 2);
         if (argc > 1 && strcmp(argv[1], "--build") == 0)
                 return cmd_image_build(argc - 2, argv + 2);
+        if (argc > 1 && strcmp(argv[1], "--save") == 0)
+                return cmd_image_save(argc - 2, argv + 2);
         return cmd_image_import(argc - 1, argv + 1);
 }

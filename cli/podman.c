@@ -37,8 +37,12 @@ static const char usage_podman[] =
     "  kill [-s SIGNAL] CONTAINER...            send SIGNAL (KILL)\n"
     "  wait CONTAINER...                        wait for it to exit, print its status\n"
     "  rm [-f] CONTAINER...                     remove a stopped container (-f: any)\n"
+    "  exec [-it] [-u USER] [-w DIR] [-e K=V] CONTAINER COMMAND...\n"
+    "                                           run a command in a running container\n"
     "  pull, build, images, rmi, inspect, tag   images (csandbox's image store)\n"
-    "  version                                  the version\n"
+    "  save [-o FILE] IMAGE, load [-i FILE]     an image as an archive, and back\n"
+    "  volume create|ls|inspect|rm|exists       named volumes (directories of csandbox's)\n"
+    "  info, version [--format FORMAT]          about csandbox's podman\n"
     "\n"
     "Exit status: 125 when csandbox fails (a bad option, an unknown image, a missing bind\n"
     "source), 126 when the command cannot be executed, 127 when it is not found, else the\n"
@@ -69,6 +73,11 @@ static const char usage_run[] =
     "                             writes vanish with the container)\n"
     "  --pull missing|never|always  when to pull the image (missing)\n"
     "  -q, --quiet                no pull progress\n"
+    "  -p, --publish [HOST:]PORT  the container shares your network: PORT is reachable as\n"
+    "                             it is; a different HOST port is relayed to it\n"
+    "  -m, --memory SIZE          a memory limit (as exec's --memory)\n"
+    "  --init, --platform (this machine's), --label, --add-host: accepted (the last two\n"
+    "                             ignored, with a note)\n"
     "\n"
     "Any other option is refused, naming it.\n";
 
@@ -185,7 +194,7 @@ static void default_name(char *buf, size_t len)
 
 /* The detached supervisor's side: record itself, run, record the exit, or go (--rm). */
 static _Noreturn void detached_child(int rootfd, struct podman_ctr *c, struct sandbox_spec *s,
-                                     int ready_fd)
+                                     int ready_fd, const struct podman_run *r, int *pub_fds)
 {
         struct cs_error err = {0};
         int status = CS_EXIT_SETUP, log_fd, null_fd;
@@ -201,6 +210,8 @@ static _Noreturn void detached_child(int rootfd, struct podman_ctr *c, struct sa
         c->pid = getpid();
         c->starttime = podman_proc_starttime(c->pid);
         if (podman_ctr_save(rootfd, c, &err) < 0)
+                _exit(CS_EXIT_SETUP);
+        if (podman_publish_start(r, pub_fds) < 0)
                 _exit(CS_EXIT_SETUP);
         (void)!write(ready_fd, "1", 1);
         close(ready_fd);
@@ -218,7 +229,7 @@ static _Noreturn void detached_child(int rootfd, struct podman_ctr *c, struct sa
 }
 
 static int run_detached(const char *prog, const struct podman_run *r, int rootfd,
-                        struct sandbox_spec *s, const char *id)
+                        struct sandbox_spec *s, const char *id, int *pub_fds)
 {
         struct podman_ctr c = {0};
         struct cs_error err = {0};
@@ -261,7 +272,7 @@ static int run_detached(const char *prog, const struct podman_run *r, int rootfd
         }
         if (pid == 0) {
                 close(pipefd[0]);
-                detached_child(rootfd, &c, s, pipefd[1]);
+                detached_child(rootfd, &c, s, pipefd[1], r, pub_fds);
         }
         close(pipefd[1]);
         while (read(pipefd[0], &got, 1) < 0 && errno == EINTR)
@@ -278,6 +289,58 @@ static int run_detached(const char *prog, const struct podman_run *r, int rootfd
         return fflush(stdout) == 0 ? 0 : CS_EXIT_SETUP;
 }
 
+static int record_foreground(const struct podman_run *r, int rootfd, const struct sandbox_spec *s,
+                             const char *id, struct podman_ctr *c, struct cs_error *err)
+{
+        int ret;
+
+        snprintf(c->id, sizeof(c->id), "%s", id);
+        c->name = strdup(r->name);
+        c->image = strdup(r->image);
+        c->command = join_command(s->argv);
+        c->created = (long long)time(NULL);
+        c->exit_code = -1;
+        c->rm = true;
+        c->pid = getpid();
+        c->starttime = podman_proc_starttime(c->pid);
+        if (!c->name || !c->image || !c->command)
+                return cs_error_set(err, ENOMEM, "run");
+        ret = podman_ctr_create(rootfd, c, err);
+        if (ret < 0)
+                c->id[0] = '\0';
+        return ret;
+}
+
+/* What run accepts to ignore, or honours in its own way, said once each on stderr; -p with
+ * --network none refused (that container has no network to publish from). */
+static int run_notes(const char *prog, const struct podman_run *r, struct cs_error *err)
+{
+        bool same = false;
+
+        if (r->labels)
+                fprintf(stderr, "%s: note: --label is ignored: csandbox's podman keeps no labels\n",
+                        prog);
+        if (r->add_host)
+                fprintf(stderr,
+                        "%s: note: --add-host %s is ignored: the container reads the /etc/hosts "
+                        "of its image (with --network none, csandbox's own); add the name there "
+                        "or use the address\n",
+                        prog, r->add_host);
+        if (r->n_publish && r->net && strcmp(r->net, "none") == 0)
+                return cs_error_setx(err, EINVAL,
+                                     "run: -p: a container with --network none has no network "
+                                     "to publish from; drop --network none");
+        for (size_t i = 0; i < r->n_publish; i++)
+                same |= r->publish[i].host == r->publish[i].ctr;
+        if (same)
+                fprintf(stderr,
+                        "%s: note: the container shares the network of whoever runs %s (in a "
+                        "session, the session's), so a port it listens on is reachable there "
+                        "as it is; -p PORT:PORT changes nothing\n",
+                        prog, prog);
+        return 0;
+}
+
 static int podman_run_cmd(const char *prog, int argc, char **argv)
 {
         struct podman_run r;
@@ -291,7 +354,11 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
         int rootfd = -1, status = CS_EXIT_SETUP, ret;
         struct rlimit nofile;
         bool raised;
+        int pub_fds[PODMAN_PUBLISH_MAX];
+        struct podman_ctr fg = {0};
 
+        for (size_t i = 0; i < PODMAN_PUBLISH_MAX; i++)
+                pub_fds[i] = -1;
         ret = podman_run_parse(argc - 1, argv + 1, &r, &err);
         if (ret < 0) {
                 podman_run_free(&r);
@@ -302,6 +369,9 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
                 podman_run_free(&r);
                 return 0;
         }
+        ret = run_notes(prog, &r, &err);
+        if (ret < 0)
+                goto fail;
         if (r.detach || r.name) {
                 /* a name is checked before anything starts; only -d records one */
                 ret = podman_state_open(&rootfd, &err);
@@ -366,6 +436,9 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
 
                 ret = image_resolve_user(&img, r.user, &uid, &gid, &err);
                 if (ret < 0) {
+                        /* podman: a user the image lacks is a command that cannot run */
+                        if (ret == -ENOENT)
+                                err.status = CS_EXIT_NOEXEC;
                         cs_error_wrap(&err, "run: --user %s", r.user);
                 } else {
                         s.uid = uid;
@@ -392,10 +465,17 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
                 ret = runner_spec_complete(&s, &err);
         if (ret < 0)
                 goto fail;
+        /* as podman: the terminal gets the container's bytes as they are, and signals
+         * reach the container's process at their default actions */
+        s.tty_plain = true;
+        s.signals_default = true;
         spec_print_warnings(&s);
+        /* the published ports are taken before anything starts: a port in use is 125 */
+        if (podman_publish_listen(&r, pub_fds, &err) < 0)
+                goto fail;
 
         if (r.detach) {
-                status = run_detached(prog, &r, rootfd, &s, id);
+                status = run_detached(prog, &r, rootfd, &s, id, pub_fds);
                 goto out;
         }
         if (!r.interactive) {
@@ -409,8 +489,18 @@ static int podman_run_cmd(const char *prog, int argc, char **argv)
                 }
                 close(null_fd);
         }
+        if (podman_publish_start(&r, pub_fds) < 0) {
+                cs_error_set(&err, errno, "run: -p: start the port relay");
+                goto fail;
+        }
+        /* a named container is recorded while it runs, so ps lists it and exec reaches it;
+         * it goes when it exits (a supervisor killed leaves a record the next reader drops) */
+        if (r.name && record_foreground(&r, rootfd, &s, id, &fg, &err) < 0)
+                goto fail;
         if (exec_launch(&s, &status, &err) < 0)
                 status = fail(prog, &err);
+        if (fg.id[0])
+                (void)podman_ctr_remove(rootfd, fg.id, &(struct cs_error){0});
         goto out;
 fail:
         status = fail(prog, &err);
@@ -420,8 +510,12 @@ out:
                 spec_free(&s);
         image_ref_free(&img);
         podman_run_free(&r);
+        podman_ctr_free(&fg);
         if (rootfd >= 0)
                 close(rootfd);
+        for (size_t i = 0; i < PODMAN_PUBLISH_MAX; i++)
+                if (pub_fds[i] >= 0)
+                        close(pub_fds[i]);
         return status;
 }
 
@@ -438,11 +532,18 @@ int podman_main(int argc, char **argv)
                 printf(usage_podman, prog);
                 return cmd ? 0 : CS_EXIT_SETUP;
         }
-        if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0 ||
-            strcmp(cmd, "-v") == 0) {
-                printf("%s version %s (csandbox)\n", prog, CSANDBOX_VERSION);
+        if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-v") == 0) {
+                podman_print_short_version(prog);
                 return 0;
         }
+        if (strcmp(cmd, "version") == 0)
+                return podman_version(prog, argc - 1, argv + 1);
+        if (strcmp(cmd, "info") == 0)
+                return podman_info(prog, argc - 1, argv + 1);
+        if (strcmp(cmd, "volume") == 0)
+                return podman_volume_main(prog, argc - 1, argv + 1);
+        if (strcmp(cmd, "exec") == 0)
+                return podman_exec(prog, argc - 1, argv + 1);
         if (strcmp(cmd, "run") == 0)
                 return podman_run_cmd(prog, argc - 1, argv + 1);
         if (strcmp(cmd, "ps") == 0)
@@ -458,7 +559,8 @@ int podman_main(int argc, char **argv)
         if (strcmp(cmd, "wait") == 0)
                 return podman_wait(prog, argc - 1, argv + 1);
         if (strcmp(cmd, "pull") == 0 || strcmp(cmd, "build") == 0 || strcmp(cmd, "images") == 0 ||
-            strcmp(cmd, "rmi") == 0 || strcmp(cmd, "inspect") == 0 || strcmp(cmd, "tag") == 0)
+            strcmp(cmd, "rmi") == 0 || strcmp(cmd, "inspect") == 0 || strcmp(cmd, "tag") == 0 ||
+            strcmp(cmd, "load") == 0 || strcmp(cmd, "save") == 0)
                 return podman_images_main(prog, argc - 1, argv + 1);
         if (cmd[0] == '-')
                 fprintf(stderr, "%s: %s is not supported by csandbox's podman\n", prog, cmd);

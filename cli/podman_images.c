@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,6 +161,15 @@ static int find_image(struct stores *st, const char *name, char digest[OCI_DIGES
 
 /* ---- the helper: pull and build ---- */
 
+/* line starts with "sha256:" and 64 hex digits. */
+static bool last_digest_is(const char *line)
+{
+        for (size_t k = 7; k < 71; k++)
+                if (!isxdigit((unsigned char)line[k]))
+                        return false;
+        return true;
+}
+
 /* The last "sha256:<64 hex>" in text, or NULL. */
 static const char *last_digest(const char *text)
 {
@@ -175,9 +186,33 @@ static const char *last_digest(const char *text)
         return found;
 }
 
+/* The helper's output to stderr line by line, but a line that is a digest alone (the
+ * helper's last, which stdout gets as the ID); end: what is left of a last line. */
+static void stream_lines(const char *buf, size_t n, bool end)
+{
+        static char line[4096];
+        static size_t len;
+
+        for (size_t i = 0; i < n; i++) {
+                if (len < sizeof(line))
+                        line[len++] = buf[i];
+                if (buf[i] != '\n' && len < sizeof(line))
+                        continue;
+                if (!(len == 72 && line[71] == '\n' && strncmp(line, "sha256:", 7) == 0 &&
+                      last_digest_is(line)))
+                        fwrite(line, 1, len, stderr);
+                len = 0;
+        }
+        if (end && len) {
+                fwrite(line, 1, len, stderr);
+                len = 0;
+        }
+        fflush(stderr);
+}
+
 /* csandbox-import WHAT ARGS..., its stdout read: on success the image ID (the digest's hex)
- * is printed on stdout, as podman prints it, and the helper's own lines go to stderr unless
- * quiet. Returns the exit status. */
+ * is printed on stdout, as podman prints it, and the helper's own lines go to stderr as
+ * they come unless quiet (then only on failure). Returns the exit status. */
 static int run_helper(const char *what, char **args, size_t n, bool quiet)
 {
         _cleanup_free_ char *helper = cs_self_sibling("csandbox-import");
@@ -230,6 +265,10 @@ static int run_helper(const char *what, char **args, size_t n, bool quiet)
                         continue;
                 if (k <= 0)
                         break;
+                /* the steps' lines on stderr as they come (a long RUN step shows its
+                 * progress), stdout keeps only the ID for scripts */
+                if (!quiet)
+                        stream_lines(buf, (size_t)k, false);
                 /* past the bound the rest is read and dropped, so the helper never blocks */
                 if (len < HELPER_OUT_MAX) {
                         size_t take =
@@ -240,28 +279,23 @@ static int run_helper(const char *what, char **args, size_t n, bool quiet)
         }
         close(fds[0]);
         out[len] = '\0';
+        if (!quiet)
+                stream_lines(NULL, 0, true);
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return perr("wait for csandbox-import: %s", strerror(errno));
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                fputs(out, stderr);
+                if (quiet)
+                        fputs(out, stderr);
                 return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         }
         {
                 const char *d = last_digest(out);
 
                 if (!d) {
-                        fputs(out, stderr);
+                        if (quiet)
+                                fputs(out, stderr);
                         return perr("csandbox-import printed no image digest");
-                }
-                if (!quiet) {
-                        /* the helper's lines but the bare digest line */
-                        char *nl = strrchr(out, '\n');
-
-                        if (nl && nl[1] == '\0' && strncmp(d, "sha256:", 7) == 0 && d > out &&
-                            d[-1] == '\n' && d[71] == '\n')
-                                out[d - out] = '\0';
-                        fputs(out, stderr);
                 }
                 printf("%.64s\n", d + 7);
         }
@@ -1241,6 +1275,237 @@ static const char usage[] =
     "csandbox's store, ${XDG_DATA_HOME:-~/.local/share}/csandbox/images, and the read-only\n"
     "stores of $CSANDBOX_READONLY_STORE)\n";
 
+/* ---- load, save ---- */
+
+static const char usage_load[] = "Usage: %s load [-i FILE] [-q]\n"
+                                 "  an oci-archive or docker-archive (as podman save or docker "
+                                 "save writes it), from FILE or stdin\n";
+
+enum { LOAD_INPUT, LOAD_QUIET };
+static const struct podman_opt load_opts[] = {
+    {"--input", 'i', true, NULL, LOAD_INPUT},
+    {"--quiet", 'q', false, NULL, LOAD_QUIET},
+};
+
+struct load_ctx {
+        const char *input;
+        bool quiet;
+};
+
+static int load_opt(void *ctx, int id, const char *v)
+{
+        struct load_ctx *c = ctx;
+
+        if (id == LOAD_INPUT)
+                c->input = v;
+        else
+                c->quiet = on(v);
+        return 0;
+}
+
+/* stdin into dir/image.tar (the importer reads an archive by path, in any order). */
+static int spool_stdin(char *dir, char *path, size_t len)
+{
+        int fd, r;
+
+        if (!mkdtemp(dir))
+                return perr("load: a temporary directory %s: %s", dir, strerror(errno));
+        snprintf(path, len, "%s/image.tar", dir);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return perr("load: %s: %s", path, strerror(errno));
+        r = cs_copy_fd_bytes(STDIN_FILENO, fd);
+        if (close(fd) < 0 && r >= 0)
+                r = -errno;
+        if (r < 0)
+                return perr("load: reading stdin into %s: %s", path, strerror(-r));
+        return 0;
+}
+
+static int cmd_load(int argc, char **argv)
+{
+        _cleanup_free_ char **pos = calloc((size_t)argc, sizeof(char *));
+        _cleanup_free_ char *helper = cs_self_sibling("csandbox-import");
+        _cleanup_free_ char *out = malloc(HELPER_OUT_MAX + 1);
+        struct load_ctx c = {0};
+        const char *tmpdir = getenv("TMPDIR");
+        char dir[PATH_MAX], path[PATH_MAX + 16], *name = NULL;
+        const char *src;
+        size_t n_pos, len = 0;
+        int r, fds[2], status;
+        struct stat st;
+        pid_t pid;
+
+        if (!pos || !out || !helper)
+                return perr("load: out of memory");
+        r = parse_opts("load", usage_load, load_opts, sizeof(load_opts) / sizeof(load_opts[0]),
+                       load_opt, &c, argc, argv, pos, &n_pos);
+        if (r >= 0)
+                return r;
+        if (n_pos)
+                return perr("`%s load` takes no arguments (`%s`); give the archive with -i FILE",
+                            prog, pos[0]);
+        dir[0] = '\0';
+        src = c.input;
+        if (!src) {
+                if (isatty(STDIN_FILENO))
+                        return perr("load: stdin is a terminal; give the archive with -i FILE or "
+                                    "redirect it (%s load < FILE)",
+                                    prog);
+                if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
+                        src = "/dev/stdin";
+                } else {
+                        snprintf(dir, sizeof(dir), "%s/csandbox-load-XXXXXX",
+                                 tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp");
+                        if (spool_stdin(dir, path, sizeof(path)) != 0) {
+                                if (dir[0] && !strstr(dir, "XXXXXX")) {
+                                        unlink(path);
+                                        rmdir(dir);
+                                }
+                                return EXIT_FAIL;
+                        }
+                        src = path;
+                }
+        }
+        fflush(NULL);
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return perr("pipe: %s", strerror(errno));
+        pid = fork();
+        if (pid == 0) {
+                char *v[] = {"csandbox-import", "--quiet", (char *)src, NULL};
+
+                if (dup2(fds[1], STDOUT_FILENO) < 0)
+                        _exit(EXIT_FAIL);
+                execv(helper, v);
+                _exit(EXIT_FAIL);
+        }
+        close(fds[1]);
+        for (ssize_t k; pid > 0;) {
+                char buf[4096];
+
+                k = read(fds[0], buf, sizeof(buf));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                if (len + (size_t)k <= HELPER_OUT_MAX) {
+                        memcpy(out + len, buf, (size_t)k);
+                        len += (size_t)k;
+                }
+        }
+        close(fds[0]);
+        out[len] = '\0';
+        while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (dir[0]) {
+                unlink(path);
+                rmdir(dir);
+        }
+        if (pid < 0)
+                return perr("fork: %s", strerror(errno));
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fputs(out, stderr);
+                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        /* "imported NAME DIGEST: ..." or "already stored NAME DIGEST: ..." */
+        {
+                char *p = strncmp(out, "imported ", 9) == 0          ? out + 9
+                          : strncmp(out, "already stored ", 15) == 0 ? out + 15
+                                                                     : NULL;
+                char *sp = p ? strchr(p, ' ') : NULL;
+
+                if (sp) {
+                        *sp = '\0';
+                        name = p;
+                }
+        }
+        if (!name)
+                return perr("load: csandbox-import printed no image name:\n%s", out);
+        printf("Loaded image: %s\n", name);
+        return 0;
+}
+
+static const char usage_save[] =
+    "Usage: %s save [-o FILE] [--format docker-archive|oci-archive] IMAGE\n"
+    "  the image as an archive (to stdout without -o), for podman load, docker load and\n"
+    "  csandbox image import\n";
+
+enum { SAVE_OUTPUT, SAVE_FORMAT, SAVE_QUIET };
+static const struct podman_opt save_opts[] = {
+    {"--output", 'o', true, NULL, SAVE_OUTPUT},
+    {"--format", 0, true, NULL, SAVE_FORMAT},
+    {"--quiet", 'q', false, NULL, SAVE_QUIET},
+};
+
+struct save_ctx {
+        const char *output, *format;
+};
+
+static int save_opt(void *ctx, int id, const char *v)
+{
+        struct save_ctx *c = ctx;
+
+        if (id == SAVE_OUTPUT)
+                c->output = v;
+        else if (id == SAVE_FORMAT) {
+                if (strcmp(v, "docker-archive") != 0 && strcmp(v, "oci-archive") != 0)
+                        return podman_opt_error("--format %s: csandbox's %s saves docker-archive "
+                                                "and oci-archive",
+                                                v, prog);
+                c->format = v;
+        }
+        return 0;
+}
+
+/* The helper writes the archive, to -o FILE or to our stdout as it is. */
+static int cmd_save(int argc, char **argv)
+{
+        _cleanup_free_ char **pos = calloc((size_t)argc, sizeof(char *));
+        _cleanup_free_ char *helper = cs_self_sibling("csandbox-import");
+        struct save_ctx c = {.format = "docker-archive"};
+        char *v[9];
+        size_t n_pos, n = 0;
+        int r, status;
+        pid_t pid;
+
+        if (!pos || !helper)
+                return perr("save: out of memory");
+        r = parse_opts("save", usage_save, save_opts, sizeof(save_opts) / sizeof(save_opts[0]),
+                       save_opt, &c, argc, argv, pos, &n_pos);
+        if (r >= 0)
+                return r;
+        if (n_pos != 1)
+                return perr("`%s save` takes one image (%s)", prog,
+                            n_pos ? "several images in one archive are not supported by "
+                                    "csandbox's podman"
+                                  : "none given");
+        if (!c.output && isatty(STDOUT_FILENO))
+                return perr("refusing to save to terminal. Use -o flag or redirect");
+        v[n++] = "csandbox-import";
+        v[n++] = "--save";
+        v[n++] = "--format";
+        v[n++] = (char *)c.format;
+        if (c.output) {
+                v[n++] = "-o";
+                v[n++] = (char *)c.output;
+        }
+        v[n++] = pos[0];
+        v[n] = NULL;
+        fflush(NULL);
+        pid = fork();
+        if (pid < 0)
+                return perr("fork: %s", strerror(errno));
+        if (pid == 0) {
+                execv(helper, v);
+                fprintf(stderr, "Error: cannot run %s: %s\n", helper, strerror(errno));
+                _exit(EXIT_FAIL);
+        }
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return perr("wait for csandbox-import: %s", strerror(errno));
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 int podman_images_main(const char *name, int argc, char **argv)
 {
         prog = name && strcmp(name, "docker") == 0 ? "docker" : "podman";
@@ -1260,11 +1525,15 @@ int podman_images_main(const char *name, int argc, char **argv)
                 return cmd_inspect(argc, argv);
         if (strcmp(argv[0], "tag") == 0)
                 return cmd_tag(argc, argv);
+        if (strcmp(argv[0], "load") == 0)
+                return cmd_load(argc, argv);
+        if (strcmp(argv[0], "save") == 0)
+                return cmd_save(argc, argv);
         if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "help") == 0) {
                 printf(usage, prog);
                 return 0;
         }
         return perr("unrecognized command `%s %s`; csandbox's %s front-end has pull, build, "
-                    "images, rmi, inspect and tag here",
+                    "images, rmi, inspect, tag, load and save here",
                     prog, argv[0], prog);
 }

@@ -6,11 +6,15 @@
 #include "../common/error.h"
 #include "../common/strv.h"
 
+#include "../common/cleanup.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <arpa/inet.h>
 
 struct run_opt {
         const char *name;
@@ -31,6 +35,9 @@ static const struct run_opt run_opts[] = {
     {"net", 0, true},            {"name", 0, true},
     {"hostname", 'h', true},     {"pull", 0, true},
     {"tmpfs", 0, true},
+    {"init", 0, false},          {"label", 'l', true},
+    {"add-host", 0, true},       {"memory", 'm', true},
+    {"platform", 0, true},       {"publish", 'p', true},
 };
 /* clang-format on */
 
@@ -96,7 +103,7 @@ static int parse_env(struct podman_run *r, const char *v, struct cs_error *err)
 
 static int parse_volume(struct podman_run *r, const char *v, struct cs_error *err)
 {
-        char *copy = strdup(v), *src, *dst, *opts, *save = NULL;
+        char *copy = strdup(v), *src, *dst, *opts, *save = NULL, *vol_path = NULL;
         bool ro = false;
         int ret = 0;
 
@@ -115,16 +122,21 @@ static int parse_volume(struct podman_run *r, const char *v, struct cs_error *er
         opts = strchr(dst, ':');
         if (opts)
                 *opts++ = '\0';
-        if (src[0] != '/') {
-                ret = cs_error_setx(
-                    err, EINVAL,
-                    src[0] == '.' ? "run: --volume `%s`: the source `%s` is relative; give an "
-                                    "absolute host path"
-                                  : "run: --volume `%s`: `%s` is a named volume, which "
-                                    "csandbox's podman does not support; give an absolute host "
-                                    "path",
-                    v, src);
+        if (src[0] == '.') {
+                ret = cs_error_setx(err, EINVAL,
+                                    "run: --volume `%s`: the source `%s` is relative; give an "
+                                    "absolute host path",
+                                    v, src);
                 goto out;
+        }
+        if (src[0] != '/') {
+                /* a named volume: made on first use, as podman makes it */
+                ret = podman_volume_path(src, true, &vol_path, err);
+                if (ret < 0) {
+                        cs_error_wrap(err, "run: --volume `%s`", v);
+                        goto out;
+                }
+                src = vol_path;
         }
         if (dst[0] != '/') {
                 ret = cs_error_setx(err, EINVAL,
@@ -139,7 +151,8 @@ static int parse_volume(struct podman_run *r, const char *v, struct cs_error *er
                 else if (strcmp(o, "rw") == 0)
                         ro = false;
                 else if (strcmp(o, "z") == 0 || strcmp(o, "Z") == 0)
-                        ; /* SELinux relabelling: csandbox relabels nothing (doc/exec-and-podman.md) */
+                        ; /* SELinux relabelling: csandbox relabels nothing (doc/exec-and-podman.md)
+                           */
                 else {
                         ret = cs_error_setx(err, EINVAL,
                                             "run: --volume `%s`: the option `%s` is not supported "
@@ -150,6 +163,7 @@ static int parse_volume(struct podman_run *r, const char *v, struct cs_error *er
         }
         ret = push(r, ro ? "--ro-bind" : "--bind", src, dst, err);
 out:
+        free(vol_path);
         free(copy);
         return ret;
 }
@@ -201,6 +215,20 @@ static int parse_mount(struct podman_run *r, const char *v, struct cs_error *err
                                             v, kv);
                         goto out;
                 }
+        }
+        if (type && strcmp(type, "volume") == 0 && src && src[0] && src[0] != '/') {
+                char *vol_path = NULL;
+
+                ret = podman_volume_path(src, true, &vol_path, err);
+                if (ret < 0)
+                        cs_error_wrap(err, "run: --mount `%s`", v);
+                else if (!dst || dst[0] != '/')
+                        ret = cs_error_setx(
+                            err, EINVAL, "run: --mount `%s`: target= must be an absolute path", v);
+                else
+                        ret = push(r, ro ? "--ro-bind" : "--bind", vol_path, dst, err);
+                free(vol_path);
+                goto out;
         }
         if (!type || (strcmp(type, "bind") != 0 && strcmp(type, "tmpfs") != 0)) {
                 ret = cs_error_setx(err, EINVAL,
@@ -279,6 +307,149 @@ static bool name_valid(const char *n)
         return true;
 }
 
+/* podman's --memory: a number of bytes with an optional unit b, k, m or g; exec's is MiB
+ * (rounded up). */
+static int parse_memory(struct podman_run *r, const char *shown, const char *v,
+                        struct cs_error *err)
+{
+        unsigned long long n, mult = 1, mib;
+        char *end, num[32];
+
+        errno = 0;
+        n = strtoull(v, &end, 10);
+        if (end != v && *end && !end[1]) {
+                switch (*end | 0x20) {
+                case 'b':
+                        mult = 1;
+                        break;
+                case 'k':
+                        mult = 1ull << 10;
+                        break;
+                case 'm':
+                        mult = 1ull << 20;
+                        break;
+                case 'g':
+                        mult = 1ull << 30;
+                        break;
+                default:
+                        end = (char *)v;
+                }
+                if (end != v)
+                        end++;
+        }
+        if (errno || end == v || *end || v[0] == '-' || n == 0 || n > (1ull << 50) / mult)
+                return cs_error_setx(err, EINVAL,
+                                     "run: %s `%s`: expected a size such as 512m or 2g", shown, v);
+        mib = (n * mult + (1ull << 20) - 1) >> 20;
+        snprintf(num, sizeof(num), "%llu", mib);
+        r->memory = true;
+        return push(r, "--memory", num, NULL, err);
+}
+
+/* This machine's platform as OCI names it (linux/amd64, linux/arm64, ...). */
+static const char *host_arch(void)
+{
+        static struct utsname u;
+
+        if (uname(&u) < 0)
+                return "unknown";
+        if (strcmp(u.machine, "x86_64") == 0)
+                return "amd64";
+        if (strcmp(u.machine, "aarch64") == 0)
+                return "arm64";
+        if (strcmp(u.machine, "i686") == 0 || strcmp(u.machine, "i386") == 0)
+                return "386";
+        return u.machine;
+}
+
+/* --platform: this machine's (images run as they are, without emulation), else refused. */
+static int parse_platform(const char *shown, const char *v, struct cs_error *err)
+{
+        const char *arch = host_arch(), *a = v;
+        size_t len = strlen(arch);
+
+        if (strncmp(a, "linux/", 6) == 0)
+                a += 6;
+        if (strncmp(a, arch, len) == 0 && (a[len] == '\0' || a[len] == '/'))
+                return 0;
+        return cs_error_setx(err, EINVAL,
+                             "run: %s `%s`: csandbox runs images of this machine's platform "
+                             "(linux/%s) only, without emulation; drop %s or give linux/%s",
+                             shown, v, arch, shown, arch);
+}
+
+/* -p [[IP:]HOST:]CONTAINER[/tcp] */
+static int parse_publish(struct podman_run *r, const char *shown, const char *v,
+                         struct cs_error *err)
+{
+        _cleanup_free_ char *copy = strdup(v);
+        char *last, *proto, *hostp = NULL, *end, *ip = NULL;
+        unsigned long ctr, host;
+
+        if (!copy)
+                return cs_error_set(err, ENOMEM, "run");
+        proto = strchr(copy, '/');
+        if (proto) {
+                *proto++ = '\0';
+                if (strcmp(proto, "tcp") != 0)
+                        return cs_error_setx(err, EINVAL,
+                                             "run: %s `%s`: only tcp ports can be published by "
+                                             "csandbox's podman",
+                                             shown, v);
+        }
+        last = strrchr(copy, ':');
+        if (last) {
+                *last++ = '\0';
+                hostp = strrchr(copy, ':');
+                if (hostp) {
+                        /* IP:HOST:CTR, the IP perhaps in brackets */
+                        *hostp++ = '\0';
+                        ip = copy;
+                        if (ip[0] == '[' && ip[strlen(ip) - 1] == ']') {
+                                ip[strlen(ip) - 1] = '\0';
+                                ip++;
+                        }
+                } else {
+                        hostp = copy;
+                }
+        } else {
+                last = copy;
+        }
+        if (ip && *ip) {
+                unsigned char a[16];
+
+                if (strlen(ip) >= sizeof(r->publish[0].ip) ||
+                    (inet_pton(AF_INET, ip, a) != 1 && inet_pton(AF_INET6, ip, a) != 1))
+                        return cs_error_setx(err, EINVAL, "run: %s `%s`: `%s` is not an IP address",
+                                             shown, v, ip);
+        }
+        errno = 0;
+        ctr = strtoul(last, &end, 10);
+        if (errno || end == last || *end || ctr == 0 || ctr > 65535)
+                return cs_error_setx(err, EINVAL,
+                                     "run: %s `%s`: expected [[IP:]HOST-PORT:]CONTAINER-PORT "
+                                     "(ranges are not supported by csandbox's podman)",
+                                     shown, v);
+        host = ctr;
+        if (hostp && *hostp) {
+                host = strtoul(hostp, &end, 10);
+                if (errno || end == hostp || *end || host == 0 || host > 65535)
+                        return cs_error_setx(err, EINVAL,
+                                             "run: %s `%s`: expected [[IP:]HOST-PORT:]"
+                                             "CONTAINER-PORT (ranges are not supported by "
+                                             "csandbox's podman)",
+                                             shown, v);
+        }
+        if (r->n_publish >= PODMAN_PUBLISH_MAX)
+                return cs_error_setx(err, EINVAL, "run: more than %d %s", PODMAN_PUBLISH_MAX,
+                                     shown);
+        snprintf(r->publish[r->n_publish].ip, sizeof(r->publish[0].ip), "%s", ip ? ip : "");
+        r->publish[r->n_publish].host = (unsigned short)host;
+        r->publish[r->n_publish].ctr = (unsigned short)ctr;
+        r->n_publish++;
+        return 0;
+}
+
 static int apply(struct podman_run *r, const struct run_opt *o, const char *shown, const char *v,
                  struct cs_error *err)
 {
@@ -304,6 +475,8 @@ static int apply(struct podman_run *r, const struct run_opt *o, const char *show
                         r->help = on;
                 else if (strcmp(n, "read-only") == 0)
                         r->read_only = on;
+                /* --init: csandbox's pid 1 always reaps and forwards signals, as podman's
+                 * catatonit does, and the payload is never pid 1 */
                 return 0;
         }
         if (strcmp(n, "env") == 0)
@@ -371,6 +544,21 @@ static int apply(struct podman_run *r, const struct run_opt *o, const char *show
                                              v);
                 return push(r, "--tmpfs", v, NULL, err);
         }
+        if (strcmp(n, "label") == 0) {
+                r->labels = true; /* metadata only: no command of csandbox's reads it */
+                return 0;
+        }
+        if (strcmp(n, "add-host") == 0) {
+                if (!r->add_host)
+                        return set_str(&r->add_host, v, err);
+                return 0;
+        }
+        if (strcmp(n, "memory") == 0)
+                return parse_memory(r, shown, v, err);
+        if (strcmp(n, "platform") == 0)
+                return parse_platform(shown, v, err);
+        if (strcmp(n, "publish") == 0)
+                return parse_publish(r, shown, v, err);
         return cs_error_setx(err, EINVAL, "run: %s is not supported by csandbox's podman", shown);
 }
 
@@ -469,5 +657,6 @@ void podman_run_free(struct podman_run *r)
         free(r->workdir);
         free(r->hostname);
         free(r->net);
+        free(r->add_host);
         memset(r, 0, sizeof(*r));
 }

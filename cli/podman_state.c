@@ -238,6 +238,18 @@ static DIR *open_listing(int rootfd, struct cs_error *err)
         return d;
 }
 
+static bool ctr_running(const struct podman_ctr *c);
+
+/* A container removed on exit (--rm, or a named foreground run) whose supervisor died
+ * without removing it (SIGKILL): gone as it would have gone, now. */
+static bool ctr_stale(int rootfd, const struct podman_ctr *c)
+{
+        if (!c->rm || c->pid <= 0 || c->exit_code >= 0 || ctr_running(c))
+                return false;
+        (void)podman_ctr_remove(rootfd, c->id, &(struct cs_error){0});
+        return true;
+}
+
 /* Every recorded container, calling fn until it returns nonzero. */
 static int ctr_each(int rootfd, int (*fn)(struct podman_ctr *c, void *data), void *data,
                     struct cs_error *err)
@@ -255,6 +267,10 @@ static int ctr_each(int rootfd, int (*fn)(struct podman_ctr *c, void *data), voi
 
                 if (!id_like(de->d_name) || ctr_load(rootfd, de->d_name, &c, &ignored) < 0)
                         continue; /* half made or being removed */
+                if (ctr_stale(rootfd, &c)) {
+                        podman_ctr_free(&c);
+                        continue;
+                }
                 r = fn(&c, data);
                 podman_ctr_free(&c);
         }
@@ -287,7 +303,7 @@ int podman_name_check(int rootfd, const char *name, struct cs_error *err)
 
                 if (!id_like(de->d_name) || ctr_load(rootfd, de->d_name, &c, &ignored) < 0)
                         continue;
-                taken = name_taken(&c, &f);
+                taken = !ctr_stale(rootfd, &c) && name_taken(&c, &f);
                 podman_ctr_free(&c);
                 if (taken) {
                         char id[13];
@@ -375,6 +391,10 @@ static int ctr_find(int rootfd, const char *ref, struct podman_ctr *ret, struct 
 
                 if (!id_like(de->d_name) || ctr_load(rootfd, de->d_name, &c, &ignored) < 0)
                         continue;
+                if (ctr_stale(rootfd, &c)) {
+                        podman_ctr_free(&c);
+                        continue;
+                }
                 if (strcmp(c.name, ref) == 0 || strcmp(c.id, ref) == 0) {
                         snprintf(found, sizeof(found), "%s", c.id);
                         matches = 1;
@@ -1056,4 +1076,14 @@ int podman_wait(const char *prog, int argc, char **argv)
         }
         close(rootfd);
         return status;
+}
+
+int podman_ctr_lookup(int rootfd, const char *ref, struct podman_ctr *ret, struct cs_error *err)
+{
+        return ctr_find(rootfd, ref, ret, err);
+}
+
+bool podman_ctr_running(const struct podman_ctr *c)
+{
+        return ctr_running(c);
 }

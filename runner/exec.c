@@ -137,6 +137,10 @@ void exec_payload(const struct sandbox_spec *s, const struct sock_fprog *filter,
                 runner_child_fail(errfd, &err);
         }
         mark_fds_cloexec();
+        if (s->signals_default)
+                for (int sig = 1; sig < NSIG; sig++)
+                        if (sig != SIGKILL && sig != SIGSTOP)
+                                signal(sig, SIG_DFL);
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (filter && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, filter) < 0) {

@@ -24,6 +24,7 @@ struct tty_link {
         int raw_fd;       /* the caller's terminal put in raw mode while relayed, or -1 */
         int size_fd;      /* the terminal whose window size the pty takes, or -1 */
         bool keep_opost;  /* raw_fd keeps its output processing (our stdout is not it) */
+        bool plain;       /* the spec's tty_plain: no title push and pop */
         bool have_termios;
         struct termios termios; /* the pty's initial modes: the caller's */
         struct winsize ws;

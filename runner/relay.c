@@ -159,7 +159,7 @@ static bool out_is_terminal(const struct relay *r)
 int relay_pty_read(struct relay *r)
 {
         size_t room = sizeof(r->out_buf) - r->out_len;
-        bool tty = out_is_terminal(r);
+        bool tty = out_is_terminal(r) && !r->t->plain;
         ssize_t n;
 
         if (room <= TTYMODES_FILTER_EXTRA)

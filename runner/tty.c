@@ -48,6 +48,7 @@ int tty_prepare(const struct sandbox_spec *s, struct tty_link *t, struct cs_erro
                 }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, t->ctl) < 0)
                 return cs_error_set(err, errno, "create the socket to the sandbox's pid 1");
+        t->plain = s->tty_plain;
         t->pty = spec_tty_wants_pty(s);
         if (!t->pty)
                 return 0;

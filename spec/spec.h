@@ -228,6 +228,13 @@ struct sandbox_spec {
         size_t n_rlimits;
 
         enum spec_tty tty;
+        /* A container engine's relay: the pty's bytes reach the caller's terminal as they
+         * are, without the title push and pop around a session that sets a title. */
+        bool tty_plain;
+        /* The payload starts with every signal at its default action, as an OCI runtime
+         * starts a container's process, not with what csandbox's caller ignored (a shell's
+         * `&` job ignores SIGINT and SIGQUIT, which must still reach the container). */
+        bool signals_default;
         enum spec_proc proc; /* what the SPEC_MOUNT_PROC mount is */
 
         uint64_t memory_max; /* bytes; 0: no limit */

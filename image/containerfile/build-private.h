@@ -52,6 +52,12 @@ int build_layer_commit_tap(int upper_fd, const int *lower_fds, size_t n_lowers,
                            unsigned char ret_diff_id[32], struct layer_stats *ret_stats,
                            bool *ret_empty, struct cs_error *err);
 
+/* The stored layer at layer_dir_fd (its diff/ tree and its ownership record) as a tar to
+ * tap, in the form of build_layer_commit's (the same bytes for a layer it committed);
+ * ret_diff_id: the tar's SHA-256. Reads the tree and changes nothing. */
+int build_layer_export(int layer_dir_fd, build_tar_tap tap, void *opaque,
+                       unsigned char ret_diff_id[32], struct cs_error *err);
+
 /* The names in the directory dfd (not . and ..), sorted by bytes; at most max of them. */
 int build_list_dir(int dfd, size_t max, char ***ret, size_t *ret_n, const char *shown,
                    struct cs_error *err);

@@ -4,6 +4,7 @@ read-only; what a session pulls or builds goes to the profile's own store; a con
 no more than the session has. The fake claude is a shell script (the session's program),
 the image the busybox fixture imported into the user's store."""
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -131,8 +132,18 @@ def test_a_container_in_the_session_fails_as_podman_does(profiles):
     r = session(profiles, "podman run --rm no/such:image true; echo unknown=$?\n"
                           f"podman run --rm {IMAGE} /no/such; echo missing=$?\n"
                           f"podman run --rm {IMAGE} sh -c 'exit 7'; echo status=$?\n"
-                          f"podman run --rm --publish 80:80 {IMAGE} true; echo publish=$?\n")
+                          f"podman run --rm --publish 80:80/udp {IMAGE} true; echo publish=$?\n"
+                          f"podman run -d --name in {IMAGE} sh -c 'echo inside >/mark; "
+                          "exec sleep 100' >/dev/null\n"
+                          "i=0; while [ $i -lt 200 ] && ! podman exec in test -e /mark 2>/dev/null; do "
+                          "i=$((i+1)); sleep 0.1; done\n"
+                          "podman exec in cat /mark; echo exec=$?\n"
+                          "podman exec in cat /proc/self/status | grep -E '^CapEff|^Seccomp:'\n"
+                          "podman rm -f in >/dev/null\n")
     assert r.returncode == 0, r.stderr
-    for want in ("unknown=125", "missing=127", "status=7", "publish=125"):
+    for want in ("unknown=125", "missing=127", "status=7", "publish=125", "inside", "exec=0"):
         assert want in r.stdout.split(), (want, r.stdout, r.stderr)
-    assert "--publish" in r.stderr
+    assert "tcp" in r.stderr
+    # exec inside a session: the container's namespaces joined, nothing gained
+    assert re.search(r"^CapEff:\s+0+$", r.stdout, re.M), r.stdout
+    assert re.search(r"^Seccomp:\s+2$", r.stdout, re.M), r.stdout

@@ -109,9 +109,12 @@ static void test_volumes_and_mounts_become_binds(void)
 static void test_refusals_name_what_they_refuse(void)
 {
         static const char *const cases[][3] = {
-            {"--publish", "80:80", "--publish"},
-            {"-p", "80", "-p"},
-            {"-v", "vol:/x", "named volume"},
+            {"--publish", "80:80/udp", "tcp"},
+            {"-p", "8000-8010:80", "ranges"},
+            {"-p", "nohost:8080:80", "not an IP address"},
+            {"-v", "no/such:/x", "not a volume name"},
+            {"--memory", "lots", "--memory"},
+            {"--platform", "linux/no-such-arch", "platform"},
             {"-v", "./rel:/x", "relative"},
             {"-v", "/x", "anonymous"},
             {"-v", "/a:rel", "not absolute"},
