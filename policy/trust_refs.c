@@ -8,6 +8,7 @@
  * commit HEAD named when the session started is listed by the host's git, hardened as
  * every git csandbox runs, and each directory that would be a git dir is a finding. */
 #include "trust.h"
+#include "trust_rules.h"
 #include "worktree.h"
 
 #include "../common/cleanup.h"
@@ -155,14 +156,19 @@ static const char *head_oid(const struct trust_refs *t)
         return is_oid(t->head, strlen(t->head)) ? t->head : NULL;
 }
 
-static char *git_out(const char *work_root, char *const *args)
+/* git's output (NULL: none); *failed when git could not give it whole (too large, too
+ * slow): what it would have listed is then unknown, which is a finding of its own. */
+static char *git_out(const char *work_root, char *const *args, bool *failed)
 {
         struct cs_error ignored;
         char *out = NULL;
         size_t len = 0;
 
-        if (worktree_git(work_root, args, true, &out, &len, &ignored) < 0)
+        if (worktree_git(work_root, args, true, &out, &len, &ignored) < 0) {
+                if (failed)
+                        *failed = true;
                 return NULL;
+        }
         return out;
 }
 
@@ -175,9 +181,11 @@ static bool tree_dir_is_git_dir(const char *work_root, const char *oid, const ch
 
         if (asprintf(&spec, "%s:%s", oid, dir) < 0)
                 return true;
-        out = git_out(work_root, (char *[]){"ls-tree", "--name-only", "-z", spec, NULL});
+        bool failed = false;
+
+        out = git_out(work_root, (char *[]){"ls-tree", "--name-only", "-z", spec, NULL}, &failed);
         if (!out)
-                return false;
+                return failed;
         for (char *e = out; *e; e += strlen(e) + 1) {
                 head |= strcmp(e, "HEAD") == 0;
                 objects |= strcmp(e, "objects") == 0;
@@ -213,11 +221,44 @@ void trust_refs_judge(const char *work_root, const struct trust_refs *before,
                 /* What the ref's commit holds that the commit checked out when the session
                  * started did not: paths added or changed (a tag or a non-commit lists
                  * nothing). */
+                bool failed = false;
+
+                /* git shows a replaced commit's replacement in checkouts and logs: the
+                 * session can make the user's next checkout write what no branch shows */
+                if (strncmp(name, "refs/replace/", 13) == 0) {
+                        trust_add(out,
+                                  "a replace ref (the host's git shows another commit in "
+                                  "its place, in checkouts too)",
+                                  name, NULL);
+                        continue;
+                }
                 diff = base ? git_out(work_root,
                                       (char *[]){"diff-tree", "-r", "--no-renames", "--name-only",
-                                                 "-z", (char *)base, (char *)oid, NULL})
-                            : git_out(work_root, (char *[]){"ls-tree", "-r", "--name-only", "-z",
-                                                            (char *)oid, NULL});
+                                                 "-z", (char *)base, (char *)oid, NULL},
+                                      &failed)
+                            : git_out(work_root,
+                                      (char *[]){"ls-tree", "-r", "--name-only", "-z", (char *)oid,
+                                                 NULL},
+                                      &failed);
+                if (failed)
+                        trust_add(out,
+                                  "a commit csandbox could not list (git too slow or its list "
+                                  "too long): what its checkout writes is unknown",
+                                  name, NULL);
+                for (char *p = diff; p && *p; p += strlen(p) + 1) {
+                        /* a file the host reads by its name, which a checkout or a merge of
+                         * the ref writes into the tree */
+                        const char *kind = trust_host_reads(p);
+
+                        if (kind) {
+                                _cleanup_free_ char *what = NULL;
+
+                                if (asprintf(&what,
+                                             "%s/%s (in %s: a checkout or a merge writes it)",
+                                             work_root, p, name) >= 0)
+                                        trust_add(out, kind, what, NULL);
+                        }
+                }
                 for (char *p = diff; p && *p && n_cand < CANDIDATE_MAX; p += strlen(p) + 1) {
                         /* the directory that may be a git dir: the one above HEAD, config,
                          * commondir, or above objects/ or refs/ */

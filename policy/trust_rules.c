@@ -896,6 +896,51 @@ static bool link_into_state(const struct trust_rules *r, int root_fd, const char
         return fd_below(cs_take_fd(&fd), r->state_dev, r->state_ino);
 }
 
+/* Whether path names a different place for each process that reads it: /proc/self,
+ * /proc/thread-self (the reader's cwd, root, fds), /dev/fd and /dev/std* (links into them). */
+static bool reader_relative(const char *path)
+{
+        static const char *const prefixes[] = {"/proc/", "/dev/fd/", "/dev/stdin", "/dev/stdout",
+                                               "/dev/stderr"};
+
+        while (*path == ' ' || *path == '\t')
+                path++;
+        for (size_t i = 0; i < sizeof(prefixes) / sizeof(*prefixes); i++)
+                if (strncmp(path, prefixes[i], strlen(prefixes[i])) == 0)
+                        return true;
+        return false;
+}
+
+/* A link, a gitfile, a commondir or a gitdir file leading into /proc/self (or the like):
+ * csandbox's judge and each host tool would each reach a different place through it (git
+ * in a submodule reads it from there), so it cannot be judged by where it leads. */
+static bool leads_per_reader(int root_fd, const char *rel)
+{
+        const char *base = strrchr(rel, '/');
+        _cleanup_free_ char *text = NULL;
+        char target[PATH_MAX];
+        struct stat st;
+        size_t len = 0;
+        ssize_t l;
+
+        base = base ? base + 1 : rel;
+        if (fstatat(root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        if (S_ISLNK(st.st_mode)) {
+                l = readlinkat(root_fd, rel, target, sizeof(target) - 1);
+                if (l <= 0)
+                        return false;
+                target[l] = '\0';
+                return reader_relative(target);
+        }
+        if (!S_ISREG(st.st_mode) ||
+            (strcmp(base, ".git") != 0 && strcmp(base, "commondir") != 0 &&
+             strcmp(base, "gitdir") != 0) ||
+            read_git_file(root_fd, rel, GITFILE_MAX, &text, &len) < 0)
+                return false;
+        return reader_relative(strncmp(text, "gitdir:", 7) == 0 ? text + 7 : text);
+}
+
 void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd, const char *rel,
                  struct plan_trust *out)
 {
@@ -938,6 +983,13 @@ void trust_judge(const struct trust_rules *r, enum trust_root root, int root_fd,
         if (link_into_state(r, root_fd, rel))
                 finding(out, "link into the sandbox's own storage", j.base, rel,
                         "the host reaches what the session keeps there, which is not judged");
+        if (leads_per_reader(root_fd, rel))
+                finding(out, "a path that leads each reader somewhere else", j.base, rel,
+                        "it names /proc/self (or /dev/fd): git and claude on the host each "
+                        "reach a different place through it, so it cannot be judged");
+        /* git reads a graft file in every git dir before what a commit says */
+        if (strcmp(comp[n - 1], "grafts") == 0 && n >= 2 && strcmp(comp[n - 2], "info") == 0)
+                finding(out, "git grafts (git shows other parents for commits)", j.base, rel, NULL);
         /* A git dir anywhere the session writes is judged by git's rules: a gitfile or a
          * link in the tree can lead the host's git to it, whenever it was made. */
         if (root == TRUST_ROOT_PROFILE)
@@ -972,4 +1024,27 @@ bool trust_rejudge(int root_fd, const char *rel)
          * A link to a file (node_modules/.bin) leads nowhere a discovery starts. */
         return fstatat(root_fd, rel, &st, 0) < 0 ? errno == ENOENT || errno == ELOOP
                                                  : S_ISDIR(st.st_mode);
+}
+
+const char *trust_host_reads(const char *rel)
+{
+        const char *last = strrchr(rel, '/'), *dir_end = last;
+
+        last = last ? last + 1 : rel;
+        if (strcmp(last, ".mcp.json") == 0)
+                return "project MCP servers (.mcp.json)";
+        if ((strcmp(last, "settings.json") == 0 || strcmp(last, "settings.local.json") == 0) &&
+            dir_end && dir_end - rel >= 7 && strncmp(dir_end - 7, ".claude", 7) == 0 &&
+            (dir_end - rel == 7 || dir_end[-8] == '/'))
+                return "claude project settings";
+        if (strcmp(last, ".claude") == 0)
+                return "claude project settings (a .claude that is a file or a link)";
+        if (is_hook_manager_config(last))
+                return "hook manager config (git runs what it names)";
+        if (strcmp(last, ".exrc") == 0 || strcmp(last, ".nvimrc") == 0 ||
+            strcmp(last, ".nvim.lua") == 0)
+                return "editor project config (git commit opens the editor here)";
+        if (strcmp(last, "git") == 0 || strcmp(last, "claude") == 0)
+                return "program named like one the host runs";
+        return NULL;
 }

@@ -61,6 +61,11 @@ bool trust_git_config_inert(const char *text, size_t len, char **ret_why);
  * nothing yet), whose target may change where no watch sees it, and a file git or claude
  * reads, whose content a store into a shared mapping can change without an event. */
 bool trust_rejudge(int root_fd, const char *rel);
+/* What the host reads from a work tree path by its name alone, as the judge would name it
+ * (claude's project settings and MCP servers, a hook manager's config, an editor's rc file,
+ * a program named git or claude); NULL for other names. For paths known only by name: a
+ * commit's, which a checkout writes later. */
+const char *trust_host_reads(const char *rel);
 
 /* git's config reader (config.c of git 2.39), for the judge and its tests: fn gets each key
  * git would see, canonical ("section.sub.key", section and key lowercased), and its value

@@ -52,6 +52,7 @@ static const char *const git_hardening[] = {
     "core.pager=cat",
 };
 #define GIT_HARDENING_N (sizeof(git_hardening) / sizeof(git_hardening[0]))
+#define GIT_TIMEOUT_MS  20000
 
 int worktree_git_start(const char *cwd, char *const *args, struct cs_spawned *ret,
                        struct cs_error *err)
@@ -59,7 +60,7 @@ int worktree_git_start(const char *cwd, char *const *args, struct cs_spawned *re
         _cleanup_free_ char *env_path = NULL, *env_home = NULL, *git = NULL;
         const char *path = getenv("PATH"), *home = getenv("HOME");
         char *argv[2 * GIT_HARDENING_N + 16] = {"git", "--no-pager"};
-        char *envp[5] = {NULL};
+        char *envp[8] = {NULL};
         size_t n = 2, n_env = 0;
 
         *ret = (struct cs_spawned){.pid = -1, .out = -1};
@@ -80,6 +81,10 @@ int worktree_git_start(const char *cwd, char *const *args, struct cs_spawned *re
         /* Set, it overrides every protocol.<name>.allow a config has (ext:: runs a command). */
         envp[n_env++] = "GIT_ALLOW_PROTOCOL=";
         envp[n_env++] = "GIT_PROTOCOL_FROM_USER=0";
+        /* What a commit holds, not what a replace ref or a graft the session wrote says it
+         * holds (the judge's diff of a moved branch reads both sides through them). */
+        envp[n_env++] = "GIT_NO_REPLACE_OBJECTS=1";
+        envp[n_env++] = "GIT_GRAFT_FILE=/dev/null";
         if (home && *home) {
                 if (asprintf(&env_home, "HOME=%s", home) < 0) {
                         env_home = NULL;
@@ -93,9 +98,14 @@ int worktree_git_start(const char *cwd, char *const *args, struct cs_spawned *re
         if (!git)
                 return 0; /* no git: as outside a repository */
         /* Dropped: git that cannot be started is git that is not there. */
-        (void)cs_spawn_start(
-            &(struct cs_spawn){.path = git, .argv = argv, .envp = envp, .max = GIT_OUTPUT_MAX},
-            ret);
+        (void)cs_spawn_start(&(struct cs_spawn){.path = git,
+                                                .argv = argv,
+                                                .envp = envp,
+                                                .max = GIT_OUTPUT_MAX,
+                                                /* a FIFO the session left where git reads
+                                                 * (alternates, a ref) must not hold csandbox */
+                                                .timeout_ms = GIT_TIMEOUT_MS},
+                             ret);
         return 0;
 }
 
@@ -113,6 +123,9 @@ int worktree_git_finish(struct cs_spawned *h, bool raw, char **ret, size_t *ret_
         if (c.too_big)
                 return cs_error_setx(err, EFBIG, "git's output is larger than %u bytes",
                                      GIT_OUTPUT_MAX);
+        if (c.timed_out)
+                return cs_error_setx(err, ETIMEDOUT, "git did not finish within %d s",
+                                     GIT_TIMEOUT_MS / 1000);
         if (!cs_capture_ok(&c))
                 return 0;
         out = cs_take_ptr(&c.out);
