@@ -510,6 +510,64 @@ out:
         return ok;
 }
 
+/* Where the session's connection c was headed (SO_ORIGINAL_DST, either family): the
+ * address in *dst, its family, address bytes and port. -1 (logged) when it has none. */
+union egress_dst {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+};
+
+static int original_dst(int c, union egress_dst *dst, int *family, const unsigned char **addr,
+                        unsigned *port)
+{
+        socklen_t dlen = sizeof(*dst);
+
+        if (getsockopt(c, SOL_IP, SO_ORIGINAL_DST, dst, &dlen) < 0) {
+                dlen = sizeof(*dst);
+                if (getsockopt(c, SOL_IPV6, IP6T_SO_ORIGINAL_DST, dst, &dlen) < 0) {
+                        egress_refuse("tcp", NULL, AF_INET, NULL, 0, "no original destination");
+                        return -1;
+                }
+        }
+        *family = dst->sa.sa_family;
+        *addr = *family == AF_INET ? (const unsigned char *)&dst->in.sin_addr
+                                   : (const unsigned char *)&dst->in6.sin6_addr;
+        *port = ntohs(*family == AF_INET ? dst->in.sin_port : dst->in6.sin6_port);
+        return 0;
+}
+
+/* A connection from the host's network to dst: EGRESS_FIRST_WAIT seconds to connect, then
+ * no send timeout. The socket, or -1. */
+static int connect_out(const union egress_dst *dst)
+{
+        struct timeval tv = {EGRESS_FIRST_WAIT, 0};
+        int family = dst->sa.sa_family, out = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (out < 0)
+                return -1;
+        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(out, &dst->sa, family == AF_INET ? sizeof(dst->in) : sizeof(dst->in6)) < 0) {
+                close(out);
+                return -1;
+        }
+        tv.tv_sec = 0;
+        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        return out;
+}
+
+/* The end of a connection's thread: its sockets, its slot, its buffer. */
+static void *conn_end(struct conn *k, int out, uint8_t *buf)
+{
+        if (out >= 0)
+                close(out);
+        slot_free(k);
+        close(k->fd);
+        free(buf);
+        atomic_fetch_sub(&threads, 1);
+        return NULL;
+}
+
 /* SPEC_NET_RELAY's connection: the session's network, open. Relayed to its original
  * destination at once, nothing read first (a server that speaks first, SSH's or SMTP's, is
  * not kept waiting), unless that is the host itself (its own, loopback and link-local
@@ -517,31 +575,15 @@ out:
 static void *relay_conn_main(void *arg)
 {
         struct conn k = *(struct conn *)arg;
-        int c = k.fd, out = -1;
-        union {
-                struct sockaddr sa;
-                struct sockaddr_in in;
-                struct sockaddr_in6 in6;
-        } dst = {0};
-        socklen_t dlen = sizeof(dst);
-        struct timeval tv = {EGRESS_FIRST_WAIT, 0};
+        union egress_dst dst = {0};
         const unsigned char *addr;
         uint8_t *buf = NULL;
         unsigned port;
-        int family;
+        int family, out = -1;
 
         free(arg);
-        if (getsockopt(c, SOL_IP, SO_ORIGINAL_DST, &dst, &dlen) < 0) {
-                dlen = sizeof(dst);
-                if (getsockopt(c, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &dst, &dlen) < 0) {
-                        egress_refuse("tcp", NULL, AF_INET, NULL, 0, "no original destination");
-                        goto out;
-                }
-        }
-        family = dst.sa.sa_family;
-        addr = family == AF_INET ? (const unsigned char *)&dst.in.sin_addr
-                                 : (const unsigned char *)&dst.in6.sin6_addr;
-        port = ntohs(family == AF_INET ? dst.in.sin_port : dst.in6.sin6_port);
+        if (original_dst(k.fd, &dst, &family, &addr, &port) < 0)
+                return conn_end(&k, out, buf);
         if (egress_pol->map_host_loopback && family == AF_INET &&
             memcmp(addr, (const unsigned char[]){169, 254, 1, 2}, 4) == 0) {
                 /* the host's loopback, mapped as pasta maps it */
@@ -549,48 +591,32 @@ static void *relay_conn_main(void *arg)
         } else if (egress_addr_forbidden(family, addr)) {
                 egress_refuse("tcp", NULL, family, addr, port,
                               "the host's own, a loopback or a link-local address");
-                goto out;
+                return conn_end(&k, out, buf);
         } else if (spec_egress_addr_denied(egress_pol, family, addr)) {
                 egress_refuse("tcp", NULL, family, addr, port, "address in a denied range");
-                goto out;
+                return conn_end(&k, out, buf);
         }
-        out = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (out < 0)
-                goto out;
-        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (connect(out, &dst.sa, family == AF_INET ? sizeof(dst.in) : sizeof(dst.in6)) < 0) {
+        out = connect_out(&dst);
+        if (out < 0) {
                 /* the client sees a reset, as from a refusing host, not an empty reply */
                 struct linger l = {1, 0};
 
-                setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-                goto out;
+                setsockopt(k.fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+                return conn_end(&k, out, buf);
         }
-        tv.tv_sec = 0;
-        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         buf = malloc(EGRESS_RELAY_BUF);
         if (buf)
-                relay(c, out, buf);
-out:
-        if (out >= 0)
-                close(out);
-        slot_free(&k);
-        close(c);
-        free(buf);
-        atomic_fetch_sub(&threads, 1);
-        return NULL;
+                relay(k.fd, out, buf);
+        return conn_end(&k, out, buf);
 }
 
 static void *conn_main(void *arg)
 {
         struct conn k = *(struct conn *)arg;
         int c = k.fd, out = -1;
-        union {
-                struct sockaddr sa;
-                struct sockaddr_in in;
-                struct sockaddr_in6 in6;
-        } dst = {0};
+        union egress_dst dst = {0};
         socklen_t dlen = sizeof(dst);
-        struct timeval tv = {EGRESS_FIRST_WAIT, 0};
+        struct timeval tv = {0, 0};
         struct timespec deadline;
         uint8_t *buf = malloc(EGRESS_FIRST_MAX);
         char name[EGRESS_NAME_MAX] = "";
@@ -602,19 +628,8 @@ static void *conn_main(void *arg)
         bool is_proxied = false;
 
         free(arg);
-        if (!buf)
+        if (!buf || original_dst(c, &dst, &family, &addr, &port) < 0)
                 goto out;
-        if (getsockopt(c, SOL_IP, SO_ORIGINAL_DST, &dst, &dlen) < 0) {
-                dlen = sizeof(dst);
-                if (getsockopt(c, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &dst, &dlen) < 0) {
-                        egress_refuse("tcp", NULL, AF_INET, NULL, 0, "no original destination");
-                        goto out;
-                }
-        }
-        family = dst.sa.sa_family;
-        addr = family == AF_INET ? (const unsigned char *)&dst.in.sin_addr
-                                 : (const unsigned char *)&dst.in6.sin6_addr;
-        port = ntohs(family == AF_INET ? dst.in.sin_port : dst.in6.sin6_port);
         clock_gettime(CLOCK_MONOTONIC, &deadline);
         deadline.tv_sec += EGRESS_FIRST_WAIT;
         while (kind == EGRESS_FIRST_MORE && have < EGRESS_FIRST_MAX) {
@@ -714,15 +729,9 @@ static void *conn_main(void *arg)
             !first_request(c, buf, &have, &deadline, (enum judge)http, family, addr, port))
                 goto out;
 connect:
-        tv.tv_sec = EGRESS_FIRST_WAIT;
-        out = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        out = connect_out(&dst);
         if (out < 0)
                 goto out;
-        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (connect(out, &dst.sa, family == AF_INET ? sizeof(dst.in) : sizeof(dst.in6)) < 0)
-                goto out;
-        tv.tv_sec = 0;
-        setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         if (is_proxied) {
                 /* the head was for us: answer it; what followed it is the tunnel's */
@@ -737,13 +746,7 @@ connect:
         } else if (cs_write_all(out, buf, have) == 0)
                 relay(c, out, buf);
 out:
-        if (out >= 0)
-                close(out);
-        slot_free(&k);
-        close(c);
-        free(buf);
-        atomic_fetch_sub(&threads, 1);
-        return NULL;
+        return conn_end(&k, out, buf);
 }
 
 static __attribute__((noreturn)) void proxy_main(const int fds[EGRESS_FDS], int addr_sub)
