@@ -31,15 +31,28 @@ int host_addrs_subscribe(void)
         return fd;
 }
 
-struct addr_list {
-        struct net_host_addr *a;
-        size_t n, cap;
-        bool failed;
-};
+void net_addr_list_push(struct net_addr_list *l, const struct net_host_addr *h, bool unique)
+{
+        for (size_t i = 0; unique && i < l->n; i++)
+                if (memcmp(&l->a[i], h, sizeof(*h)) == 0)
+                        return;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 16;
+                struct net_host_addr *a = realloc(l->a, cap * sizeof(*a));
+
+                if (!a) {
+                        l->failed = true;
+                        return;
+                }
+                l->a = a;
+                l->cap = cap;
+        }
+        l->a[l->n++] = *h;
+}
 
 static void addr_each(const struct nlmsghdr *nh, void *opaque)
 {
-        struct addr_list *l = opaque;
+        struct net_addr_list *l = opaque;
         const struct ifaddrmsg *ifa = NLMSG_DATA(nh);
         const unsigned char *local = NULL, *address = NULL;
         struct net_host_addr h = {0};
@@ -63,27 +76,13 @@ static void addr_each(const struct nlmsghdr *nh, void *opaque)
                 return;
         h.family = ifa->ifa_family;
         memcpy(h.bytes, local, h.family == AF_INET ? 4 : 16);
-        for (size_t i = 0; i < l->n; i++)
-                if (memcmp(&l->a[i], &h, sizeof(h)) == 0)
-                        return;
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? l->cap * 2 : 16;
-                struct net_host_addr *a = realloc(l->a, cap * sizeof(*a));
-
-                if (!a) {
-                        l->failed = true;
-                        return;
-                }
-                l->a = a;
-                l->cap = cap;
-        }
-        l->a[l->n++] = h;
+        net_addr_list_push(l, &h, true);
 }
 
 int host_addrs_dump(struct net_host_addr **ret, size_t *ret_n)
 {
         _cleanup_close_ int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-        struct addr_list l = {0};
+        struct net_addr_list l = {0};
         int r;
 
         if (nl < 0)

@@ -42,6 +42,14 @@ int host_addrs_subscribe(void);
 /* Every address of the caller's network namespace, each once (IPv4's local address, as
  * getifaddrs gives it): *ret (malloc'd, NULL when none) and *ret_n. 0 or -errno. */
 int host_addrs_dump(struct net_host_addr **ret, size_t *ret_n);
+/* A growing list of addresses, as the dumps above collect them. */
+struct net_addr_list {
+        struct net_host_addr *a;
+        size_t n, cap;
+        bool failed; /* out of memory: the list is short */
+};
+/* h appended to l (each once when unique). */
+void net_addr_list_push(struct net_addr_list *l, const struct net_host_addr *h, bool unique);
 /* Drain sub's events: true when an address was added or removed, or events were lost
  * (ENOBUFS): the caller dumps the whole set again. */
 bool host_addrs_changed(int sub);

@@ -28,16 +28,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The session's own rules: priority NET_RULE_PRIORITY, unreachable, one whole address. */
-struct rule_list {
-        struct net_host_addr *a;
-        size_t n, cap;
-        bool failed;
-};
-
+/* The session's own rules (priority NET_RULE_PRIORITY, unreachable, one whole address)
+ * into the list opaque. */
 static void rule_each(const struct nlmsghdr *nh, void *opaque)
 {
-        struct rule_list *l = opaque;
+        struct net_addr_list *l = opaque;
         const struct fib_rule_hdr *frh = NLMSG_DATA(nh);
         int len = (int)(nh->nlmsg_len - NLMSG_LENGTH(sizeof(*frh)));
         size_t alen = frh->family == AF_INET ? 4 : 16;
@@ -58,18 +53,7 @@ static void rule_each(const struct nlmsghdr *nh, void *opaque)
         }
         if (!ours_prio || !has_dst)
                 return;
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? l->cap * 2 : 16;
-                struct net_host_addr *a = realloc(l->a, cap * sizeof(*a));
-
-                if (!a) {
-                        l->failed = true;
-                        return;
-                }
-                l->a = a;
-                l->cap = cap;
-        }
-        l->a[l->n++] = h;
+        net_addr_list_push(l, &h, false);
 }
 
 static bool addr_in(const struct net_host_addr *a, const struct net_host_addr *set, size_t n)
@@ -85,7 +69,7 @@ static bool addr_in(const struct net_host_addr *a, const struct net_host_addr *s
 static bool reconcile(const struct sandbox_spec *s, int sess)
 {
         struct net_host_addr *host = NULL;
-        struct rule_list rules = {0};
+        struct net_addr_list rules = {0};
         size_t n_host = 0;
         uint32_t seq = 1;
         bool ok = false;
