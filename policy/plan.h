@@ -96,8 +96,7 @@ bool plan_bypass(const struct plan_request *req);
 int plan_egress(struct plan *p, const struct profile_config *c, struct cs_error *err);
 /* The same settings on a spec of its own, as a launch finishes them (the mode sets the
  * network): doctor's throwaway session with the profile's egress. */
-int plan_egress_spec(struct sandbox_spec *s, const struct profile_config *c,
-                     struct cs_error *err);
+int plan_egress_spec(struct sandbox_spec *s, const struct profile_config *c, struct cs_error *err);
 struct strbuf;
 /* What the briefing says of the session's network (nothing when it is open). */
 void egress_briefing(const struct sandbox_spec *s, struct strbuf *b);
