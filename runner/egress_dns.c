@@ -220,7 +220,9 @@ static enum queued enqueue(const struct dns_job *j)
         pthread_mutex_lock(&jobs_lock);
         if (pending(j)) {
                 queued = QUEUED;
-        } else if (egress_pol->net != SPEC_NET_RELAY && !token_take(j->q.name)) {
+        } else if (egress_pol->net != SPEC_NET_RELAY &&
+                   !spec_egress_name_builtin(egress_pol, j->q.name, 0) && !token_take(j->q.name)) {
+                /* claude's own hosts never wait for the bucket a flood of names empties */
                 /* the bound keeps an allowed wildcard from carrying data to its name
                  * servers; the relay's network is open anyway */
                 queued = RATE_BOUND;

@@ -260,7 +260,9 @@ static const char *judge_head(enum judge j, const uint8_t *h, size_t n, int fami
                 snprintf(name, EGRESS_NAME_MAX, "%s", target);
                 if (spec_egress_name_denied(egress_pol, target, tport))
                         return "a proxy request for a denied name";
-                if (j != JUDGE_RANGE && !spec_egress_name_allowed(egress_pol, target, tport))
+                /* on an allowed range too: a forward proxy listening there would
+                 * otherwise connect the session anywhere */
+                if (!spec_egress_name_allowed(egress_pol, target, tport))
                         return "a proxy request for a name not allowed";
         }
         if (j == JUDGE_LOOPBACK)
@@ -538,16 +540,27 @@ static int original_dst(int c, union egress_dst *dst, int *family, const unsigne
 }
 
 /* A connection from the host's network to dst: EGRESS_FIRST_WAIT seconds to connect, then
- * no send timeout. The socket, or -1. */
-static int connect_out(const union egress_dst *dst)
+ * no send timeout. The socket, or -1. Unless the host's own loopback is meant (mapped),
+ * the address is judged again once connected: a connect retries its SYN for as long as it
+ * waits, and the host may gain the address meanwhile (a VPN, a bridge coming up). */
+static int connect_out(const union egress_dst *dst, bool host_loopback)
 {
         struct timeval tv = {EGRESS_FIRST_WAIT, 0};
         int family = dst->sa.sa_family, out = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const unsigned char *addr = family == AF_INET ? (const unsigned char *)&dst->in.sin_addr
+                                                      : (const unsigned char *)&dst->in6.sin6_addr;
 
         if (out < 0)
                 return -1;
         setsockopt(out, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         if (connect(out, &dst->sa, family == AF_INET ? sizeof(dst->in) : sizeof(dst->in6)) < 0) {
+                close(out);
+                return -1;
+        }
+        if (!host_loopback && egress_addr_forbidden(family, addr)) {
+                egress_refuse("tcp", NULL, family, addr,
+                              ntohs(family == AF_INET ? dst->in.sin_port : dst->in6.sin6_port),
+                              "the host gained the address while connecting");
                 close(out);
                 return -1;
         }
@@ -584,8 +597,10 @@ static void *relay_conn_main(void *arg)
         free(arg);
         if (original_dst(k.fd, &dst, &family, &addr, &port) < 0)
                 return conn_end(&k, out, buf);
-        if (egress_pol->map_host_loopback && family == AF_INET &&
-            memcmp(addr, (const unsigned char[]){169, 254, 1, 2}, 4) == 0) {
+        bool loopback = egress_pol->map_host_loopback && family == AF_INET &&
+                        memcmp(addr, (const unsigned char[]){169, 254, 1, 2}, 4) == 0;
+
+        if (loopback) {
                 /* the host's loopback, mapped as pasta maps it */
                 dst.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         } else if (egress_addr_forbidden(family, addr)) {
@@ -596,7 +611,7 @@ static void *relay_conn_main(void *arg)
                 egress_refuse("tcp", NULL, family, addr, port, "address in a denied range");
                 return conn_end(&k, out, buf);
         }
-        out = connect_out(&dst);
+        out = connect_out(&dst, loopback);
         if (out < 0) {
                 /* the client sees a reset, as from a refusing host, not an empty reply */
                 struct linger l = {1, 0};
@@ -729,7 +744,7 @@ static void *conn_main(void *arg)
             !first_request(c, buf, &have, &deadline, (enum judge)http, family, addr, port))
                 goto out;
 connect:
-        out = connect_out(&dst);
+        out = connect_out(&dst, http == JUDGE_LOOPBACK);
         if (out < 0)
                 goto out;
         setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

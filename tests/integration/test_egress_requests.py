@@ -330,6 +330,8 @@ def drain(wait):
         pass
 for i in range(300):
     s.sendto(query(1000 + i, "n%d.csandbox.test" % i), ("169.254.1.3", 53))
+    if i == 250:  # one of claude's own hosts, asked while the bucket is empty
+        s.sendto(query(999, "claude.ai"), ("169.254.1.3", 53))
     drain(0)
 drain(5)  # some may be lost on the way (UDP): counted by what came
 s.settimeout(20)
@@ -349,6 +351,8 @@ def test_a_flood_of_new_names_under_a_wildcard_is_bounded_and_logged(csb, tmp_pa
     assert servfail > 0 and answered > 0, r.stdout
     bounded = [x for x in log if "too many new names" in x]
     assert bounded and all(" dns name=n" in x for x in bounded), log[:5]
+    # claude's own hosts never wait for the bucket the flood emptied
+    assert not any("name=claude.ai" in x for x in bounded), bounded
 
 
 def test_an_allowlist_run_turns_claudes_telemetry_off_and_does_not_allow_its_intake(tmp_path):
@@ -369,3 +373,34 @@ def test_an_allowlist_run_turns_claudes_telemetry_off_and_does_not_allow_its_int
     assert all(inside.get(k) == "1" for k in switches), inside
     inside = profiles.report()["env"]
     assert not any(k in inside for k in switches), inside
+
+
+PROXY_REQUESTS = r"""
+import socket, sys
+addr = sys.argv[1]
+for req in (b"CONNECT evil.csandbox.test:9991 HTTP/1.1\r\nHost: evil.csandbox.test:9991\r\n\r\n",
+            b"GET http://evil.csandbox.test:9991/abs HTTP/1.1\r\nHost: evil.csandbox.test\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: ok.csandbox.test\r\n\r\n"):
+    s = socket.create_connection((addr, 8080), timeout=5)
+    s.sendall(req)
+    try:
+        got = s.recv(100)
+    except OSError:
+        got = b""
+    print(repr(got[:12]))
+"""
+
+
+def test_a_proxy_request_to_an_allowed_range_must_name_an_allowed_host(csb, tmp_path):
+    """A forward proxy listening in an allowed range would connect the session anywhere: a
+    CONNECT or an absolute URI there must name an allowed host, as on the mapped loopback
+    (the test host answers any request; a refused one gets nothing back, never reaching it);
+    an origin-form request to the range passes."""
+    r, log = allowlist(csb, tmp_path, [TEST_HOST + "/32", "ok.csandbox.test"],
+                       ["python3", "-c", PROXY_REQUESTS, TEST_HOST])
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[0] == "b''" and out[1] == "b''", r.stdout
+    assert out[2].startswith("b'HTTP/1."), r.stdout
+    assert sum("name=evil.csandbox.test" in x and "a proxy request for a name not allowed" in x
+               for x in log) == 2, log
