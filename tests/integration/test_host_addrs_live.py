@@ -188,3 +188,69 @@ def test_run_session_follows_the_hosts_addresses(csb, tmp_path):
     assert added["connect"] == {NEW4: "ENETUNREACH", NEW6: "ENETUNREACH"}, added
     assert got["hits"] == [], got
     assert NEW4 not in removed["rules"] and NEW6 not in removed["rules"], removed
+
+
+# The host's server keeps what each connection sends (within a second), for the attack below.
+HOST_READING = HOST.replace('''        c, a = srv.accept()
+        hits.append(a[0]); c.close()''', '''        c, a = srv.accept()
+        c.settimeout(1)
+        try:
+            got = c.recv(100)
+        except OSError:
+            got = b""
+        hits.append(got.decode(errors="replace")); c.close()''')
+
+# The attacker on csandbox's relay: a connection to 10.77.0.1 before the host has it (the
+# proxy's SYN waits behind a gateway that never answers), then the host gains it while the
+# SYN retries: what lands on the host must carry nothing of the session's.
+PENDING_ATTACKER = r"""
+import json, socket, sys, threading, time
+port = int(sys.argv[1])
+res = {}
+def go():
+    s = socket.socket()
+    s.settimeout(10)
+    try:
+        s.connect(("10.77.0.1", port))
+        s.sendall(b"PAYLOAD-FROM-THE-SESSION")
+        time.sleep(3)
+        res["sent"] = True
+    except OSError:
+        res["sent"] = False
+t = threading.Thread(target=go)
+t.start()
+time.sleep(0.3)
+print(json.dumps({}), flush=True)
+sys.stdin.readline()
+t.join()
+print(json.dumps(res), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_an_address_the_host_gains_while_a_connect_waits_gets_nothing(csb, tmp_path):
+    """The relay judged the address when its connect began; the host gained it while the
+    SYN retried. Judged again once connected: the host's service gets no byte."""
+    log = tmp_path / "egress.log"
+    host = HOST_READING.replace(
+        'sh("route", "add", "default", "via", "10.9.0.254", "dev", "d0")',
+        'sh("route", "add", "default", "via", "10.9.0.254", "dev", "d0"); '
+        'sh("neigh", "add", "10.9.0.254", "lladdr", "02:00:00:00:00:fe", "dev", "d0", "nud", '
+        '"permanent")').replace(
+        'sh("addr", "add", "10.9.0.77/24", "dev", "d0")',
+        'sh("addr", "add", "10.77.0.1/32", "dev", "d0")').replace(
+        'sh("addr", "del", "10.9.0.77/24", "dev", "d0")',
+        'sh("addr", "del", "10.77.0.1/32", "dev", "d0")')
+    assert host.count("10.77.0.1") == 2 and "permanent" in host
+    r = subprocess.run(["unshare", "-Urn", "/usr/bin/python3", "-c", host,
+                        IP, csb.binary, "exec", "--net", "relay", "--egress-log", str(log), "--",
+                        "/usr/bin/python3", "-c", PENDING_ATTACKER],
+                       capture_output=True, text=True, timeout=120, env=base_env(),
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["rc"] == 0, got
+    assert not any("PAYLOAD" in h for h in got["hits"]), got
+    lines = log.read_text().splitlines()
+    assert any("addr=10.77.0.1 " in x and "gained the address while connecting" in x
+               for x in lines), (lines, got)
