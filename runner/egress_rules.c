@@ -98,8 +98,7 @@ static bool host_addrs_has(int family, const unsigned char *a)
 
         pthread_rwlock_rdlock(&host_lock);
         for (size_t i = 0; i < n_host_addrs && !found; i++)
-                found = host_addrs[i].family == family &&
-                        memcmp(host_addrs[i].bytes, a, family == AF_INET ? 4 : 16) == 0;
+                found = net_host_addr_holds(&host_addrs[i], family, a);
         pthread_rwlock_unlock(&host_lock);
         return found;
 }

@@ -12,7 +12,6 @@
 #include <cpuid.h>
 #endif
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <linux/fib_rules.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -68,38 +67,23 @@ bool net_addr_needs_rule(const struct sandbox_spec *s, const struct net_host_add
 static int host_addrs_gather(const struct sandbox_spec *s, struct net_helper *h,
                              struct cs_error *err)
 {
-        struct ifaddrs *list = NULL;
-        size_t cap = 0;
+        struct net_host_addr *all = NULL;
+        size_t n = 0;
+        int r = host_addrs_dump(&all, &n);
 
-        if (getifaddrs(&list) < 0)
-                return cs_error_set(err, errno, "--net pasta: list the host's addresses");
-        for (struct ifaddrs *i = list; i; i = i->ifa_next)
-                cap++;
-        h->host_addrs = calloc(cap ? cap : 1, sizeof(*h->host_addrs));
+        /* the same reader the watcher and the proxy follow (addresses, and local routes
+         * wider than one) */
+        if (r < 0)
+                return cs_error_set(err, -r, "--net pasta: list the host's addresses");
+        h->host_addrs = calloc(n ? n : 1, sizeof(*h->host_addrs));
         if (!h->host_addrs) {
-                freeifaddrs(list);
+                free(all);
                 return cs_error_set(err, ENOMEM, "--net pasta: list the host's addresses");
         }
-        for (struct ifaddrs *i = list; i; i = i->ifa_next) {
-                struct net_host_addr a = {0};
-                bool seen = false;
-
-                if (!i->ifa_addr ||
-                    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
-                        continue;
-                a.family = i->ifa_addr->sa_family;
-                if (a.family == AF_INET)
-                        memcpy(a.bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-                else
-                        memcpy(a.bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-                if (!net_addr_needs_rule(s, &a))
-                        continue;
-                for (size_t j = 0; j < h->n_host_addrs && !seen; j++)
-                        seen = memcmp(&h->host_addrs[j], &a, sizeof(a)) == 0;
-                if (!seen)
-                        h->host_addrs[h->n_host_addrs++] = a;
-        }
-        freeifaddrs(list);
+        for (size_t i = 0; i < n; i++)
+                if (net_addr_needs_rule(s, &all[i]))
+                        h->host_addrs[h->n_host_addrs++] = all[i];
+        free(all);
         return 0;
 }
 
@@ -114,7 +98,7 @@ int net_rule_unreachable(int nl, unsigned short type, const struct net_host_addr
 
         m.nh.nlmsg_seq = seq;
         frh->family = (unsigned char)a->family;
-        frh->dst_len = (unsigned char)(alen * 8);
+        frh->dst_len = a->prefix ? a->prefix : (unsigned char)(alen * 8);
         frh->action = FR_ACT_UNREACHABLE;
         netlink_attr(&m, FRA_DST, a->bytes, alen);
         netlink_attr(&m, FRA_PRIORITY, &priority, sizeof(priority));

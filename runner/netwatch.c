@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The session's own rules (priority NET_RULE_PRIORITY, unreachable, one whole address)
+/* The session's own rules (priority NET_RULE_PRIORITY, unreachable, an address or a prefix)
  * into the list opaque. */
 static void rule_each(const struct nlmsghdr *nh, void *opaque)
 {
@@ -40,8 +40,11 @@ static void rule_each(const struct nlmsghdr *nh, void *opaque)
         bool ours_prio = false, has_dst = false;
 
         if (nh->nlmsg_type != RTM_NEWRULE || (frh->family != AF_INET && frh->family != AF_INET6) ||
-            frh->action != FR_ACT_UNREACHABLE || frh->dst_len != alen * 8 || frh->src_len)
+            frh->action != FR_ACT_UNREACHABLE || frh->dst_len == 0 || frh->dst_len > alen * 8 ||
+            frh->src_len)
                 return;
+        /* a whole address, or a local route's prefix (struct net_host_addr's prefix) */
+        h.prefix = frh->dst_len == alen * 8 ? 0 : frh->dst_len;
         for (struct rtattr *rta = (struct rtattr *)((char *)frh + NLMSG_ALIGN(sizeof(*frh)));
              RTA_OK(rta, len); rta = RTA_NEXT(rta, len)) {
                 if (rta->rta_type == FRA_PRIORITY && RTA_PAYLOAD(rta) == 4)

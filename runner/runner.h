@@ -91,7 +91,11 @@ enum net_helper_kind { NET_HELPER_PASTA, NET_HELPER_SLIRP4NETNS };
 struct net_host_addr {
         int family; /* AF_INET or AF_INET6 */
         unsigned char bytes[16];
+        unsigned char prefix; /* 0: the one address; else a local route's prefix length (the
+                               * host answers every address of it: `ip route add local`) */
 };
+/* Whether a (family's bytes) is h or lies in h's prefix. */
+bool net_host_addr_holds(const struct net_host_addr *h, int family, const unsigned char *a);
 #define NET_HELPER_TIMEOUT_MS 10000
 /* The sandbox's interface as csandbox configures it (netconf.c); early false: pasta
  * configures it (--config-net) and the payload waits for pasta to be ready. */

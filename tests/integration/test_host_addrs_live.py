@@ -254,3 +254,47 @@ def test_an_address_the_host_gains_while_a_connect_waits_gets_nothing(csb, tmp_p
     lines = log.read_text().splitlines()
     assert any("addr=10.77.0.1 " in x and "gained the address while connecting" in x
                for x in lines), (lines, got)
+
+
+# The host gains a local route wider than one address (`ip route add local ... dev lo`, how
+# AnyIP is set up): it answers every address of it as its own.
+HOST_LOCAL_ROUTE = HOST_READING.replace(
+    'sh("addr", "add", "10.9.0.77/24", "dev", "d0")',
+    'sh("route", "add", "local", "10.88.0.0/16", "dev", "lo")').replace(
+    'sh("addr", "del", "10.9.0.77/24", "dev", "d0")',
+    'sh("route", "del", "local", "10.88.0.0/16", "dev", "lo")')
+
+LOCAL_ROUTE_ATTACKER = r"""
+import errno, json, socket, sys, time
+port = int(sys.argv[1])
+print(json.dumps({}), flush=True)
+sys.stdin.readline()
+time.sleep(1)  # the follower hears of the route from the kernel within milliseconds
+s = socket.socket()
+s.settimeout(5)
+try:
+    s.connect(("10.88.0.5", port))
+    s.sendall(b"PAYLOAD-FROM-THE-SESSION")
+    s.recv(10)
+    r = "connected"
+except OSError as e:
+    r = errno.errorcode.get(e.errno, "timeout")
+print(json.dumps({"connect": r}), flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("opts", [["--net", "pasta"], ["--net", "relay"]])
+def test_a_local_route_the_host_gains_is_the_hosts_too(csb, opts):
+    assert HOST_LOCAL_ROUTE.count("10.88.0.0/16") == 2
+    r = subprocess.run(["unshare", "-Urn", "/usr/bin/python3", "-c", HOST_LOCAL_ROUTE, IP,
+                        csb.binary, "exec", *opts, "--", "/usr/bin/python3", "-c",
+                        LOCAL_ROUTE_ATTACKER],
+                       capture_output=True, text=True, timeout=120, env=base_env(),
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["rc"] == 0, got
+    assert not any("PAYLOAD" in h for h in got["hits"]), got
+    if opts[1] == "pasta":
+        assert got["said"][1] == {"connect": "ENETUNREACH"}, got
