@@ -223,7 +223,7 @@ static void check_network(void)
         spec_free(&s);
 }
 
-/* An allowlist session, for real: libnftables opened, the rules loaded in a fresh user and
+/* An allowlist session, for real: the rules loaded in a fresh user and
  * network namespace, the proxy started. Not a problem for the exit status: `open`, the
  * default, and `none` do not need it. */
 static void check_egress(void)
@@ -242,7 +242,7 @@ static void check_egress(void)
                 printf("%-5s %-18s %s\n", "no", "egress (allowlist)", line);
         } else {
                 report(true, "egress (allowlist)",
-                       "a throwaway allowlist session started: libnftables loaded, nftables "
+                       "a throwaway allowlist session started: nftables "
                        "rules accepted in its own network namespace, csandbox's proxy and "
                        "resolver started");
         }
@@ -297,7 +297,7 @@ static void check_profile_egress(const struct profile_config *c)
         } else {
                 report(true, "egress (allowlist)",
                        "CLAUDE_PROFILE_SANDBOX_EGRESS=allowlist: a throwaway session with the "
-                       "profile's list started (libnftables, nftables rules in its own network "
+                       "profile's list started (nftables rules in its own network "
                        "namespace, csandbox's proxy and resolver): `run` has its network");
         }
 }
@@ -466,7 +466,7 @@ int cmd_doctor(int argc, char **argv)
                      "through the launch code `run` uses, openat2, pasta and /dev/net/tun (a "
                      "sandbox with pasta; csandbox's relay where the device cannot be used, no "
                      "network where the machine has none: each as `run` decides), an egress "
-                     "allowlist session (libnftables and nftables in the session's network "
+                     "allowlist session (nftables in the session's network "
                      "namespace), a subordinate id range (for --map-range only), whether `run` "
                      "takes the current directory's work tree (another uid's only when git's "
                      "safe.directory lists it) and claude. It judges with the CLAUDE_PROFILE_* "

@@ -5,8 +5,8 @@
  * The design (the relay is the session's network; no pasta, no tun): in the session's
  * network namespace, before its capabilities are dropped, pid 1 gives loopback the addresses
  * EGRESS_ADDR4/6, routes every destination (IPv4 and IPv6) to loopback, and loads nftables
- * rules (through libnftables, in a child that exits, so pid 1 never maps it): every outbound
- * TCP connection is redirected to EGRESS_PORT and every DNS query (UDP port 53) to
+ * rules (one nf_tables netlink batch, nft_batch.c: nothing parsed, no library loaded): every
+ * outbound TCP connection is redirected to EGRESS_PORT and every DNS query (UDP port 53) to
  * EGRESS_DNS_PORT; anything else that is not loopback (other UDP, QUIC, ICMP)
  * is dropped. It then binds the listening sockets there and hands them to csandbox over a
  * unix socket. csandbox's proxy (a process of its own outside the session's namespaces,
@@ -21,44 +21,21 @@
 
 #include "internal.h"
 #include "netlink.h"
+#include "nft_batch.h"
 
 #include "../common/error.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
-#include <nftables/libnftables.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define EGRESS_STR_(x) #x
-#define EGRESS_STR(x)  EGRESS_STR_(x)
-
-/* clang-format off */
-static const char egress_rules[] =
-    "table inet csandbox_egress {\n"
-    " chain nat_out {\n"
-    "  type nat hook output priority -100; policy accept;\n"
-    "  ip daddr 127.0.0.0/8 return\n"
-    "  ip6 daddr ::1 return\n"
-    "  meta l4proto tcp redirect to :" EGRESS_STR(EGRESS_PORT) "\n"
-    "  udp dport 53 redirect to :" EGRESS_STR(EGRESS_DNS_PORT) "\n"
-    " }\n"
-    " chain filter_out {\n"
-    "  type filter hook output priority 0; policy drop;\n"
-    "  ct state established,related accept\n"
-    "  ip daddr { 127.0.0.0/8, " EGRESS_ADDR4 " } accept\n"
-    "  ip6 daddr { ::1, " EGRESS_ADDR6 " } accept\n"
-    " }\n"
-    "}\n";
-/* clang-format on */
 
 /* addr on lo (index 1), and a default route through lo with it as the source. */
 static int lo_address_and_route(int nl, int family, const char *text)
@@ -85,113 +62,28 @@ static int lo_address_and_route(int nl, int family, const char *text)
         return netlink_request(nl, &m.nh);
 }
 
-/* libnftables, opened only by the sessions that need it (every other launch stays as
- * light as before). */
+/* The session's nftables rules (nft_batch.c), loaded while pid 1 has CAP_NET_ADMIN in the
+ * session's namespace. An error names what the kernel refused; the launch then stops (never
+ * an open network). */
 static int nft_load(struct cs_error *err)
 {
-        __typeof__(nft_ctx_new) *ctx_new;
-        __typeof__(nft_ctx_buffer_error) *buffer_error;
-        __typeof__(nft_run_cmd_from_buffer) *run;
-        __typeof__(nft_ctx_get_error_buffer) *error_text;
-        __typeof__(nft_ctx_free) *ctx_free;
-        void *lib = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
-        struct nft_ctx *ctx;
-        int r, probe;
+        int e = 0,
+            r = nft_egress_load(EGRESS_PORT, EGRESS_DNS_PORT, EGRESS_ADDR4, EGRESS_ADDR6, &e);
 
-        /* libnftables exits the process when it cannot open its netlink socket: find out
-         * first, and say why. */
-        probe = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-        if (probe < 0) {
-                int e = errno;
-
+        if (r == -ENOTSUP)
                 return cs_error_setx(err, e,
-                                     "egress allowlist: nftables cannot be used in the "
-                                     "session's network namespace (a netfilter netlink "
-                                     "socket: %s), so csandbox cannot keep the session to "
-                                     "its allowed hosts and does not start it; without an "
-                                     "allowlist, choose egress open or none",
+                                     "egress: nftables cannot be used in the session's network "
+                                     "namespace (a netfilter netlink socket: %s), so csandbox "
+                                     "cannot keep the session to its network and does not start "
+                                     "it; choose egress open or none",
                                      strerror(e));
-        }
-        close(probe);
-        if (!lib)
-                return cs_error_setx(err, ENOENT,
-                                     "egress allowlist: libnftables is not installed (%s); "
-                                     "install it with: sudo apt-get install libnftables1",
-                                     dlerror());
-        *(void **)&ctx_new = dlsym(lib, "nft_ctx_new");
-        *(void **)&buffer_error = dlsym(lib, "nft_ctx_buffer_error");
-        *(void **)&run = dlsym(lib, "nft_run_cmd_from_buffer");
-        *(void **)&error_text = dlsym(lib, "nft_ctx_get_error_buffer");
-        *(void **)&ctx_free = dlsym(lib, "nft_ctx_free");
-        if (!ctx_new || !buffer_error || !run || !error_text || !ctx_free)
-                return cs_error_setx(err, ENOENT, "egress allowlist: libnftables lacks %s",
-                                     "nft_run_cmd_from_buffer");
-        ctx = ctx_new(NFT_CTX_DEFAULT);
-        if (!ctx)
-                return cs_error_set(err, ENOMEM, "egress allowlist: nftables");
-        buffer_error(ctx);
-        r = run(ctx, egress_rules);
-        if (r != 0) {
-                const char *why = error_text(ctx);
-                size_t len = why ? strlen(why) : 0;
-
-                while (len && why[len - 1] == '\n')
-                        len--;
-                cs_error_setx(err, EPERM,
-                              "egress allowlist: the kernel refused the session's nftables "
-                              "rules (%.*s), so csandbox cannot keep the session to its "
-                              "allowed hosts and does not start it; without an allowlist, "
-                              "choose egress open or none",
-                              (int)(len > 400 ? 400 : len), why ? why : "no reason given");
-                ctx_free(ctx);
-                return -EPERM;
-        }
-        ctx_free(ctx);
+        if (r < 0)
+                return cs_error_setx(err, r == -EPERM ? e : EPERM,
+                                     "egress: the kernel refused the session's nftables rules "
+                                     "(%s), so csandbox cannot keep the session to its network "
+                                     "and does not start it; choose egress open or none",
+                                     r == -EPERM || r == -EIO ? strerror(e) : strerror(-r));
         return 0;
-}
-
-/* nft_load in a child that exits once the rules are in: libnftables and its libraries are
- * then never mapped in pid 1, which stays as small as any session's (about 1.7 MiB less). */
-static int nft_load_apart(struct cs_error *err)
-{
-        struct cs_error why = {0};
-        int p[2], status = 0;
-        ssize_t n;
-        pid_t pid;
-
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return nft_load(err);
-        pid = fork();
-        if (pid == 0) {
-                close(p[0]);
-                if (nft_load(&why) < 0) {
-                        (void)!write(p[1], &why, sizeof(why));
-                        _exit(1);
-                }
-                _exit(0);
-        }
-        close(p[1]);
-        if (pid < 0) {
-                close(p[0]);
-                return nft_load(err);
-        }
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        do
-                n = read(p[0], &why, sizeof(why));
-        while (n < 0 && errno == EINTR);
-        close(p[0]);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-                return 0;
-        if (n == (ssize_t)sizeof(why)) {
-                why.msg[sizeof(why.msg) - 1] = '\0';
-                *err = why;
-                return -(why.err ? why.err : EPERM);
-        }
-        return cs_error_setx(err, EPERM,
-                             "egress allowlist: loading the session's nftables rules failed "
-                             "(status %d), so csandbox does not start it",
-                             status);
 }
 
 static int listen_on(int family, int type, const char *text, int port)
@@ -274,7 +166,7 @@ int egress_ns_setup(int sock, struct cs_error *err)
                 return cs_error_set(err, -r,
                                     "egress allowlist: route the session's network to its "
                                     "proxy (an address and a route on lo)");
-        r = nft_load_apart(err);
+        r = nft_load(err);
         if (r < 0)
                 return r;
         fds[0] = listen_on(AF_INET, SOCK_STREAM, "127.0.0.1", EGRESS_PORT);
