@@ -268,7 +268,7 @@ static int place(struct writable *w)
         struct mount_place m = {0};
         char link[64], name[PATH_MAX];
         const char *rel;
-        uint64_t id;
+        uint64_t id = 0;
         ssize_t n;
         int r;
 
@@ -375,7 +375,7 @@ static int judge(const struct spec_egress_file *f, struct writable *ws, size_t n
                 return cs_error_set(err, errno, "%s %s", f->what, f->path);
         for (int depth = 0; depth < EGRESS_FILE_DEPTH; depth++) {
                 struct stat sb;
-                uint64_t id;
+                uint64_t id = 0;
                 int r = fstat(cur, &sb) < 0 ? -errno : mount_id(cur, &id), next;
 
                 if (r < 0)
