@@ -59,7 +59,7 @@ _csandbox()
                 ;;
         podman | docker)
                 if [ "$COMP_CWORD" -eq 2 ]; then
-                        words="run ps logs stop kill wait rm pull build images rmi inspect tag version"
+                        words="run ps logs stop kill wait rm exec pull build images rmi inspect tag save load volume info version"
                         COMPREPLY=($(compgen -W "$words" -- "$cur"))
                         return
                 fi

@@ -120,9 +120,11 @@ PER_CONN_KIB = 64  # the proxy's bound per open connection (the issue's target)
 # Under AddressSanitizer each connection's thread keeps the sanitizer's own caches and
 # shadow memory too (measured: ~130 KiB): the suite's ASan run holds the proxy to 256 KiB
 # per connection; the plain build, what users run, to the target.
+THREAD_LAG = 0
 with open(CSANDBOX, "rb") as _f:
     if b"__asan_init" in _f.read():
         PER_CONN_KIB = 256
+        THREAD_LAG = 64
 
 
 def proxy_status(csandbox_pid):
@@ -157,11 +159,16 @@ def test_a_flood_of_idle_connections_leaves_the_proxy_serving(csb, tmp_path, n):
     client = tmp_path / "flood.py"
     client.write_text(FLOOD)
     log = tmp_path / "egress.log"
+    env = base_env()
+    if PER_CONN_KIB != 64:
+        # ASan keeps what is freed in a quarantine (256 MiB by default) rather than reusing
+        # it: each of the flood's connections would hold its buffer anew
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=4"
     p = subprocess.Popen([csb.binary, "exec", "--egress", "allowlist", "--allow-host",
                           "a.csandbox.test", "--egress-log", str(log), "--ro-bind",
                           str(client), "/mnt/flood.py", "--", "python3", "/mnt/flood.py",
                           str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=base_env())
+                         stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert p.stdout.readline() == "idle\n"
         idle = proxy_status(p.pid)
@@ -189,7 +196,10 @@ def test_a_flood_of_idle_connections_leaves_the_proxy_serving(csb, tmp_path, n):
     for when in (flooded, done):
         assert int(when["VmHWM"]) <= bound, (idle, when)
         assert int(when["VmRSS"]) <= bound, (idle, when)
-        assert int(when["Threads"]) <= MAX_CONNS + 3 + DNS_WORKERS, when
+        # the proxy's own (main, two DNS sockets, the host's addresses' follower), its DNS
+        # workers and its connections'; under ASan a thread that has ended its work still
+        # counts while the sanitizer tears it down
+        assert int(when["Threads"]) <= MAX_CONNS + 4 + DNS_WORKERS + THREAD_LAG, when
     assert host_serves()
     lines = log.read_text().splitlines()
     assert any("too many connections" in x for x in lines), lines[:5]
