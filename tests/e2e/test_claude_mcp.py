@@ -56,7 +56,9 @@ def test_container_mcp_server_connects_offline_after_sandbox_cache(profiles, reg
                        cwd=str(profiles.project), env=profiles.env(), capture_output=True,
                        text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stderr + r.stdout
-    assert r.stdout.startswith(f"pulled {image} sha256:"), r.stdout
+    # each image named with the server and file that asked for it, then pulled
+    assert r.stdout.startswith(f"{image}: for server `csbt-mcp` in "), r.stdout
+    assert f"\npulled {image} sha256:" in r.stdout, r.stdout
 
     r = profiles.run(args=["mcp", "list"], env=offline, timeout=180)
     assert r.returncode == 0, r.stderr
