@@ -78,10 +78,6 @@ HOST_WITHOUT_TUN = r"""set -e
 PATH=$PATH:/usr/sbin:/sbin
 r=$NEWROOT
 mount -t tmpfs none "$r"
-# csandbox itself into the new root: the build it runs from may lie under /tmp
-cp "$1" "$r/.csandbox-under-test"
-shift
-set -- /.csandbox-under-test "$@"
 for d in /*; do
         n=${d#/}
         if [ -L "$d" ]; then cp -P "$d" "$r/$n"
@@ -240,6 +236,10 @@ ROOT_WITHOUT_TMP = r"""set -e
 PATH=$PATH:/usr/sbin:/sbin
 r=$NEWROOT
 mount -t tmpfs none "$r"
+# csandbox itself into the new root: the build it runs from may lie under /tmp
+cp "$1" "$r/.csandbox-under-test"
+shift
+set -- /.csandbox-under-test "$@"
 for d in /*; do
         n=${d#/}
         [ "$n" = tmp ] && continue
